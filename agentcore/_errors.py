@@ -1,0 +1,49 @@
+"""The exception tree.
+
+Everything agentcore raises on purpose derives from one root, so callers can catch it at once::
+
+    AgentcoreError
+    ├── AgentBusyError            a run is active (prompt, continue_, reset, messages=)
+    ├── AbortError                AbortSignal.throw_if_aborted() on an aborted signal
+    ├── ToolArgumentsError        (also ValueError) a tool call's arguments fail its schema
+    ├── ProviderNotFoundError     (also LookupError) no provider registered for model.api
+    ├── ModelNotFoundError        (also LookupError) no such model in the catalogue
+    ├── MissingApiKeyError        no API key given and none in the environment
+    └── SerializationError        (also ValueError) data that does not decode into the type
+
+Failures of models, tools and hooks are not raised: they become messages (see the loop).
+"""
+
+from __future__ import annotations
+
+
+class AgentcoreError(Exception):
+    """Root of every exception agentcore raises on purpose."""
+
+
+class AgentBusyError(AgentcoreError):
+    """An operation needs an idle agent, but a run is active."""
+
+
+class AbortError(AgentcoreError):
+    """Raised by `AbortSignal.throw_if_aborted` once the signal has been aborted."""
+
+
+class ToolArgumentsError(AgentcoreError, ValueError):
+    """A tool call's arguments do not match the tool's JSON Schema."""
+
+
+class ProviderNotFoundError(AgentcoreError, LookupError):
+    """No provider is registered for a model's `api`."""
+
+
+class ModelNotFoundError(AgentcoreError, LookupError):
+    """The catalogue has no model with that provider and id."""
+
+
+class MissingApiKeyError(AgentcoreError):
+    """No API key was passed and the provider's environment variable is not set."""
+
+
+class SerializationError(AgentcoreError, ValueError):
+    """Data could not be converted to or from the requested type."""

@@ -1,0 +1,283 @@
+"""Events: what a model stream yields (assistant-message events) and what a run emits (agent events).
+
+Every event is a frozen value with a class-level `type` string, its tag on the wire. In
+assistant-message events, `partial` is a snapshot of the reply so far.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, Union
+
+import attrs
+
+from ._content import ToolCall
+from ._enums import StopReason
+from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ._tools import AgentToolResult
+
+__all__ = [
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentStartEvent",
+    "AssistantMessageEvent",
+    "DoneEvent",
+    "ErrorEvent",
+    "EventSink",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "StartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+]
+
+
+@attrs.frozen
+class StartEvent:
+    """The reply has begun; the first event of a stream that got a response."""
+
+    type: ClassVar[str] = "start"
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class TextStartEvent:
+    """A text block opened at `content_index`."""
+
+    type: ClassVar[str] = "text_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class TextDeltaEvent:
+    """More text for the block at `content_index`."""
+
+    type: ClassVar[str] = "text_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class TextEndEvent:
+    """The text block at `content_index` is complete; `content` is its whole text."""
+
+    type: ClassVar[str] = "text_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ThinkingStartEvent:
+    """A thinking block opened at `content_index`."""
+
+    type: ClassVar[str] = "thinking_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ThinkingDeltaEvent:
+    """More thinking for the block at `content_index`."""
+
+    type: ClassVar[str] = "thinking_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ThinkingEndEvent:
+    """The thinking block at `content_index` is complete; `content` is its whole text."""
+
+    type: ClassVar[str] = "thinking_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallStartEvent:
+    """A tool call opened at `content_index`."""
+
+    type: ClassVar[str] = "toolcall_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallDeltaEvent:
+    """More argument JSON for the tool call at `content_index` (partial arguments are parsed)."""
+
+    type: ClassVar[str] = "toolcall_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class ToolCallEndEvent:
+    """The tool call at `content_index` is complete."""
+
+    type: ClassVar[str] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+
+
+@attrs.frozen
+class DoneEvent:
+    """The reply ended normally (`stop`, `length` or `toolUse`); `message` is final."""
+
+    type: ClassVar[str] = "done"
+    reason: Literal[StopReason.STOP, StopReason.LENGTH, StopReason.TOOL_USE] = attrs.field(
+        converter=StopReason
+    )
+    message: AssistantMessage
+
+
+@attrs.frozen
+class ErrorEvent:
+    """The reply failed or was aborted; `error` is the final message with `error_message` set."""
+
+    type: ClassVar[str] = "error"
+    reason: Literal[StopReason.ERROR, StopReason.ABORTED] = attrs.field(converter=StopReason)
+    error: AssistantMessage
+
+
+AssistantMessageEvent = Union[
+    StartEvent,
+    TextStartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    ThinkingStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ToolCallStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    DoneEvent,
+    ErrorEvent,
+]
+"""Everything a stream function yields."""
+
+
+@attrs.frozen
+class AgentStartEvent:
+    """A run has started."""
+
+    type: ClassVar[str] = "agent_start"
+
+
+@attrs.frozen
+class AgentEndEvent:
+    """A run has ended; `messages` are the ones it added."""
+
+    type: ClassVar[str] = "agent_end"
+    messages: list[AgentMessage]
+
+
+@attrs.frozen
+class TurnStartEvent:
+    """A turn (one model reply and its tool calls) has started."""
+
+    type: ClassVar[str] = "turn_start"
+
+
+@attrs.frozen
+class TurnEndEvent:
+    """A turn has ended: its reply and its tool results in source order."""
+
+    type: ClassVar[str] = "turn_end"
+    message: AgentMessage
+    tool_results: list[ToolResultMessage]
+
+
+@attrs.frozen
+class MessageStartEvent:
+    """A message enters the transcript (for the assistant: its reply has started)."""
+
+    type: ClassVar[str] = "message_start"
+    message: AgentMessage
+
+
+@attrs.frozen
+class MessageUpdateEvent:
+    """The assistant's reply grew; `assistant_message_event` is the provider event."""
+
+    type: ClassVar[str] = "message_update"
+    message: AssistantMessage
+    assistant_message_event: AssistantMessageEvent
+
+
+@attrs.frozen
+class MessageEndEvent:
+    """A message is complete and final."""
+
+    type: ClassVar[str] = "message_end"
+    message: AgentMessage
+
+
+@attrs.frozen
+class ToolExecutionStartEvent:
+    """A tool call is being prepared; `args` are the model's raw arguments."""
+
+    type: ClassVar[str] = "tool_execution_start"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@attrs.frozen
+class ToolExecutionUpdateEvent:
+    """A running tool reported progress."""
+
+    type: ClassVar[str] = "tool_execution_update"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+    partial_result: AgentToolResult
+
+
+@attrs.frozen
+class ToolExecutionEndEvent:
+    """A tool call is finished, successfully or not."""
+
+    type: ClassVar[str] = "tool_execution_end"
+    tool_call_id: str
+    tool_name: str
+    result: AgentToolResult
+    is_error: bool
+
+
+AgentEvent = Union[
+    AgentStartEvent,
+    AgentEndEvent,
+    TurnStartEvent,
+    TurnEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    MessageEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    ToolExecutionEndEvent,
+]
+"""Everything a run emits."""
+
+EventSink = Callable[[AgentEvent], None]
+"""A callable that receives a run's events, one at a time, on the run's thread."""

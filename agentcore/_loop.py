@@ -1,0 +1,395 @@
+"""The agent loop: stream a reply, run the tools it asks for, feed the results back, repeat.
+
+`run_agent_loop` is the whole algorithm, blocking on the caller's thread; `agent_loop` runs
+the same on a background thread behind an `EventStream`. Every event is emitted from the run's
+thread, in order. Failures of the model, tools and hooks become messages; only the caller's own
+sink raising propagates.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import attrs
+
+from ._abort import AbortController, AbortSignal
+from ._context import AgentContext, Context
+from ._enums import StopReason
+from ._events import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentStartEvent,
+    AssistantMessageEvent,
+    DoneEvent,
+    ErrorEvent,
+    EventSink,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    StartEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from ._loop_types import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
+from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
+from ._tool_exec import ToolBatch, own_executor
+from .providers._registry import StreamFn
+
+__all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
+
+_log = logging.getLogger(__name__)
+
+ABORT_GRACE_S = 1.0
+"""How long an aborted run waits for its model stream to end by itself before giving up."""
+
+_ABORTED_TEXT = "Request was aborted"
+
+
+class _SinkError(Exception):
+    """Carries an exception raised by the caller's sink past the loop's own handlers."""
+
+
+@attrs.define(eq=False)
+class _Run:
+    """One run of the loop; lives on one thread from start to end."""
+
+    context: AgentContext
+    config: AgentLoopConfig
+    sink: EventSink
+    signal: AbortSignal
+    stream_fn: StreamFn
+    model: Any = None
+    reasoning: Any = None
+    new_messages: list[AgentMessage] = attrs.field(factory=list)
+    turn_open: bool = False
+    _executor: Executor | None = None
+    _owns_executor: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        self.model = self.config.model
+        self.reasoning = self.config.reasoning
+
+    def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        try:
+            return self._loop(prompts)
+        except _SinkError as wrapped:
+            assert wrapped.__cause__ is not None
+            raise wrapped.__cause__ from None
+        except Exception as exc:
+            _log.debug("agent loop failed", exc_info=True)
+            return self._fail(exc)
+        finally:
+            if self._owns_executor and self._executor is not None:
+                self._executor.shutdown(wait=True)
+
+    def _loop(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        self._emit(AgentStartEvent())
+        self._emit(TurnStartEvent())
+        for message in prompts or ():
+            self._add(message)
+        pending = self._poll(self.config.get_steering_messages)
+        first = True
+        while True:
+            more_tools = True
+            while more_tools or pending:
+                if not first:
+                    if self.signal.aborted:
+                        return self._end()
+                    self._emit(TurnStartEvent())
+                first = False
+                for message in pending:
+                    if self.signal.aborted:
+                        break  # the rest stay with their owner (the Agent requeues them)
+                    self._add(message)
+                reply = self._reply()
+                if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                    self._emit(TurnEndEvent(reply, []))
+                    return self._end()
+                results, terminate = self._run_tools(reply)
+                self._emit(TurnEndEvent(reply, results))
+                more_tools = bool(results) and not terminate
+                if self._between_turns(reply, results) or self.signal.aborted:
+                    return self._end()
+                pending = self._poll(self.config.get_steering_messages)
+            pending = self._poll(self.config.get_follow_up_messages)
+            if not pending:
+                return self._end()
+
+    def _reply(self) -> AssistantMessage:
+        """Stream one assistant reply into the context and return the final message."""
+        partial: AssistantMessage | None = None
+        if self.signal.aborted:
+            final = self._error_message(_ABORTED_TEXT, [])
+        else:
+            try:
+                final = None
+                for event in self._stream_events():
+                    if isinstance(event, StartEvent):
+                        partial = event.partial
+                        self.context.messages.append(partial)
+                        self._emit(MessageStartEvent(partial))
+                    elif isinstance(event, DoneEvent):
+                        final = event.message
+                        break
+                    elif isinstance(event, ErrorEvent):
+                        final = event.error
+                        break
+                    elif partial is not None:
+                        partial = event.partial
+                        self.context.messages[-1] = partial
+                        self._emit(MessageUpdateEvent(partial, event))
+                if final is None:
+                    raise RuntimeError("the model stream ended without a done or error event")
+            except _SinkError:
+                raise
+            except Exception as exc:
+                _log.debug("model call failed", exc_info=True)
+                final = self._error_message(str(exc) or type(exc).__name__,
+                                            partial.content if partial else [])
+        assert final is not None
+        if partial is not None:
+            self.context.messages[-1] = final
+        else:
+            self.context.messages.append(final)
+            self._emit(MessageStartEvent(final))
+        self._emit(MessageEndEvent(final))
+        self.new_messages.append(final)
+        return final
+
+    def _stream_events(self) -> Iterator[AssistantMessageEvent]:
+        messages: Sequence[AgentMessage] = list(self.context.messages)
+        if self.config.transform_context is not None:
+            messages = self.config.transform_context(list(messages), self.signal)
+        llm_messages = list(self.config.convert_to_llm(list(messages)))
+        key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
+        options = self.config.stream_options(self.signal, key or self.config.api_key,
+                                             self.reasoning)
+        tools = list(self.context.tools) or None
+        context = Context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
+        stream: Any = self.stream_fn(self.model, context, options)
+        if isinstance(stream, EventStream):
+            return self._watch(stream)
+        return iter(stream)
+
+    def _watch(self, stream: EventStream[AssistantMessageEvent, Any]) -> Iterator[Any]:
+        """Iterate `stream`, but stop waiting `ABORT_GRACE_S` after an abort it ignores."""
+        remove = self.signal.add_listener(stream._interrupt)
+        try:
+            timeout: float | None = None
+            while True:
+                item = stream._get(timeout)
+                if item is _END:
+                    if stream._exc is not None:
+                        raise stream._exc
+                    return
+                if item is _INTERRUPTED:
+                    timeout = ABORT_GRACE_S
+                elif item is _TIMEOUT:
+                    raise RuntimeError(_ABORTED_TEXT)
+                else:
+                    yield item
+        finally:
+            remove()
+
+    def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
+        if not reply.tool_calls:
+            return [], False
+        batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
+                          self._get_executor)
+        results, terminate = batch.run()
+        self.context.messages.extend(results)
+        self.new_messages.extend(results)
+        return results, terminate
+
+    def _between_turns(self, reply: AssistantMessage, results: list[ToolResultMessage]) -> bool:
+        """Run the between-turn hooks; True when the run should stop now."""
+        config = self.config
+        if config.prepare_next_turn is not None:
+            turn = PrepareNextTurnContext(reply, results, self.context, list(self.new_messages))
+            update = config.prepare_next_turn(turn, self.signal)
+            if isinstance(update, AgentLoopTurnUpdate):
+                if update.context is not None:
+                    self.context = update.context
+                if update.model is not None:
+                    self.model = update.model
+                if update.thinking_level is not None:
+                    self.reasoning = update.thinking_level
+        if config.should_stop_after_turn is not None:
+            turn = PrepareNextTurnContext(reply, results, self.context, list(self.new_messages))
+            return bool(config.should_stop_after_turn(turn))
+        return False
+
+    def _poll(self, source: Callable[[], Sequence[AgentMessage]] | None) -> list[AgentMessage]:
+        if source is None or self.signal.aborted:
+            return []
+        return list(source() or ())
+
+    def _add(self, message: AgentMessage) -> None:
+        self._emit(MessageStartEvent(message))
+        self._emit(MessageEndEvent(message))
+        self.context.messages.append(message)
+        self.new_messages.append(message)
+
+    def _end(self) -> list[AgentMessage]:
+        self._emit(AgentEndEvent(list(self.new_messages)))
+        return self.new_messages
+
+    def _fail(self, exc: Exception) -> list[AgentMessage]:
+        """End the run with an error message for an exception from a hook or the loop."""
+        message = self._error_message(str(exc) or type(exc).__name__, [])
+        try:
+            if not self.turn_open:
+                self._emit(TurnStartEvent())
+            self._add(message)
+            self._emit(TurnEndEvent(message, []))
+            return self._end()
+        except _SinkError as wrapped:
+            assert wrapped.__cause__ is not None
+            raise wrapped.__cause__ from None
+
+    def _error_message(self, text: str, content: list[Any]) -> AssistantMessage:
+        reason = StopReason.ABORTED if self.signal.aborted else StopReason.ERROR
+        model = self.model
+        return AssistantMessage(list(content), model.api, model.provider, model.id,
+                                stop_reason=reason, error_message=text)
+
+    def _emit(self, event: AgentEvent) -> None:
+        if isinstance(event, TurnStartEvent):
+            self.turn_open = True
+        elif isinstance(event, TurnEndEvent):
+            self.turn_open = False
+        try:
+            self.sink(event)
+        except Exception as exc:
+            raise _SinkError() from exc
+
+    def _get_executor(self) -> Executor:
+        if self._executor is None:
+            if self.config.tool_executor is not None:
+                self._executor = self.config.tool_executor
+            else:
+                self._executor, self._owns_executor = own_executor(), True
+        return self._executor
+
+
+def _start(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EventSink,
+    signal: AbortSignal | None,
+    stream_fn: StreamFn | None,
+) -> _Run:
+    if not isinstance(context, AgentContext):
+        raise TypeError(f"'context' must be an AgentContext, got {context!r}")
+    if not isinstance(config, AgentLoopConfig):
+        raise TypeError(f"'config' must be an AgentLoopConfig, got {config!r}")
+    if not callable(emit):
+        raise TypeError(f"'emit' must be callable, got {emit!r}")
+    if signal is not None and not isinstance(signal, AbortSignal):
+        raise TypeError(f"'signal' must be an AbortSignal or None, got {signal!r}")
+    if stream_fn is not None and not callable(stream_fn):
+        raise TypeError(f"'stream_fn' must be callable or None, got {stream_fn!r}")
+    if stream_fn is None:
+        from .providers._registry import stream as default_stream
+
+        stream_fn = default_stream
+    snapshot = AgentContext(context.system_prompt, list(context.messages), list(context.tools))
+    return _Run(snapshot, config, emit, signal or AbortController().signal, stream_fn)
+
+
+def _check_prompts(prompts: object) -> list[AgentMessage]:
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Iterable):
+        raise TypeError(f"'prompts' must be a list of messages, got {prompts!r}")
+    checked = list(prompts)
+    for i, message in enumerate(checked):
+        if not isinstance(getattr(message, "role", None), str):
+            raise TypeError(f"'prompts[{i}]' must be a message with a 'role', got {message!r}")
+    return checked
+
+
+def _check_continue(context: AgentContext) -> None:
+    if isinstance(context, AgentContext):
+        if not context.messages:
+            raise ValueError("cannot continue: 'context.messages' is empty")
+        if isinstance(context.messages[-1], AssistantMessage):
+            raise ValueError("cannot continue from an assistant message: "
+                             "'context.messages' must end with a user or tool-result message")
+
+
+def run_agent_loop(
+    prompts: Iterable[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EventSink,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Run the agent on `prompts` until it is done; return the messages it added.
+
+    Blocks the calling thread, which emits every event into `emit`. `context` is not mutated.
+    `stream_fn` defaults to `agentcore.stream`.
+    """
+    checked = _check_prompts(prompts)
+    return _start(context, config, emit, signal, stream_fn).execute(checked)
+
+
+def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EventSink,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Resume from a context ending in a user or tool-result message; return the new messages.
+
+    Raises `ValueError` when the context is empty or ends with an assistant message.
+    """
+    _check_continue(context)
+    return _start(context, config, emit, signal, stream_fn).execute(None)
+
+
+def _in_background(run: _Run, prompts: list[AgentMessage] | None) -> EventStream[AgentEvent, list[AgentMessage]]:
+    out: EventStream[AgentEvent, list[AgentMessage]] = EventStream()
+    run.sink = out.push
+
+    def main() -> None:
+        try:
+            out.end(run.execute(prompts))
+        except BaseException as exc:
+            out.fail(exc)
+
+    threading.Thread(target=main, name="agentcore-loop").start()
+    return out
+
+
+def agent_loop(
+    prompts: Iterable[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> EventStream[AgentEvent, list[AgentMessage]]:
+    """Start `run_agent_loop` on a background thread; iterate the returned stream for events.
+
+    The stream always ends: its result is the list of new messages.
+    """
+    checked = _check_prompts(prompts)
+    run = _start(context, config, lambda _: None, signal, stream_fn)
+    return _in_background(run, checked)
+
+
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> EventStream[AgentEvent, list[AgentMessage]]:
+    """Start `run_agent_loop_continue` on a background thread (same checks, raised at once)."""
+    _check_continue(context)
+    run = _start(context, config, lambda _: None, signal, stream_fn)
+    return _in_background(run, None)

@@ -1,0 +1,216 @@
+"""Messages: what the user, the model and tools say, plus the agent's own transcript entries."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Union
+
+import attrs
+from attrs.validators import deep_iterable, instance_of, optional
+
+from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
+from ._enums import StopReason
+from ._usage import Usage
+
+__all__ = [
+    "AgentMessage",
+    "AssistantMessage",
+    "BashExecutionMessage",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "Message",
+    "ToolResultMessage",
+    "UserMessage",
+    "default_convert_to_llm",
+]
+
+_log = logging.getLogger(__name__)
+
+
+def now_ms() -> int:
+    """The current time in integer milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+_str = instance_of(str)
+_opt_str = optional(_str)
+_timestamp = attrs.field(factory=now_ms, validator=instance_of(int))
+_user_blocks = deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list))
+
+
+@attrs.frozen
+class UserMessage:
+    """What the user says: a string or a list of text and image blocks."""
+
+    role: ClassVar[str] = "user"
+    content: str | list[TextContent | ImageContent] = attrs.field(
+        validator=instance_of((str, list))
+    )
+    timestamp: int = _timestamp
+
+    @content.validator
+    def _check_content(self, attribute: attrs.Attribute[Any], value: object) -> None:
+        if isinstance(value, list):
+            _user_blocks(self, attribute, value)
+
+    @property
+    def text(self) -> str:
+        """The text of the message, its text blocks joined."""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+@attrs.frozen
+class AssistantMessage:
+    """One reply of a model, final or (inside stream events) partial."""
+
+    role: ClassVar[str] = "assistant"
+    content: list[AssistantContent] = attrs.field(
+        validator=deep_iterable(
+            instance_of((TextContent, ThinkingContent, ToolCall)), instance_of(list)
+        )
+    )
+    api: str = attrs.field(validator=_str)
+    provider: str = attrs.field(validator=_str)
+    model: str = attrs.field(validator=_str)
+    usage: Usage = attrs.field(factory=Usage, validator=instance_of(Usage))
+    stop_reason: StopReason = attrs.field(default=StopReason.STOP, converter=StopReason)
+    error_message: str | None = attrs.field(default=None, validator=_opt_str)
+    response_id: str | None = attrs.field(default=None, validator=_opt_str)
+    timestamp: int = _timestamp
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The tool calls, in order."""
+        return [b for b in self.content if isinstance(b, ToolCall)]
+
+
+@attrs.frozen
+class ToolResultMessage:
+    """The result of one tool call, sent back to the model; `details` stays local."""
+
+    role: ClassVar[str] = "toolResult"
+    tool_call_id: str = attrs.field(validator=_str)
+    tool_name: str = attrs.field(validator=_str)
+    content: list[TextContent | ImageContent] = attrs.field(factory=list, validator=_user_blocks)
+    details: Any = None
+    is_error: bool = attrs.field(default=False, validator=instance_of(bool))
+    usage: Usage | None = attrs.field(default=None, validator=optional(instance_of(Usage)))
+    added_tool_names: list[str] | None = attrs.field(
+        default=None, validator=optional(deep_iterable(_str, instance_of(list)))
+    )
+    timestamp: int = _timestamp
+
+    @property
+    def text(self) -> str:
+        """The text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+@attrs.frozen
+class BashExecutionMessage:
+    """A shell command the user ran and its output, kept in the transcript."""
+
+    role: ClassVar[str] = "bashExecution"
+    command: str = attrs.field(validator=_str)
+    output: str = attrs.field(validator=_str)
+    exit_code: int | None = attrs.field(validator=optional(instance_of(int)))
+    cancelled: bool = attrs.field(default=False, validator=instance_of(bool))
+    truncated: bool = attrs.field(default=False, validator=instance_of(bool))
+    full_output_path: str | None = attrs.field(default=None, validator=_opt_str)
+    timestamp: int = _timestamp
+
+
+@attrs.frozen
+class CompactionSummaryMessage:
+    """A summary that stands in for older messages removed to save context."""
+
+    role: ClassVar[str] = "compactionSummary"
+    summary: str = attrs.field(validator=_str)
+    tokens_before: int = attrs.field(validator=instance_of(int))
+    timestamp: int = _timestamp
+
+
+@attrs.frozen
+class BranchSummaryMessage:
+    """A summary of a conversation branch that was left."""
+
+    role: ClassVar[str] = "branchSummary"
+    summary: str = attrs.field(validator=_str)
+    from_id: str = attrs.field(validator=_str)
+    timestamp: int = _timestamp
+
+
+Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+"""What a provider accepts: user, assistant and tool-result messages."""
+
+if TYPE_CHECKING:
+
+    class _CustomMessage(Protocol):
+        """Any application message class with a class-level `role` string."""
+
+        @property
+        def role(self) -> str: ...
+
+    AgentMessage = Union[
+        Message, BashExecutionMessage, CompactionSummaryMessage, BranchSummaryMessage, _CustomMessage
+    ]
+else:
+    AgentMessage = Union[
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        BashExecutionMessage,
+        CompactionSummaryMessage,
+        BranchSummaryMessage,
+    ]
+"""A transcript entry: a `Message`, one of the agent's own kinds, or an application's class."""
+
+
+def _bash_text(m: BashExecutionMessage) -> str:
+    status = "cancelled" if m.cancelled else f"exit code {m.exit_code}"
+    notes = " (output truncated; full output at " + m.full_output_path + ")" if (
+        m.truncated and m.full_output_path
+    ) else (" (output truncated)" if m.truncated else "")
+    return (
+        f"Ran `{m.command}` ({status}){notes}\n<output>\n{m.output}\n</output>"
+    )
+
+
+def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
+    """Turn a transcript into what a model accepts.
+
+    User, assistant and tool-result messages pass through; a shell run becomes a user message
+    describing it; compaction and branch summaries become user messages wrapping the summary in
+    a tag; anything else is dropped (logged at debug level).
+    """
+    out: list[Message] = []
+    for m in messages:
+        if isinstance(m, (UserMessage, AssistantMessage, ToolResultMessage)):
+            out.append(m)
+        elif isinstance(m, BashExecutionMessage):
+            out.append(UserMessage(_bash_text(m), timestamp=m.timestamp))
+        elif isinstance(m, CompactionSummaryMessage):
+            out.append(UserMessage(
+                "The conversation so far was compacted into this summary:\n"
+                f"<summary>\n{m.summary}\n</summary>",
+                timestamp=m.timestamp,
+            ))
+        elif isinstance(m, BranchSummaryMessage):
+            out.append(UserMessage(
+                "A branch of this conversation was summarised as follows:\n"
+                f"<branch_summary>\n{m.summary}\n</branch_summary>",
+                timestamp=m.timestamp,
+            ))
+        else:
+            _log.debug("default_convert_to_llm: dropping message with role %r",
+                       getattr(m, "role", None))
+    return out

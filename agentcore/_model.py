@@ -1,0 +1,73 @@
+"""Model descriptions and pricing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from attrs.validators import and_, deep_iterable, deep_mapping, ge, instance_of, optional
+
+from ._usage import Cost, Usage
+
+__all__ = ["Model", "ModelCost", "calculate_cost"]
+
+_str = instance_of(str)
+_price: Any = and_(instance_of((int, float)), ge(0))
+
+
+@attrs.frozen
+class ModelCost:
+    """Prices in USD per million tokens."""
+
+    input: float = attrs.field(default=0.0, validator=_price)
+    output: float = attrs.field(default=0.0, validator=_price)
+    cache_read: float = attrs.field(default=0.0, validator=_price)
+    cache_write: float = attrs.field(default=0.0, validator=_price)
+
+
+def _input_kinds(_: object, attribute: attrs.Attribute[Any], value: list[str]) -> None:
+    if not value or any(kind not in ("text", "image") for kind in value):
+        raise ValueError(f"'{attribute.name}' must list 'text' and optionally 'image', got {value!r}")
+
+
+@attrs.frozen
+class Model:
+    """One model of one provider.
+
+    `api` picks the wire protocol (the registered stream function), `provider` the API-key
+    environment variable and quirks, `compat` per-server overrides for OpenAI-compatible APIs.
+    """
+
+    id: str = attrs.field(validator=_str)
+    name: str = attrs.field(validator=_str)
+    api: str = attrs.field(validator=_str)
+    provider: str = attrs.field(validator=_str)
+    base_url: str = attrs.field(validator=_str)
+    reasoning: bool = attrs.field(default=False, validator=instance_of(bool))
+    input: list[str] = attrs.field(
+        factory=lambda: ["text"],
+        validator=[deep_iterable(_str, instance_of(list)), _input_kinds],
+    )
+    cost: ModelCost = attrs.field(factory=ModelCost, validator=instance_of(ModelCost))
+    context_window: int = attrs.field(default=128_000, validator=[instance_of(int), ge(0)])
+    max_tokens: int = attrs.field(default=16_384, validator=[instance_of(int), ge(0)])
+    headers: dict[str, str] | None = attrs.field(
+        default=None, validator=optional(deep_mapping(_str, _str, instance_of(dict))), repr=False
+    )
+    compat: dict[str, Any] | None = attrs.field(default=None, validator=optional(instance_of(dict)))
+
+
+def calculate_cost(model: Model, usage: Usage) -> Usage:
+    """Return `usage` with its `cost` priced from `model.cost` (USD per million tokens)."""
+    if not isinstance(model, Model):
+        raise TypeError(f"calculate_cost: 'model' must be a Model, got {model!r}")
+    if not isinstance(usage, Usage):
+        raise TypeError(f"calculate_cost: 'usage' must be a Usage, got {usage!r}")
+    price = model.cost
+    parts = (
+        price.input * usage.input / 1e6,
+        price.output * usage.output / 1e6,
+        price.cache_read * usage.cache_read / 1e6,
+        price.cache_write * usage.cache_write / 1e6,
+    )
+    return attrs.evolve(usage, cost=Cost(*parts, total=sum(parts)))

@@ -1,0 +1,272 @@
+"""Running one assistant message's tool calls: preparation, execution, finalization.
+
+Tools run on an executor's worker threads; everything else (hooks, events) happens on the
+run's thread, which receives the tools' progress and completion through a queue.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+from collections.abc import Callable
+from concurrent.futures import Executor
+from typing import Any
+
+import attrs
+
+from ._abort import AbortSignal
+from ._content import TextContent, ToolCall
+from ._context import AgentContext
+from ._enums import StopReason, ToolExecutionMode
+from ._events import (
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+from ._loop_types import (
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
+from ._messages import AssistantMessage, ToolResultMessage
+from ._tools import AgentTool, AgentToolResult, validate_tool_arguments
+
+__all__ = ["ToolBatch"]
+
+_log = logging.getLogger(__name__)
+
+ABORTED_TEXT = "Operation aborted"
+LENGTH_TEXT = (
+    'Tool call "{name}" was not executed: the response hit the output token limit, so its '
+    "arguments may be truncated. Re-issue the tool call with complete arguments."
+)
+
+
+def error_result(text: str, terminate: bool | None = None) -> AgentToolResult:
+    """A tool result that reports a failure to the model."""
+    return AgentToolResult([TextContent(text)], terminate=terminate)
+
+
+def _describe(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+@attrs.define(eq=False)
+class _Call:
+    """One tool call on its way from preparation to its result."""
+
+    index: int
+    call: ToolCall
+    tool: AgentTool | None = None
+    args: Any = None
+    result: AgentToolResult | None = None
+    is_error: bool = False
+    finished: bool = False  # set by the worker: later on_update calls are ignored
+
+
+@attrs.define(eq=False)
+class ToolBatch:
+    """Runs the tool calls of `message` for one turn of a run (on the run's thread)."""
+
+    message: AssistantMessage
+    context: AgentContext
+    config: AgentLoopConfig
+    signal: AbortSignal
+    emit: Callable[[AgentEvent], None]
+    executor: Callable[[], Executor]
+    _inbox: queue.SimpleQueue[tuple[str, _Call, Any]] = attrs.field(factory=queue.SimpleQueue)
+
+    def run(self) -> tuple[list[ToolResultMessage], bool]:
+        """Execute every call; return the results in source order and whether to terminate."""
+        calls = [_Call(i, c) for i, c in enumerate(self.message.tool_calls)]
+        if self.message.stop_reason == StopReason.LENGTH:
+            for c in calls:
+                self._start(c)
+                self._finish(c, error_result(LENGTH_TEXT.format(name=c.call.name)), True)
+                self._emit_message(c)
+        elif self._sequential(calls):
+            for c in calls:
+                self._start(c)
+                if self._prepare(c):
+                    self._submit(c)
+                    self._pump(1)
+                self._emit_message(c)
+        else:
+            ready = []
+            for c in calls:
+                self._start(c)
+                if self._prepare(c):
+                    ready.append(c)
+            for c in ready:
+                self._submit(c)
+            self._pump(len(ready))
+            for c in calls:
+                self._emit_message(c)
+        results = [self._message(c) for c in calls]
+        terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
+                                        for c in calls)
+        return results, terminate
+
+    def _sequential(self, calls: list[_Call]) -> bool:
+        if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
+            return True
+        by_name = {t.name: t for t in self.context.tools}
+        return any(
+            (tool := by_name.get(c.call.name)) is not None
+            and tool.execution_mode is ToolExecutionMode.SEQUENTIAL
+            for c in calls
+        )
+
+    def _start(self, c: _Call) -> None:
+        self.emit(ToolExecutionStartEvent(c.call.id, c.call.name, c.call.arguments))
+
+    def _prepare(self, c: _Call) -> bool:
+        """Find, reshape, validate and vet the call; False when it already has its result."""
+        if self._aborted():
+            self._finish(c, error_result(ABORTED_TEXT), True)
+            return False
+        tool = next((t for t in self.context.tools if t.name == c.call.name), None)
+        if tool is None:
+            self._finish(c, error_result(f"Tool {c.call.name} not found"), True)
+            return False
+        try:
+            call = c.call
+            if tool.prepare_arguments is not None:
+                prepared = tool.prepare_arguments(call.arguments)
+                if prepared is not call.arguments:
+                    call = attrs.evolve(call, arguments=prepared)
+            args = validate_tool_arguments(tool, call)
+            verdict = None
+            if self.config.before_tool_call is not None:
+                verdict = self.config.before_tool_call(
+                    BeforeToolCallContext(self.message, c.call, args, self.context), self.signal
+                )
+        except Exception as exc:
+            self._finish(c, error_result(_describe(exc)), True)
+            return False
+        if self._aborted():  # the hook may have taken a while
+            self._finish(c, error_result(ABORTED_TEXT), True)
+            return False
+        if isinstance(verdict, BeforeToolCallResult) and verdict.block:
+            text = verdict.reason or "Tool execution was blocked"
+            self._finish(c, error_result(text, terminate=verdict.terminate), True)
+            return False
+        c.tool, c.args = tool, args
+        return True
+
+    def _aborted(self) -> bool:
+        return self.signal.aborted
+
+    def _submit(self, c: _Call) -> None:
+        tool, inbox, signal = c.tool, self._inbox, self.signal
+        assert tool is not None
+
+        def on_update(partial: object) -> None:
+            if not isinstance(partial, AgentToolResult):
+                raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
+            if not c.finished:
+                inbox.put(("update", c, partial))
+
+        def work() -> None:
+            try:
+                if signal.aborted:
+                    inbox.put(("aborted", c, None))
+                    return
+                result = tool.execute(c.call.id, c.args, signal, on_update)
+                if not isinstance(result, AgentToolResult):
+                    raise TypeError(
+                        f"tool {tool.name!r} returned {result!r}, expected an AgentToolResult"
+                    )
+            except BaseException as exc:
+                c.finished = True
+                inbox.put(("raised", c, exc))
+            else:
+                c.finished = True
+                inbox.put(("returned", c, result))
+
+        try:
+            self.executor().submit(work)
+        except Exception as exc:  # a shut-down or saturated user executor
+            inbox.put(("raised", c, exc))
+
+    def _pump(self, count: int) -> None:
+        """Handle tool progress and completions on this thread until `count` calls finished."""
+        while count:
+            kind, c, payload = self._inbox.get()
+            if kind == "update":
+                if c.result is None:
+                    self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
+                                                       payload))
+                continue
+            count -= 1
+            if kind == "aborted":
+                self._finish(c, error_result(ABORTED_TEXT), True)
+            elif kind == "raised":
+                self._after(c, error_result(_describe(payload)), True)
+            else:
+                self._after(c, payload, False)
+
+    def _after(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
+        hook = self.config.after_tool_call
+        if hook is not None:
+            try:
+                override = hook(
+                    AfterToolCallContext(self.message, c.call, c.args, result, is_error,
+                                         self.context),
+                    self.signal,
+                )
+            except Exception as exc:
+                result, is_error = error_result(_describe(exc)), True
+            else:
+                if isinstance(override, AfterToolCallResult):
+                    result, is_error = _apply(result, is_error, override)
+        self._finish(c, result, is_error)
+
+    def _finish(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
+        c.result, c.is_error = result, is_error
+        self.emit(ToolExecutionEndEvent(c.call.id, c.call.name, result, is_error))
+
+    def _message(self, c: _Call) -> ToolResultMessage:
+        result = c.result
+        assert result is not None
+        return ToolResultMessage(
+            c.call.id,
+            c.call.name,
+            list(result.content or []),
+            details=result.details,
+            is_error=c.is_error,
+            usage=result.usage,
+            added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
+        )
+
+    def _emit_message(self, c: _Call) -> None:
+        message = self._message(c)
+        self.emit(MessageStartEvent(message))
+        self.emit(MessageEndEvent(message))
+
+
+def _apply(
+    result: AgentToolResult, is_error: bool, override: AfterToolCallResult
+) -> tuple[AgentToolResult, bool]:
+    result = AgentToolResult(
+        content=override.content if override.content is not None else result.content,
+        details=override.details if override.details is not None else result.details,
+        usage=override.usage if override.usage is not None else result.usage,
+        added_tool_names=result.added_tool_names,
+        terminate=override.terminate if override.terminate is not None else result.terminate,
+    )
+    return result, override.is_error if override.is_error is not None else is_error
+
+
+def own_executor() -> Executor:
+    """The pool a run creates for its tools when the config names none."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    return ThreadPoolExecutor(max_workers=64, thread_name_prefix="agentcore-tool")
+
+

@@ -1,0 +1,188 @@
+"""Tools: what the model sees (`Tool`), what runs (`AgentTool`), and argument validation."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import attrs
+from attrs.validators import deep_iterable, instance_of, is_callable, optional
+
+from ._abort import AbortSignal
+from ._content import ImageContent, TextContent, ToolCall
+from ._enums import ToolExecutionMode
+from ._errors import ToolArgumentsError
+from ._usage import Usage
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = ["AgentTool", "AgentToolResult", "Tool", "validate_tool_arguments"]
+
+_str = instance_of(str)
+
+
+def _check_schema(_: object, attribute: attrs.Attribute[Any], value: dict[str, Any]) -> None:
+    from jsonschema import exceptions, validators
+
+    cls = validators.validator_for(value, default=validators.Draft202012Validator)
+    try:
+        cls.check_schema(value)
+    except exceptions.SchemaError as exc:
+        raise ValueError(f"'{attribute.name}' is not a valid JSON Schema: {exc.message}") from None
+
+
+@attrs.frozen
+class Tool:
+    """A tool as the model sees it: a name, a description and a JSON Schema for its arguments."""
+
+    name: str = attrs.field(validator=_str)
+    description: str = attrs.field(validator=_str)
+    parameters: dict[str, Any] = attrs.field(validator=[instance_of(dict), _check_schema])
+
+
+@attrs.define
+class AgentToolResult:
+    """What a tool returns: content for the model, `details` for the application.
+
+    `terminate=True` asks the loop not to call the model again after this batch (it applies
+    only when every result of the batch says so). Mutable, so hooks can build it up.
+    """
+
+    content: list[TextContent | ImageContent] = attrs.field(
+        factory=list,
+        validator=deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list)),
+    )
+    details: Any = None
+    usage: Usage | None = attrs.field(default=None, validator=optional(instance_of(Usage)))
+    added_tool_names: list[str] | None = attrs.field(
+        default=None, validator=optional(deep_iterable(_str, instance_of(list)))
+    )
+    terminate: bool | None = attrs.field(default=None, validator=optional(instance_of(bool)))
+
+
+ToolUpdate = Callable[[AgentToolResult], None]
+ToolExecute = Callable[[str, Any, AbortSignal, ToolUpdate], AgentToolResult]
+
+
+@attrs.frozen
+class AgentTool(Tool):
+    """A `Tool` that runs.
+
+    `execute(tool_call_id, args, signal, on_update)` runs on a worker thread and reports
+    failure by raising; `on_update(partial)` streams progress. `prepare_arguments(raw)` may
+    reshape old-style arguments before validation. `execution_mode=SEQUENTIAL` makes any batch
+    that calls this tool run one call at a time.
+    """
+
+    execute: ToolExecute = attrs.field(validator=is_callable())
+    label: str | None = attrs.field(default=None, validator=optional(_str))
+    execution_mode: ToolExecutionMode | None = attrs.field(
+        default=None, converter=attrs.converters.optional(ToolExecutionMode)
+    )
+    prepare_arguments: Callable[[Any], Any] | None = attrs.field(
+        default=None, validator=optional(is_callable())
+    )
+    _validator: Validator = attrs.field(init=False, eq=False, repr=False)
+
+    @_validator.default
+    def _make_validator(self) -> Validator:
+        return _compile(self.parameters)
+
+
+def _compile(schema: dict[str, Any]) -> Validator:
+    from jsonschema import validators
+
+    cls = validators.validator_for(schema, default=validators.Draft202012Validator)
+    return cls(schema)
+
+
+_TRUE = {"true": True, "false": False}
+
+
+def _coerce(value: Any, wanted: str | list[str]) -> Any:
+    """Convert a scalar the way LLMs get it wrong, or return `_NO` when ambiguous."""
+    kinds = [wanted] if isinstance(wanted, str) else list(wanted)
+    for kind in kinds:
+        if isinstance(value, str):
+            text = value.strip()
+            if kind == "integer":
+                try:
+                    return int(text)
+                except ValueError:
+                    pass
+            elif kind == "number":
+                try:
+                    number = float(text)
+                except ValueError:
+                    continue
+                return int(number) if number.is_integer() and "." not in text else number
+            elif kind == "boolean" and text.lower() in _TRUE:
+                return _TRUE[text.lower()]
+            elif kind == "null" and text in ("", "null"):
+                return None
+        elif isinstance(value, bool):
+            if kind == "string":
+                return "true" if value else "false"
+        elif isinstance(value, (int, float)):
+            if kind == "string":
+                return json.dumps(value)
+            if kind == "integer" and isinstance(value, float) and value.is_integer():
+                return int(value)
+        elif value is None and kind == "string":
+            return ""
+    return _NO
+
+
+_NO = object()
+
+
+def _set_path(root: dict[str, Any], path: list[Any], value: Any) -> None:
+    target: Any = root
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+
+
+def _path_text(path: list[Any]) -> str:
+    return "/".join(str(p) for p in path) or "root"
+
+
+def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
+    """Validate a copy of `tool_call.arguments` against `tool.parameters` and return it.
+
+    Mis-typed scalars are coerced where unambiguous (`"42"` for an integer, `"true"` for a
+    boolean, `3` for a string). Raises `ToolArgumentsError` listing every failing path and the
+    arguments received.
+    """
+    if not isinstance(tool, Tool):
+        raise TypeError(f"validate_tool_arguments: 'tool' must be a Tool, got {tool!r}")
+    if not isinstance(tool_call, ToolCall):
+        raise TypeError(f"validate_tool_arguments: 'tool_call' must be a ToolCall, got {tool_call!r}")
+    validator = tool._validator if isinstance(tool, AgentTool) else _compile(tool.parameters)
+    args = tool_call.arguments
+    if validator.is_valid(args):
+        return copy.deepcopy(args)
+    args = copy.deepcopy(args)
+    for _ in range(100):  # each pass fixes at least one scalar, so this ends quickly
+        fixed = False
+        for error in validator.iter_errors(args):
+            if error.validator == "type" and error.path:
+                wanted: Any = error.validator_value
+                new = _coerce(error.instance, wanted)
+                if new is not _NO:
+                    _set_path(args, list(error.path), new)
+                    fixed = True
+                    break
+        if not fixed:
+            break
+    errors = sorted(validator.iter_errors(args), key=lambda e: list(map(str, e.path)))
+    if not errors:
+        return args
+    lines = "\n".join(f"  - {_path_text(list(e.path))}: {e.message}" for e in errors)
+    received = json.dumps(tool_call.arguments, indent=2, ensure_ascii=False, default=repr)
+    raise ToolArgumentsError(
+        f"validation failed for tool {tool.name!r}:\n{lines}\n\nReceived arguments:\n{received}"
+    )

@@ -1,0 +1,66 @@
+"""Token usage and its price."""
+
+from __future__ import annotations
+
+import attrs
+from attrs.validators import and_, ge, instance_of
+
+__all__ = ["Cost", "Usage"]
+
+_count = and_(instance_of(int), ge(0))
+_money = instance_of((int, float))
+
+
+@attrs.frozen
+class Cost:
+    """What a request cost in USD, split like `Usage`."""
+
+    input: float = attrs.field(default=0.0, validator=_money)
+    output: float = attrs.field(default=0.0, validator=_money)
+    cache_read: float = attrs.field(default=0.0, validator=_money)
+    cache_write: float = attrs.field(default=0.0, validator=_money)
+    total: float = attrs.field(default=0.0, validator=_money)
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.total + other.total,
+        )
+
+
+@attrs.frozen
+class Usage:
+    """Tokens one request used; `input` excludes cached prompt tokens.
+
+    `total_tokens` is `input + output + cache_read + cache_write`. Adding two `Usage` values
+    adds them field by field, so `sum(usages, Usage())` totals a run.
+    """
+
+    input: int = attrs.field(default=0, validator=_count)
+    output: int = attrs.field(default=0, validator=_count)
+    cache_read: int = attrs.field(default=0, validator=_count)
+    cache_write: int = attrs.field(default=0, validator=_count)
+    total_tokens: int = attrs.field(default=0, validator=_count)
+    cost: Cost = attrs.field(factory=Cost, validator=instance_of(Cost))
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):
+            return NotImplemented
+        return Usage(
+            self.input + other.input,
+            self.output + other.output,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+            self.total_tokens + other.total_tokens,
+            self.cost + other.cost,
+        )
+
+    def __radd__(self, other: object) -> Usage:
+        if other == 0:  # so that the builtin sum() works without a start value
+            return self
+        return NotImplemented

@@ -1,0 +1,99 @@
+"""The provider registry: which stream function serves which `Model.api`.
+
+The registry is the one piece of module-level mutable state, changed only through
+`register_provider`/`unregister_provider` and guarded by a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+from .._context import Context
+from .._enums import StopReason
+from .._errors import AgentcoreError, ProviderNotFoundError
+from .._events import ErrorEvent
+from .._messages import AssistantMessage
+from .._model import Model
+from .._options import StreamOptions
+from .._stream import AssistantMessageEventStream
+
+__all__ = ["StreamFn", "complete", "register_provider", "stream", "unregister_provider"]
+
+_log = logging.getLogger(__name__)
+
+StreamFn = Callable[[Model, Context, StreamOptions], AssistantMessageEventStream]
+"""A provider: `(model, context, options) -> AssistantMessageEventStream`."""
+
+_lock = threading.Lock()
+_providers: dict[str, StreamFn] = {}
+
+
+def register_provider(api: str, stream_fn: StreamFn) -> None:
+    """Serve models whose `api` is `api` with `stream_fn`, replacing any earlier one."""
+    if not isinstance(api, str) or not api:
+        raise TypeError(f"register_provider: 'api' must be a non-empty str, got {api!r}")
+    if not callable(stream_fn):
+        raise TypeError(f"register_provider: 'stream_fn' must be callable, got {stream_fn!r}")
+    with _lock:
+        _providers[api] = stream_fn
+
+
+def unregister_provider(api: str) -> None:
+    """Remove the provider for `api`; raises `ProviderNotFoundError` if there is none."""
+    with _lock:
+        if _providers.pop(api, None) is None:
+            raise ProviderNotFoundError(f"no provider registered for api {api!r}")
+
+
+def _lookup(model: Model) -> StreamFn:
+    if not isinstance(model, Model):
+        raise TypeError(f"'model' must be a Model, got {model!r}")
+    with _lock:
+        fn = _providers.get(model.api)
+    if fn is None:
+        raise ProviderNotFoundError(f"no provider registered for api {model.api!r}")
+    return fn
+
+
+def failed_stream(model: Model, message: str, *, aborted: bool = False) -> AssistantMessageEventStream:
+    """A stream holding a single `error` event: how a request that never started fails."""
+    reason = StopReason.ABORTED if aborted else StopReason.ERROR
+    final = AssistantMessage(
+        [], model.api, model.provider, model.id, stop_reason=reason, error_message=message
+    )
+    out = AssistantMessageEventStream()
+    out.push(ErrorEvent(reason, final))
+    return out
+
+
+def stream(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AssistantMessageEventStream:
+    """Start a model reply; dispatches on `model.api`.
+
+    Provider failures arrive as an `error` event, never as an exception; misuse (an unknown
+    api, a missing API key, wrong argument types) raises.
+    """
+    fn = _lookup(model)
+    if not isinstance(context, Context):
+        raise TypeError(f"'context' must be a Context, got {context!r}")
+    if options is None:
+        options = StreamOptions()
+    elif not isinstance(options, StreamOptions):
+        raise TypeError(f"'options' must be StreamOptions or None, got {options!r}")
+    try:
+        return fn(model, context, options)
+    except AgentcoreError:
+        raise
+    except Exception as exc:
+        _log.debug("provider for api %r raised", model.api, exc_info=True)
+        return failed_stream(model, str(exc) or type(exc).__name__)
+
+
+def complete(
+    model: Model, context: Context, options: StreamOptions | None = None
+) -> AssistantMessage:
+    """Run `stream` to the end and return the final message (an error message on failure)."""
+    return stream(model, context, options).result()
