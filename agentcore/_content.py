@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 import attrs
 from attrs.validators import instance_of, optional
@@ -52,5 +52,5 @@ class ToolCall:
     thought_signature: str | None = attrs.field(default=None, validator=_opt_str)
 
 
-UserContent = Union[TextContent, ImageContent]
-AssistantContent = Union[TextContent, ThinkingContent, ToolCall]
+UserContent = TextContent | ImageContent
+AssistantContent = TextContent | ThinkingContent | ToolCall

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
+from typing import Any
 
 __all__ = ["QueueMode", "StopReason", "ThinkingLevel", "ToolExecutionMode"]
 
@@ -45,3 +47,37 @@ class QueueMode(_StrEnum):
 
     ALL = "all"
     ONE_AT_A_TIME = "one-at-a-time"
+
+
+def _member(cls: type[_StrEnum], value: Any) -> Any:
+    """`cls(value)`, or `value` unchanged so that `member_of` can reject it by field name."""
+    try:
+        return cls(value)
+    except (ValueError, TypeError):
+        return value
+
+
+def to_stop_reason(value: Any) -> Any:
+    """Attrs converter: a `StopReason` from its string (see `member_of`)."""
+    return _member(StopReason, value)
+
+
+def to_thinking_level(value: Any) -> Any:
+    """Attrs converter: a `ThinkingLevel` from its string (see `member_of`)."""
+    return _member(ThinkingLevel, value)
+
+
+def to_tool_execution_mode(value: Any) -> Any:
+    """Attrs converter: a `ToolExecutionMode` from its string (see `member_of`)."""
+    return _member(ToolExecutionMode, value)
+
+
+def member_of(cls: type[_StrEnum]) -> Callable[[Any, Any, Any], None]:
+    """Attrs validator naming the field when its value is not a member of `cls`."""
+
+    def check(_: Any, attribute: Any, value: Any) -> None:
+        if not isinstance(value, cls):
+            allowed = ", ".join(repr(m.value) for m in cls)
+            raise ValueError(f"'{attribute.name}' must be one of {allowed}, got {value!r}")
+
+    return check

@@ -1,13 +1,15 @@
-"""Events: what a model stream yields (assistant-message events) and what a run emits (agent events).
+"""Events: what a model stream yields and what a run emits.
 
 Every event is a frozen value with a class-level `type` string, its tag on the wire. In
-assistant-message events, `partial` is a snapshot of the reply so far.
+assistant-message events, `partial` is the live reply being built: one message per stream whose
+`content` list grows as events arrive (so keeping every event costs memory linear in the reply,
+not quadratic). Copy it, `attrs.evolve(p, content=list(p.content))`, to keep a snapshot.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal
 
 import attrs
 
@@ -160,20 +162,20 @@ class ErrorEvent:
     error: AssistantMessage
 
 
-AssistantMessageEvent = Union[
-    StartEvent,
-    TextStartEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    ThinkingStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ToolCallStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    DoneEvent,
-    ErrorEvent,
-]
+AssistantMessageEvent = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)
 """Everything a stream function yields."""
 
 
@@ -265,18 +267,18 @@ class ToolExecutionEndEvent:
     is_error: bool
 
 
-AgentEvent = Union[
-    AgentStartEvent,
-    AgentEndEvent,
-    TurnStartEvent,
-    TurnEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    MessageEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-    ToolExecutionEndEvent,
-]
+AgentEvent = (
+    AgentStartEvent
+    | AgentEndEvent
+    | TurnStartEvent
+    | TurnEndEvent
+    | MessageStartEvent
+    | MessageUpdateEvent
+    | MessageEndEvent
+    | ToolExecutionStartEvent
+    | ToolExecutionUpdateEvent
+    | ToolExecutionEndEvent
+)
 """Everything a run emits."""
 
 EventSink = Callable[[AgentEvent], None]

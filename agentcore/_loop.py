@@ -36,6 +36,7 @@ from ._events import (
 )
 from ._loop_types import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ._options import StreamOptions
 from ._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
 from ._tool_exec import ToolBatch, own_executor
 from .providers._registry import StreamFn
@@ -53,6 +54,10 @@ _ABORTED_TEXT = "Request was aborted"
 class _SinkError(Exception):
     """Carries an exception raised by the caller's sink past the loop's own handlers."""
 
+    def __init__(self, original: Exception) -> None:
+        super().__init__(original)
+        self.original = original
+
 
 @attrs.define(eq=False)
 class _Run:
@@ -67,6 +72,8 @@ class _Run:
     reasoning: Any = None
     new_messages: list[AgentMessage] = attrs.field(factory=list)
     turn_open: bool = False
+    _options: StreamOptions | None = None
+    _options_for: tuple[Any, ...] = ()
     _executor: Executor | None = None
     _owns_executor: bool = False
 
@@ -78,8 +85,7 @@ class _Run:
         try:
             return self._loop(prompts)
         except _SinkError as wrapped:
-            assert wrapped.__cause__ is not None
-            raise wrapped.__cause__ from None
+            raise wrapped.original from None
         except Exception as exc:
             _log.debug("agent loop failed", exc_info=True)
             return self._fail(exc)
@@ -167,8 +173,11 @@ class _Run:
             messages = self.config.transform_context(list(messages), self.signal)
         llm_messages = list(self.config.convert_to_llm(list(messages)))
         key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
-        options = self.config.stream_options(self.signal, key or self.config.api_key,
-                                             self.reasoning)
+        wanted = (key or self.config.api_key, self.reasoning)
+        if self._options is None or self._options_for != wanted:  # rebuilt only on a change
+            self._options = self.config.stream_options(self.signal, *wanted)
+            self._options_for = wanted
+        options = self._options
         tools = list(self.context.tools) or None
         context = Context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
         stream: Any = self.stream_fn(self.model, context, options)
@@ -249,8 +258,7 @@ class _Run:
             self._emit(TurnEndEvent(message, []))
             return self._end()
         except _SinkError as wrapped:
-            assert wrapped.__cause__ is not None
-            raise wrapped.__cause__ from None
+            raise wrapped.original from None
 
     def _error_message(self, text: str, content: list[Any]) -> AssistantMessage:
         reason = StopReason.ABORTED if self.signal.aborted else StopReason.ERROR
@@ -266,7 +274,7 @@ class _Run:
         try:
             self.sink(event)
         except Exception as exc:
-            raise _SinkError() from exc
+            raise _SinkError(exc) from exc
 
     def _get_executor(self) -> Executor:
         if self._executor is None:
@@ -353,7 +361,9 @@ def run_agent_loop_continue(
     return _start(context, config, emit, signal, stream_fn).execute(None)
 
 
-def _in_background(run: _Run, prompts: list[AgentMessage] | None) -> EventStream[AgentEvent, list[AgentMessage]]:
+def _in_background(
+    run: _Run, prompts: list[AgentMessage] | None
+) -> EventStream[AgentEvent, list[AgentMessage]]:
     out: EventStream[AgentEvent, list[AgentMessage]] = EventStream()
     run.sink = out.push
 

@@ -7,15 +7,36 @@ from concurrent.futures import Executor
 from typing import Any
 
 import attrs
-from attrs.validators import in_, instance_of, is_callable, optional
+from attrs.validators import deep_iterable, in_, instance_of, is_callable, optional
 
 from ._abort import AbortSignal
 from ._content import ImageContent, TextContent, ToolCall
 from ._context import AgentContext
-from ._enums import ThinkingLevel, ToolExecutionMode
-from ._messages import AgentMessage, AssistantMessage, Message, ToolResultMessage, default_convert_to_llm
+from ._enums import (
+    ThinkingLevel,
+    ToolExecutionMode,
+    member_of,
+    to_thinking_level,
+    to_tool_execution_mode,
+)
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    Message,
+    ToolResultMessage,
+    default_convert_to_llm,
+)
 from ._model import Model
-from ._options import CacheRetention, OnPayload, OnResponse, StreamOptions
+from ._options import (
+    CacheRetention,
+    OnPayload,
+    OnResponse,
+    StreamOptions,
+    opt_budgets,
+    opt_count,
+    opt_headers,
+    opt_number,
+)
 from ._tools import AgentToolResult
 from ._usage import Usage
 
@@ -28,6 +49,9 @@ __all__ = [
     "BeforeToolCallResult",
     "PrepareNextTurnContext",
 ]
+
+
+_opt_bool = optional(instance_of(bool))
 
 
 @attrs.frozen
@@ -44,9 +68,9 @@ class BeforeToolCallContext:
 class BeforeToolCallResult:
     """`block=True` stops the call with an error result (`reason`, or a default text)."""
 
-    block: bool | None = None
-    reason: str | None = None
-    terminate: bool | None = None
+    block: bool | None = attrs.field(default=None, validator=_opt_bool)
+    reason: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    terminate: bool | None = attrs.field(default=None, validator=_opt_bool)
 
 
 @attrs.frozen
@@ -65,11 +89,16 @@ class AfterToolCallContext:
 class AfterToolCallResult:
     """Overrides for a tool's result; each non-None field replaces the original one."""
 
-    content: list[TextContent | ImageContent] | None = None
+    content: list[TextContent | ImageContent] | None = attrs.field(
+        default=None,
+        validator=optional(
+            deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list))
+        ),
+    )
     details: Any = None
-    is_error: bool | None = None
-    usage: Usage | None = None
-    terminate: bool | None = None
+    is_error: bool | None = attrs.field(default=None, validator=_opt_bool)
+    usage: Usage | None = attrs.field(default=None, validator=optional(instance_of(Usage)))
+    terminate: bool | None = attrs.field(default=None, validator=_opt_bool)
 
 
 @attrs.frozen
@@ -90,15 +119,11 @@ class AgentLoopTurnUpdate:
                                                validator=optional(instance_of(AgentContext)))
     model: Model | None = attrs.field(default=None, validator=optional(instance_of(Model)))
     thinking_level: ThinkingLevel | None = attrs.field(
-        default=None, converter=attrs.converters.optional(ThinkingLevel)
+        default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
     )
 
 
 _hook = optional(is_callable())
-
-
-def _level(value: Any) -> ThinkingLevel | None:
-    return None if value is None else ThinkingLevel(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -115,9 +140,9 @@ class AgentLoopConfig:
     convert_to_llm: Callable[[list[AgentMessage]], Sequence[Message]] = attrs.field(
         default=default_convert_to_llm, validator=is_callable()
     )
-    transform_context: Callable[[list[AgentMessage], AbortSignal], Sequence[AgentMessage]] | None = (
-        attrs.field(default=None, validator=_hook)
-    )
+    transform_context: (
+        Callable[[list[AgentMessage], AbortSignal], Sequence[AgentMessage]] | None
+    ) = attrs.field(default=None, validator=_hook)
     get_api_key: Callable[[str], str | None] | None = attrs.field(default=None, validator=_hook)
     get_steering_messages: Callable[[], Sequence[AgentMessage]] | None = attrs.field(
         default=None, validator=_hook
@@ -126,7 +151,9 @@ class AgentLoopConfig:
         default=None, validator=_hook
     )
     tool_execution: ToolExecutionMode = attrs.field(
-        default=ToolExecutionMode.PARALLEL, converter=ToolExecutionMode
+        default=ToolExecutionMode.PARALLEL,
+        converter=to_tool_execution_mode,
+        validator=member_of(ToolExecutionMode),
     )
     tool_executor: Executor | None = attrs.field(default=None,
                                                  validator=optional(instance_of(Executor)))
@@ -142,29 +169,26 @@ class AgentLoopConfig:
     should_stop_after_turn: Callable[[PrepareNextTurnContext], bool] | None = attrs.field(
         default=None, validator=_hook
     )
-    reasoning: ThinkingLevel | None = attrs.field(default=None, converter=_level)
+    reasoning: ThinkingLevel | None = attrs.field(
+        default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
+    )
     session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
     on_payload: OnPayload | None = attrs.field(default=None, validator=_hook)
     on_response: OnResponse | None = attrs.field(default=None, validator=_hook)
     transport: str = attrs.field(default="sse", validator=instance_of(str))
-    thinking_budgets: dict[str, int] | None = attrs.field(default=None,
-                                                          validator=optional(instance_of(dict)))
-    max_retry_delay_ms: int | None = attrs.field(default=None,
-                                                 validator=optional(instance_of(int)))
-    max_retries: int | None = attrs.field(default=None, validator=optional(instance_of(int)))
-    max_tokens: int | None = attrs.field(default=None, validator=optional(instance_of(int)))
-    temperature: float | None = attrs.field(default=None,
-                                            validator=optional(instance_of((int, float))))
+    thinking_budgets: dict[str, int] | None = attrs.field(default=None, validator=opt_budgets)
+    max_retry_delay_ms: int | None = attrs.field(default=None, validator=opt_count)
+    max_retries: int | None = attrs.field(default=None, validator=opt_count)
+    max_tokens: int | None = attrs.field(default=None, validator=opt_count)
+    temperature: float | None = attrs.field(default=None, validator=opt_number)
     cache_retention: CacheRetention | None = attrs.field(
         default=None, validator=optional(in_(("none", "short", "long")))
     )
-    headers: dict[str, str] | None = attrs.field(default=None,
-                                                 validator=optional(instance_of(dict)),
+    headers: dict[str, str] | None = attrs.field(default=None, validator=opt_headers,
                                                  repr=False)
     metadata: dict[str, Any] | None = attrs.field(default=None,
                                                   validator=optional(instance_of(dict)))
-    timeout: float | None = attrs.field(default=None,
-                                        validator=optional(instance_of((int, float))))
+    timeout: float | None = attrs.field(default=None, validator=opt_number)
     api_key: str | None = attrs.field(default=None, validator=optional(instance_of(str)),
                                       repr=False)
 

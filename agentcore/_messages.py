@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Union
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
 from attrs.validators import deep_iterable, instance_of, optional
 
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
-from ._enums import StopReason
-from ._usage import Usage
+from ._enums import StopReason, member_of, to_stop_reason
+from ._usage import Usage, strict_int
 
 __all__ = [
     "AgentMessage",
@@ -36,7 +36,7 @@ def now_ms() -> int:
 
 _str = instance_of(str)
 _opt_str = optional(_str)
-_timestamp = attrs.field(factory=now_ms, validator=instance_of(int))
+_timestamp = attrs.field(factory=now_ms, validator=strict_int)
 _user_blocks = deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list))
 
 
@@ -76,8 +76,10 @@ class AssistantMessage:
     api: str = attrs.field(validator=_str)
     provider: str = attrs.field(validator=_str)
     model: str = attrs.field(validator=_str)
-    usage: Usage = attrs.field(factory=Usage, validator=instance_of(Usage))
-    stop_reason: StopReason = attrs.field(default=StopReason.STOP, converter=StopReason)
+    usage: Usage = attrs.field(default=Usage(), validator=instance_of(Usage))  # frozen: shareable
+    stop_reason: StopReason = attrs.field(
+        default=StopReason.STOP, converter=to_stop_reason, validator=member_of(StopReason)
+    )
     error_message: str | None = attrs.field(default=None, validator=_opt_str)
     response_id: str | None = attrs.field(default=None, validator=_opt_str)
     timestamp: int = _timestamp
@@ -149,7 +151,7 @@ class BranchSummaryMessage:
     timestamp: int = _timestamp
 
 
-Message = Union[UserMessage, AssistantMessage, ToolResultMessage]
+Message = UserMessage | AssistantMessage | ToolResultMessage
 """What a provider accepts: user, assistant and tool-result messages."""
 
 if TYPE_CHECKING:
@@ -160,18 +162,22 @@ if TYPE_CHECKING:
         @property
         def role(self) -> str: ...
 
-    AgentMessage = Union[
-        Message, BashExecutionMessage, CompactionSummaryMessage, BranchSummaryMessage, _CustomMessage
-    ]
+    AgentMessage = (
+        Message
+        | BashExecutionMessage
+        | CompactionSummaryMessage
+        | BranchSummaryMessage
+        | _CustomMessage
+    )
 else:
-    AgentMessage = Union[
-        UserMessage,
-        AssistantMessage,
-        ToolResultMessage,
-        BashExecutionMessage,
-        CompactionSummaryMessage,
-        BranchSummaryMessage,
-    ]
+    AgentMessage = (
+        UserMessage
+        | AssistantMessage
+        | ToolResultMessage
+        | BashExecutionMessage
+        | CompactionSummaryMessage
+        | BranchSummaryMessage
+    )
 """A transcript entry: a `Message`, one of the agent's own kinds, or an application's class."""
 
 
@@ -185,6 +191,9 @@ def _bash_text(m: BashExecutionMessage) -> str:
     )
 
 
+_LLM_TYPES = frozenset((UserMessage, AssistantMessage, ToolResultMessage))
+
+
 def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
     """Turn a transcript into what a model accepts.
 
@@ -192,8 +201,11 @@ def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
     describing it; compaction and branch summaries become user messages wrapping the summary in
     a tag; anything else is dropped (logged at debug level).
     """
+    items = list(messages)
+    if _LLM_TYPES.issuperset(map(type, items)):  # the common case: nothing to convert
+        return items  # type: ignore[return-value]  # checked just above
     out: list[Message] = []
-    for m in messages:
+    for m in items:
         if isinstance(m, (UserMessage, AssistantMessage, ToolResultMessage)):
             out.append(m)
         elif isinstance(m, BashExecutionMessage):

@@ -7,12 +7,12 @@ from typing import Any
 import attrs
 from attrs.validators import and_, deep_iterable, deep_mapping, ge, instance_of, optional
 
-from ._usage import Cost, Usage
+from ._usage import Cost, Usage, count, not_bool
 
 __all__ = ["Model", "ModelCost", "calculate_cost"]
 
 _str = instance_of(str)
-_price: Any = and_(instance_of((int, float)), ge(0))
+_price: Any = and_(instance_of((int, float)), not_bool, ge(0))
 
 
 @attrs.frozen
@@ -27,7 +27,9 @@ class ModelCost:
 
 def _input_kinds(_: object, attribute: attrs.Attribute[Any], value: list[str]) -> None:
     if not value or any(kind not in ("text", "image") for kind in value):
-        raise ValueError(f"'{attribute.name}' must list 'text' and optionally 'image', got {value!r}")
+        raise ValueError(
+            f"'{attribute.name}' must list 'text' and optionally 'image', got {value!r}"
+        )
 
 
 @attrs.frozen
@@ -49,8 +51,8 @@ class Model:
         validator=[deep_iterable(_str, instance_of(list)), _input_kinds],
     )
     cost: ModelCost = attrs.field(factory=ModelCost, validator=instance_of(ModelCost))
-    context_window: int = attrs.field(default=128_000, validator=[instance_of(int), ge(0)])
-    max_tokens: int = attrs.field(default=16_384, validator=[instance_of(int), ge(0)])
+    context_window: int = attrs.field(default=128_000, validator=count)
+    max_tokens: int = attrs.field(default=16_384, validator=count)
     headers: dict[str, str] | None = attrs.field(
         default=None, validator=optional(deep_mapping(_str, _str, instance_of(dict))), repr=False
     )

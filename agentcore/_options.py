@@ -6,11 +6,12 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
-from attrs.validators import deep_mapping, ge, in_, instance_of, is_callable, optional
+from attrs.validators import deep_mapping, in_, instance_of, is_callable, optional
 
 from ._abort import AbortSignal
-from ._enums import ThinkingLevel
+from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
+from ._usage import count
 
 __all__ = ["StreamOptions"]
 
@@ -18,17 +19,15 @@ CacheRetention = Literal["none", "short", "long"]
 OnPayload = Callable[[Any, Model], Any]
 OnResponse = Callable[[int, Mapping[str, str]], None]
 
-_opt_int: Any = optional(attrs.validators.and_(instance_of(int), ge(0)))
-_opt_budgets: Any = optional(deep_mapping(instance_of(str), instance_of(int), instance_of(dict)))
-_opt_num = optional(instance_of((int, float)))
+# Shared with AgentLoopConfig, so that a bad option fails when the config is built.
+opt_count: Any = optional(count)
+opt_budgets: Any = optional(deep_mapping(instance_of(str), count, instance_of(dict)))
+opt_number = optional(instance_of((int, float)))
+opt_headers: Any = optional(deep_mapping(instance_of(str), instance_of(str), instance_of(dict)))
 
 
 def _redacted_headers(headers: dict[str, str] | None) -> str:
     return "None" if headers is None else "{" + ", ".join(f"{k!r}: '***'" for k in headers) + "}"
-
-
-def _level(value: Any) -> ThinkingLevel | None:
-    return None if value is None else ThinkingLevel(value)
 
 
 @attrs.frozen(kw_only=True)
@@ -43,26 +42,28 @@ class StreamOptions:
                                       repr=False)
     signal: AbortSignal | None = attrs.field(default=None,
                                              validator=optional(instance_of(AbortSignal)))
-    reasoning: ThinkingLevel | None = attrs.field(default=None, converter=_level)
-    thinking_budgets: dict[str, int] | None = attrs.field(
-        default=None, validator=_opt_budgets
+    reasoning: ThinkingLevel | None = attrs.field(
+        default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
     )
-    max_tokens: int | None = attrs.field(default=None, validator=_opt_int)
-    temperature: float | None = attrs.field(default=None, validator=_opt_num)
+    thinking_budgets: dict[str, int] | None = attrs.field(
+        default=None, validator=opt_budgets
+    )
+    max_tokens: int | None = attrs.field(default=None, validator=opt_count)
+    temperature: float | None = attrs.field(default=None, validator=opt_number)
     session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
     cache_retention: CacheRetention | None = attrs.field(
         default=None, validator=optional(in_(("none", "short", "long")))
     )
     headers: dict[str, str] | None = attrs.field(
         default=None,
-        validator=optional(deep_mapping(instance_of(str), instance_of(str), instance_of(dict))),
+        validator=opt_headers,
         repr=_redacted_headers,
     )
     metadata: dict[str, Any] | None = attrs.field(default=None,
                                                   validator=optional(instance_of(dict)))
     on_payload: OnPayload | None = attrs.field(default=None, validator=optional(is_callable()))
     on_response: OnResponse | None = attrs.field(default=None, validator=optional(is_callable()))
-    max_retry_delay_ms: int | None = attrs.field(default=None, validator=_opt_int)
-    max_retries: int | None = attrs.field(default=None, validator=_opt_int)
+    max_retry_delay_ms: int | None = attrs.field(default=None, validator=opt_count)
+    max_retries: int | None = attrs.field(default=None, validator=opt_count)
     transport: str = attrs.field(default="sse", validator=instance_of(str))
-    timeout: float | None = attrs.field(default=None, validator=_opt_num)
+    timeout: float | None = attrs.field(default=None, validator=opt_number)

@@ -105,7 +105,7 @@ class EventStream(Generic[E, R]):
         """
         if self._source is not None:
             while not self._done:
-                self._pull()
+                self._pull(buffer=True)
         with self._cond:
             if not self._cond.wait_for(lambda: self._done, timeout):
                 raise TimeoutError(f"stream did not end within {timeout} s")
@@ -126,6 +126,7 @@ class EventStream(Generic[E, R]):
                     return _END
                 if self._source is None:
                     if self._interrupted:
+                        self._interrupted = False  # one wake-up per _interrupt()
                         return _INTERRUPTED
                     if not self._cond.wait(timeout) and not self._items and not self._done:
                         return _TIMEOUT
@@ -138,11 +139,16 @@ class EventStream(Generic[E, R]):
             self._interrupted = True
             self._cond.notify_all()
 
-    def _pull(self) -> None:
+    def _pull(self, buffer: bool = False) -> None:
+        """Move one event from the source into the queue.
+
+        `_get` pulls only into an empty queue; `result` (`buffer=True`) must pull past
+        unread events, or it would spin forever waiting for an end it never fetches.
+        """
         source = self._source
         assert source is not None
         with self._pull_lock:
-            if self._done or self._items:
+            if self._done or (self._items and not buffer):
                 return
             try:
                 event = next(source)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor
 from typing import Any
@@ -67,6 +68,7 @@ class _Call:
     result: AgentToolResult | None = None
     is_error: bool = False
     finished: bool = False  # set by the worker: later on_update calls are ignored
+    message: ToolResultMessage | None = None
 
 
 @attrs.define(eq=False)
@@ -93,8 +95,7 @@ class ToolBatch:
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
-                    self._submit(c)
-                    self._pump(1)
+                    self._run_one(c)
                 self._emit_message(c)
         else:
             ready = []
@@ -102,12 +103,15 @@ class ToolBatch:
                 self._start(c)
                 if self._prepare(c):
                     ready.append(c)
-            for c in ready:
-                self._submit(c)
-            self._pump(len(ready))
+            if len(ready) == 1:
+                self._run_one(ready[0])
+            else:
+                for c in ready:
+                    self._submit(c)
+                self._pump(len(ready))
             for c in calls:
                 self._emit_message(c)
-        results = [self._message(c) for c in calls]
+        results = [c.message for c in calls if c.message is not None]
         terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
                                         for c in calls)
         return results, terminate
@@ -162,6 +166,49 @@ class ToolBatch:
     def _aborted(self) -> bool:
         return self.signal.aborted
 
+    def _run_one(self, c: _Call) -> None:
+        """Run a lone call: on this thread unless the config names an executor."""
+        if self.config.tool_executor is not None:
+            self._submit(c)
+            self._pump(1)
+            return
+        tool, run_thread = c.tool, threading.get_ident()
+        assert tool is not None
+        sink_error: list[BaseException] = []
+
+        def on_update(partial: object) -> None:
+            if not isinstance(partial, AgentToolResult):
+                raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
+            if c.finished or sink_error:
+                return
+            if threading.get_ident() != run_thread:
+                self._inbox.put(("update", c, partial))
+                return
+            try:
+                self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
+                                                   partial))
+            except BaseException as exc:  # re-raised once the tool returns, not into it
+                sink_error.append(exc)
+
+        if self._aborted():
+            self._finish(c, error_result(ABORTED_TEXT), True)
+            return
+        try:
+            result = tool.execute(c.call.id, c.args, self.signal, on_update)
+            _check_result(tool, result)
+        except Exception as exc:
+            outcome: tuple[AgentToolResult, bool] = (error_result(_describe(exc)), True)
+        else:
+            outcome = (result, False)
+        finally:
+            c.finished = True
+        if sink_error:
+            raise sink_error[0]
+        while not self._inbox.empty():  # updates the tool sent from threads of its own
+            _, _, partial = self._inbox.get()
+            self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments, partial))
+        self._after(c, *outcome)
+
     def _submit(self, c: _Call) -> None:
         tool, inbox, signal = c.tool, self._inbox, self.signal
         assert tool is not None
@@ -178,10 +225,7 @@ class ToolBatch:
                     inbox.put(("aborted", c, None))
                     return
                 result = tool.execute(c.call.id, c.args, signal, on_update)
-                if not isinstance(result, AgentToolResult):
-                    raise TypeError(
-                        f"tool {tool.name!r} returned {result!r}, expected an AgentToolResult"
-                    )
+                _check_result(tool, result)
             except BaseException as exc:
                 c.finished = True
                 inbox.put(("raised", c, exc))
@@ -245,9 +289,14 @@ class ToolBatch:
         )
 
     def _emit_message(self, c: _Call) -> None:
-        message = self._message(c)
+        c.message = message = self._message(c)
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
+
+
+def _check_result(tool: AgentTool, result: object) -> None:
+    if not isinstance(result, AgentToolResult):
+        raise TypeError(f"tool {tool.name!r} returned {result!r}, expected an AgentToolResult")
 
 
 def _apply(

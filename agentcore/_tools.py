@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import json
+import math
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -12,7 +14,7 @@ from attrs.validators import deep_iterable, instance_of, is_callable, optional
 
 from ._abort import AbortSignal
 from ._content import ImageContent, TextContent, ToolCall
-from ._enums import ToolExecutionMode
+from ._enums import ToolExecutionMode, member_of, to_tool_execution_mode
 from ._errors import ToolArgumentsError
 from ._usage import Usage
 
@@ -80,12 +82,15 @@ class AgentTool(Tool):
     execute: ToolExecute = attrs.field(validator=is_callable())
     label: str | None = attrs.field(default=None, validator=optional(_str))
     execution_mode: ToolExecutionMode | None = attrs.field(
-        default=None, converter=attrs.converters.optional(ToolExecutionMode)
+        default=None,
+        converter=to_tool_execution_mode,
+        validator=optional(member_of(ToolExecutionMode)),
     )
     prepare_arguments: Callable[[Any], Any] | None = attrs.field(
         default=None, validator=optional(is_callable())
     )
-    _validator: Validator = attrs.field(init=False, eq=False, repr=False)
+    # Typed Any: jsonschema is imported lazily, and the annotation must resolve at runtime.
+    _validator: Any = attrs.field(init=False, eq=False, repr=False)
 
     @_validator.default
     def _make_validator(self) -> Validator:
@@ -100,6 +105,9 @@ def _compile(schema: dict[str, Any]) -> Validator:
 
 
 _TRUE = {"true": True, "false": False}
+# Only JSON's own number syntax counts: "nan", "1_000" or "1e999" are not unambiguous numbers.
+_JSON_INT = re.compile(r"-?[0-9]+")
+_JSON_NUMBER = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 
 
 def _coerce(value: Any, wanted: str | list[str]) -> Any:
@@ -108,17 +116,12 @@ def _coerce(value: Any, wanted: str | list[str]) -> Any:
     for kind in kinds:
         if isinstance(value, str):
             text = value.strip()
-            if kind == "integer":
-                try:
-                    return int(text)
-                except ValueError:
-                    pass
-            elif kind == "number":
-                try:
-                    number = float(text)
-                except ValueError:
-                    continue
-                return int(number) if number.is_integer() and "." not in text else number
+            if kind == "integer" and _JSON_INT.fullmatch(text):
+                return int(text)
+            if kind == "number" and _JSON_NUMBER.fullmatch(text):
+                number = float(text)
+                if math.isfinite(number):
+                    return int(number) if number.is_integer() and "." not in text else number
             elif kind == "boolean" and text.lower() in _TRUE:
                 return _TRUE[text.lower()]
             elif kind == "null" and text in ("", "null"):
@@ -160,7 +163,9 @@ def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
     if not isinstance(tool, Tool):
         raise TypeError(f"validate_tool_arguments: 'tool' must be a Tool, got {tool!r}")
     if not isinstance(tool_call, ToolCall):
-        raise TypeError(f"validate_tool_arguments: 'tool_call' must be a ToolCall, got {tool_call!r}")
+        raise TypeError(
+            f"validate_tool_arguments: 'tool_call' must be a ToolCall, got {tool_call!r}"
+        )
     validator = tool._validator if isinstance(tool, AgentTool) else _compile(tool.parameters)
     args = tool_call.arguments
     if validator.is_valid(args):

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 from attrs.validators import and_, ge, instance_of
 
 __all__ = ["Cost", "Usage"]
 
-_count = and_(instance_of(int), ge(0))
-_money = instance_of((int, float))
+
+def not_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator rejecting `True`/`False` where a number is meant."""
+    if isinstance(value, bool):  # bool is an int subclass, but True is never a count or price
+        raise TypeError(f"'{attribute.name}' must be a number, not a bool, got {value!r}")
+
+
+strict_int = and_(instance_of(int), not_bool)
+"""Attrs validator: an `int` that is not a `bool`."""
+count = and_(strict_int, ge(0))
+"""Attrs validator: a non-negative `int` that is not a `bool`."""
+_money: Any = and_(instance_of((int, float)), not_bool)
 
 
 @attrs.frozen
@@ -41,12 +53,12 @@ class Usage:
     adds them field by field, so `sum(usages, Usage())` totals a run.
     """
 
-    input: int = attrs.field(default=0, validator=_count)
-    output: int = attrs.field(default=0, validator=_count)
-    cache_read: int = attrs.field(default=0, validator=_count)
-    cache_write: int = attrs.field(default=0, validator=_count)
-    total_tokens: int = attrs.field(default=0, validator=_count)
-    cost: Cost = attrs.field(factory=Cost, validator=instance_of(Cost))
+    input: int = attrs.field(default=0, validator=count)
+    output: int = attrs.field(default=0, validator=count)
+    cache_read: int = attrs.field(default=0, validator=count)
+    cache_write: int = attrs.field(default=0, validator=count)
+    total_tokens: int = attrs.field(default=0, validator=count)
+    cost: Cost = attrs.field(default=Cost(), validator=instance_of(Cost))  # frozen: shareable
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):

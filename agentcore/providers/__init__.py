@@ -1,0 +1,1 @@
+"""Model providers: the registry, the faux provider and the HTTP APIs."""

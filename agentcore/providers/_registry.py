@@ -57,7 +57,9 @@ def _lookup(model: Model) -> StreamFn:
     return fn
 
 
-def failed_stream(model: Model, message: str, *, aborted: bool = False) -> AssistantMessageEventStream:
+def failed_stream(
+    model: Model, message: str, *, aborted: bool = False
+) -> AssistantMessageEventStream:
     """A stream holding a single `error` event: how a request that never started fails."""
     reason = StopReason.ABORTED if aborted else StopReason.ERROR
     final = AssistantMessage(

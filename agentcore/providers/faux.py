@@ -17,7 +17,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Union
+from typing import Any
 
 import attrs
 
@@ -56,7 +56,7 @@ __all__ = [
     "register_faux_provider",
 ]
 
-FauxResponse = Union[AssistantMessage, Callable[[Context, StreamOptions, Model], AssistantMessage]]
+FauxResponse = AssistantMessage | Callable[[Context, StreamOptions, Model], AssistantMessage]
 """A queued reply: a message, or a function `(context, options, model) -> AssistantMessage`."""
 
 _ABORTED_TEXT = "Request was aborted"
@@ -265,7 +265,9 @@ class FauxProvider:
                 return
         else:
             reply = item
-        output = "".join(_block_text(b) for b in reply.content)
+        # Rendered as `_prompt_text` renders an assistant message, so a reply costs the same
+        # tokens as output now as it does when replayed in the next prompt.
+        output = "\n".join(_block_text(b) for b in reply.content)
         final = attrs.evolve(
             reply, api=self.api, provider=self.provider, model=model.id,
             usage=self._usage(model, context, options, output),
@@ -275,9 +277,14 @@ class FauxProvider:
             yield _error(base, StopReason.ABORTED, _ABORTED_TEXT)
             return
         blocks: list[AssistantContent] = []
+        live = attrs.evolve(base, content=blocks)  # the one partial every event carries
 
         def partial() -> AssistantMessage:
-            return attrs.evolve(base, content=list(blocks))
+            return live
+
+        def aborted() -> ErrorEvent:
+            return _error(attrs.evolve(base, content=list(blocks)), StopReason.ABORTED,
+                          _ABORTED_TEXT)
 
         def paused(chunk: str) -> bool:
             """Wait for the chunk's share of time; True once the request is aborted."""
@@ -291,7 +298,7 @@ class FauxProvider:
         yield StartEvent(partial())
         for i, block in enumerate(final.content):
             if signal is not None and signal.aborted:
-                yield _error(partial(), StopReason.ABORTED, _ABORTED_TEXT)
+                yield aborted()
                 return
             if isinstance(block, ToolCall):
                 blocks.append(attrs.evolve(block, arguments={}))
@@ -299,7 +306,7 @@ class FauxProvider:
                 for chunk in self._chunks(json.dumps(block.arguments)):
                     yield ToolCallDeltaEvent(i, chunk, partial())
                     if paused(chunk):
-                        yield _error(partial(), StopReason.ABORTED, _ABORTED_TEXT)
+                        yield aborted()
                         return
                 blocks[i] = block
                 yield ToolCallEndEvent(i, block, partial())
@@ -314,7 +321,7 @@ class FauxProvider:
                 blocks[i] = _with_text(block, so_far)
                 yield (ThinkingDeltaEvent if thinking else TextDeltaEvent)(i, chunk, partial())
                 if paused(chunk):
-                    yield _error(partial(), StopReason.ABORTED, _ABORTED_TEXT)
+                    yield aborted()
                     return
             blocks[i] = block
             yield (ThinkingEndEvent if thinking else TextEndEvent)(i, text, partial())
@@ -380,13 +387,17 @@ def register_faux_provider(
     if tokens_per_second is not None and (
         not isinstance(tokens_per_second, (int, float)) or tokens_per_second <= 0
     ):
-        raise ValueError(f"'tokens_per_second' must be a positive number, got {tokens_per_second!r}")
+        raise ValueError(
+            f"'tokens_per_second' must be a positive number, got {tokens_per_second!r}"
+        )
     if (
         not isinstance(token_size, tuple) or len(token_size) != 2
         or not all(isinstance(n, int) and n >= 1 for n in token_size)
         or token_size[0] > token_size[1]
     ):
-        raise ValueError(f"'token_size' must be a (min, max) pair of positive ints, got {token_size!r}")
+        raise ValueError(
+            f"'token_size' must be a (min, max) pair of positive ints, got {token_size!r}"
+        )
     if models is None:
         specs: list[Model] = [
             Model("faux-1", "Faux Model", api, provider, "http://localhost:0",

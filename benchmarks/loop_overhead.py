@@ -1,0 +1,250 @@
+"""How much the agent loop itself costs per turn, and how long `import agentcore` takes.
+
+    python benchmarks/loop_overhead.py            # a table
+    python benchmarks/loop_overhead.py --json     # one JSON object per line
+    python benchmarks/loop_overhead.py --check    # exit 1 when a target is missed
+
+The loop runs TURNS turns, each a scripted reply with one tool call to a trivial tool; the last
+tool result asks the loop to stop (`terminate=True`), so every turn has exactly one tool call
+and no hook runs. Replies come from a `stream_fn` that returns an `AssistantMessageEventStream`
+pre-filled with prebuilt events (`start`, `toolcall_start`, `toolcall_end`, `done`): no
+network, no pacing, no chunking, so what is measured is the loop, its events and its tool
+execution. See README.md beside this file for the figures and how they were taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import re
+import statistics
+import subprocess
+import sys
+import time
+from concurrent.futures import Executor, ThreadPoolExecutor
+from typing import Any
+
+import agentcore as ac
+
+TURNS = 200
+RUNS = 5
+EDGE = 20  # turns compared at each end of a run to see whether cost grows with history
+
+TARGET_US_PER_TURN = 100.0
+TARGET_GROWTH = 1.5
+TARGET_IMPORT_MS = 300.0
+
+MODEL = ac.Model("bench", "Bench", "bench", "bench", "http://localhost:0")
+SCHEMA = {
+    "type": "object",
+    "properties": {"turn": {"type": "integer"}, "last": {"type": "boolean"}},
+    "required": ["turn"],
+    "additionalProperties": False,
+}
+
+
+def _noop(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> ac.AgentToolResult:
+    return ac.AgentToolResult([ac.TextContent("ok")], terminate=True if "last" in args else None)
+
+
+TOOL = ac.AgentTool("noop", "Do nothing.", SCHEMA, _noop)
+
+
+def _script(turns: int) -> list[tuple[Any, ...]]:
+    """The events of every reply, built before timing (a provider's parsing is not measured)."""
+    replies = []
+    for i in range(turns):
+        args: dict[str, Any] = {"turn": i, "last": True} if i == turns - 1 else {"turn": i}
+        call = ac.ToolCall(f"call_{i}", "noop", args)
+        empty = ac.AssistantMessage([], "bench", "bench", "bench")
+        opened = ac.AssistantMessage([ac.ToolCall(call.id, "noop", {})], "bench", "bench", "bench")
+        final = ac.AssistantMessage([call], "bench", "bench", "bench",
+                                    stop_reason=ac.StopReason.TOOL_USE)
+        replies.append((
+            ac.StartEvent(empty),
+            ac.ToolCallStartEvent(0, opened),
+            ac.ToolCallEndEvent(0, call, final),
+            ac.DoneEvent(ac.StopReason.TOOL_USE, final),
+        ))
+    return replies
+
+
+def _scripted_stream_fn(replies: list[tuple[Any, ...]]) -> ac.StreamFn:
+    served = iter(replies)
+
+    def stream_fn(model: ac.Model, context: ac.Context,
+                  options: ac.StreamOptions) -> ac.AssistantMessageEventStream:
+        out = ac.AssistantMessageEventStream()
+        for event in next(served):
+            out.push(event)
+        return out
+
+    return stream_fn
+
+
+def run_loop(turns: int = TURNS, executor: Executor | None = None) -> tuple[float, list[float]]:
+    """One run: wall seconds from call to return, and each turn's duration in seconds."""
+    replies = _script(turns)
+    marks: list[float] = []
+    clock = time.perf_counter
+
+    def sink(event: ac.AgentEvent) -> None:
+        if isinstance(event, (ac.TurnStartEvent, ac.AgentEndEvent)):
+            marks.append(clock())
+
+    config = ac.AgentLoopConfig(model=MODEL, tool_executor=executor)
+    context = ac.AgentContext("", [], [TOOL])
+    stream_fn = _scripted_stream_fn(replies)
+    start = clock()
+    messages = ac.run_agent_loop([ac.UserMessage("go")], context, config, sink,
+                                 stream_fn=stream_fn)
+    wall = clock() - start
+    if len(messages) != 1 + 2 * turns or len(marks) != turns + 1:
+        raise RuntimeError(f"unexpected run: {len(messages)} messages, {len(marks)} marks")
+    return wall, [b - a for a, b in itertools.pairwise(marks)]
+
+
+def run_floor(turns: int = TURNS) -> float:
+    """The same work as plain Python over dicts: the least any loop could cost."""
+    start = time.perf_counter()
+    messages: list[dict[str, Any]] = []
+    for i in range(turns):
+        messages.append({"role": "user", "content": "go"})
+        call = {"type": "toolCall", "id": f"call_{i}", "name": "noop", "arguments": {"turn": i}}
+        messages.append({"role": "assistant", "content": [call], "stopReason": "toolUse"})
+        result = _noop(call["id"], call["arguments"], None, None)  # type: ignore[arg-type]
+        messages.append({"role": "toolResult", "toolCallId": call["id"], "toolName": "noop",
+                         "content": result.content, "isError": False})
+    return time.perf_counter() - start
+
+
+_IMPORT_LINE = re.compile(r"^import time:\s*(\d+)\s*\|\s*(\d+)\s*\|\s*agentcore\s*$", re.M)
+
+
+def import_time_ms() -> float:
+    """Cumulative `-X importtime` of the `agentcore` package, in ms (one fresh interpreter)."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import agentcore"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    match = _IMPORT_LINE.search(done.stderr)
+    if match is None:
+        raise RuntimeError("no 'agentcore' line in the -X importtime output")
+    return int(match[2]) / 1000
+
+
+def process_wall_ms(code: str) -> float:
+    """Wall time of `python -c code` in ms, interpreter start-up included."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    return (time.perf_counter() - start) * 1000
+
+
+def _row(name: str, values: list[float], unit: str, target: float | None) -> dict[str, Any]:
+    median = statistics.median(values)
+    return {
+        "name": name,
+        "median": round(median, 3),
+        "min": round(min(values), 3),
+        "max": round(max(values), 3),
+        "unit": unit,
+        "runs": len(values),
+        "target": target,
+        "ok": None if target is None else median <= target,
+    }
+
+
+def run_loop_without_gc(turns: int = TURNS) -> float:
+    """`run_loop` with the cyclic garbage collector off: how much of a turn is collection."""
+    gc.disable()
+    try:
+        return run_loop(turns)[0]
+    finally:
+        gc.enable()
+
+
+def run_loop_on_pool(turns: int = TURNS) -> float:
+    """`run_loop` with the tool on a one-thread pool: adds a thread hand-off per call."""
+    with ThreadPoolExecutor(1) as pool:
+        return run_loop(turns, pool)[0]
+
+
+def measure_loop(runs: int = RUNS, turns: int = TURNS) -> list[dict[str, Any]]:
+    """The loop measurements, each the median (and min, max) of `runs` runs after a warm-up.
+
+    The variants run interleaved with the main measurement, so that a noisy moment of the
+    machine affects them alike.
+    """
+    run_loop(turns)
+    run_loop_without_gc(turns)
+    run_loop_on_pool(turns)
+    run_floor(turns)
+    per_turn, growth, floor, ratio, no_gc, pool = [], [], [], [], [], []
+    for _ in range(runs):
+        wall, durations = run_loop(turns)
+        floor_wall = run_floor(turns)
+        per_turn.append(wall / turns * 1e6)
+        growth.append(statistics.fmean(durations[-EDGE:]) / statistics.fmean(durations[:EDGE]))
+        floor.append(floor_wall / turns * 1e6)
+        ratio.append(wall / floor_wall)
+        no_gc.append(run_loop_without_gc(turns) / turns * 1e6)
+        pool.append(run_loop_on_pool(turns) / turns * 1e6)
+    return [
+        _row("loop: time per turn", per_turn, "us", TARGET_US_PER_TURN),
+        _row(f"loop: last {EDGE} / first {EDGE} turns", growth, "x", TARGET_GROWTH),
+        _row("floor (plain dicts): time per turn", floor, "us", None),
+        _row("loop / floor", ratio, "x", None),
+        _row("loop, gc disabled: time per turn", no_gc, "us", None),
+        _row("loop, tool on a thread pool: time per turn", pool, "us", None),
+    ]
+
+
+def measure_import(runs: int = RUNS) -> list[dict[str, Any]]:
+    """Import cost in fresh interpreters, `runs` of each."""
+    imports = [import_time_ms() for _ in range(runs)]
+    import_wall = [process_wall_ms("import agentcore") for _ in range(runs)]
+    bare_wall = [process_wall_ms("pass") for _ in range(runs)]
+    return [
+        _row("import agentcore (-X importtime, cumulative)", imports, "ms", TARGET_IMPORT_MS),
+        _row("python -c 'import agentcore' (wall)", import_wall, "ms", None),
+        _row("python -c 'pass' (wall, reference)", bare_wall, "ms", None),
+    ]
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    width = max(len(r["name"]) for r in rows)
+    lines = [f"{'measurement':<{width}}  {'median':>10}  {'min':>10}  {'max':>10}  unit  target"]
+    for r in rows:
+        target = "" if r["target"] is None else (
+            f"<= {r['target']:g} ({'ok' if r['ok'] else 'MISSED'})"
+        )
+        lines.append(f"{r['name']:<{width}}  {r['median']:>10.1f}  {r['min']:>10.1f}  "
+                     f"{r['max']:>10.1f}  {r['unit']:<4}  {target}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="one JSON object per measurement")
+    parser.add_argument("--runs", type=int, default=RUNS, help="timed runs per measurement")
+    parser.add_argument("--turns", type=int, default=TURNS, help="turns per loop run")
+    parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--loop-only", action="store_true",
+                        help="skip the import measurements (e.g. under cProfile)")
+    args = parser.parse_args(argv)
+    rows = measure_loop(args.runs, args.turns)
+    if not args.loop_only:
+        rows += measure_import(args.runs)
+    if args.json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print(f"agentcore {ac.__version__}, Python {sys.version.split()[0]}, "
+              f"{args.turns} turns, median of {args.runs} runs after a warm-up")
+        print(_table(rows))
+    missed = [r["name"] for r in rows if r["ok"] is False]
+    return 1 if args.check and missed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

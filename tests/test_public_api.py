@@ -1,0 +1,478 @@
+"""The public surface, pinned: `__all__`, docstrings, wire tags, enums, errors, import cost."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import subprocess
+import sys
+import textwrap
+import typing
+from pathlib import Path
+
+import pytest
+
+import agentcore
+from agentcore import (
+    AbortError,
+    AgentBusyError,
+    AgentcoreError,
+    AgentEndEvent,
+    AgentStartEvent,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    DoneEvent,
+    ErrorEvent,
+    ImageContent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    MissingApiKeyError,
+    ModelNotFoundError,
+    ProviderNotFoundError,
+    QueueMode,
+    SerializationError,
+    StartEvent,
+    StopReason,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingContent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingLevel,
+    ThinkingStartEvent,
+    ToolArgumentsError,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionMode,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    ToolResultMessage,
+    TurnEndEvent,
+    TurnStartEvent,
+    UserMessage,
+)
+
+PACKAGE_DIR = Path(agentcore.__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+
+EXPECTED_ALL = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentBusyError",
+    "AgentContext",
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentLoopConfig",
+    "AgentLoopTurnUpdate",
+    "AgentMessage",
+    "AgentStartEvent",
+    "AgentTool",
+    "AgentToolResult",
+    "AgentcoreError",
+    "AssistantMessage",
+    "AssistantMessageEvent",
+    "AssistantMessageEventStream",
+    "BashExecutionMessage",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "BranchSummaryMessage",
+    "CompactionSummaryMessage",
+    "Context",
+    "Cost",
+    "DoneEvent",
+    "ErrorEvent",
+    "EventSink",
+    "EventStream",
+    "ImageContent",
+    "Message",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "MissingApiKeyError",
+    "Model",
+    "ModelCost",
+    "ModelNotFoundError",
+    "PrepareNextTurnContext",
+    "ProviderNotFoundError",
+    "QueueMode",
+    "SerializationError",
+    "StartEvent",
+    "StopReason",
+    "StreamFn",
+    "StreamOptions",
+    "TextContent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingContent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingLevel",
+    "ThinkingStartEvent",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolCall",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionMode",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "ToolResultMessage",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "Usage",
+    "UserMessage",
+    "__version__",
+    "agent_loop",
+    "agent_loop_continue",
+    "calculate_cost",
+    "complete",
+    "default_convert_to_llm",
+    "from_dict",
+    "from_json",
+    "register_provider",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "stream",
+    "to_dict",
+    "to_json",
+    "unregister_provider",
+    "validate_tool_arguments",
+]
+
+TYPE_ALIASES = {
+    "AgentEvent",
+    "AgentMessage",
+    "AssistantMessageEvent",
+    "EventSink",
+    "Message",
+    "StreamFn",
+}
+"""Names in `__all__` that are typing objects (unions, callables), which carry no docstring."""
+
+AGENT_EVENT_TYPES = {
+    AgentStartEvent: "agent_start",
+    AgentEndEvent: "agent_end",
+    TurnStartEvent: "turn_start",
+    TurnEndEvent: "turn_end",
+    MessageStartEvent: "message_start",
+    MessageUpdateEvent: "message_update",
+    MessageEndEvent: "message_end",
+    ToolExecutionStartEvent: "tool_execution_start",
+    ToolExecutionUpdateEvent: "tool_execution_update",
+    ToolExecutionEndEvent: "tool_execution_end",
+}
+
+ASSISTANT_MESSAGE_EVENT_TYPES = {
+    StartEvent: "start",
+    TextStartEvent: "text_start",
+    TextDeltaEvent: "text_delta",
+    TextEndEvent: "text_end",
+    ThinkingStartEvent: "thinking_start",
+    ThinkingDeltaEvent: "thinking_delta",
+    ThinkingEndEvent: "thinking_end",
+    ToolCallStartEvent: "toolcall_start",
+    ToolCallDeltaEvent: "toolcall_delta",
+    ToolCallEndEvent: "toolcall_end",
+    DoneEvent: "done",
+    ErrorEvent: "error",
+}
+
+
+# --- __all__ and docstrings ------------------------------------------------------------------
+
+
+def test_all_is_pinned_and_sorted() -> None:
+    assert agentcore.__all__ == EXPECTED_ALL
+    assert sorted(EXPECTED_ALL) == EXPECTED_ALL
+
+
+def test_all_names_are_importable() -> None:
+    missing = [name for name in agentcore.__all__ if not hasattr(agentcore, name)]
+    assert missing == []
+
+
+def test_version_is_a_string() -> None:
+    assert isinstance(agentcore.__version__, str)
+    assert agentcore.__version__
+
+
+def test_type_aliases_are_typing_objects() -> None:
+    for name in sorted(TYPE_ALIASES):
+        obj = getattr(agentcore, name)
+        assert not inspect.isclass(obj), name
+        assert typing.get_args(obj), name
+
+
+def _public_objects() -> list[tuple[str, object]]:
+    skipped = TYPE_ALIASES | {"__version__"}
+    return [(n, getattr(agentcore, n)) for n in agentcore.__all__ if n not in skipped]
+
+
+def test_every_public_name_has_a_docstring() -> None:
+    undocumented = [name for name, obj in _public_objects() if not (obj.__doc__ or "").strip()]
+    assert undocumented == []
+
+
+def test_every_public_name_is_a_class_or_function() -> None:
+    others = [
+        name
+        for name, obj in _public_objects()
+        if not (inspect.isclass(obj) or inspect.isfunction(obj))
+    ]
+    assert others == []
+
+
+def _public_members(cls: type) -> list[tuple[str, object]]:
+    members = []
+    for name, value in vars(cls).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, (staticmethod, classmethod)):
+            value = value.__func__
+        if isinstance(value, property) or inspect.isfunction(value):
+            members.append((name, value))
+    return members
+
+
+def test_every_public_method_and_property_has_a_docstring() -> None:
+    undocumented = []
+    checked = 0
+    for name, obj in _public_objects():
+        if not inspect.isclass(obj) or not obj.__module__.startswith("agentcore"):
+            continue
+        for member, value in _public_members(obj):
+            checked += 1
+            if not (inspect.getdoc(value) or "").strip():
+                undocumented.append(f"{name}.{member}")
+    assert undocumented == []
+    assert checked > 10  # the walk really found methods and properties
+
+
+def test_public_functions_are_defined_in_agentcore() -> None:
+    foreign = [
+        name
+        for name, obj in _public_objects()
+        if not getattr(obj, "__module__", "").startswith("agentcore")
+    ]
+    assert foreign == []
+
+
+# --- wire tags -------------------------------------------------------------------------------
+
+
+def test_content_type_tags_are_pinned() -> None:
+    assert {cls: cls.type for cls in (TextContent, ThinkingContent, ImageContent, ToolCall)} == {
+        TextContent: "text",
+        ThinkingContent: "thinking",
+        ImageContent: "image",
+        ToolCall: "toolCall",
+    }
+
+
+def test_message_role_tags_are_pinned() -> None:
+    classes = (
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        BashExecutionMessage,
+        CompactionSummaryMessage,
+        BranchSummaryMessage,
+    )
+    assert {cls: cls.role for cls in classes} == {
+        UserMessage: "user",
+        AssistantMessage: "assistant",
+        ToolResultMessage: "toolResult",
+        BashExecutionMessage: "bashExecution",
+        CompactionSummaryMessage: "compactionSummary",
+        BranchSummaryMessage: "branchSummary",
+    }
+
+
+def test_message_unions_cover_the_tagged_classes() -> None:
+    assert set(typing.get_args(agentcore.Message)) == {
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+    }
+    assert set(typing.get_args(agentcore.AgentMessage)) >= {
+        UserMessage,
+        AssistantMessage,
+        ToolResultMessage,
+        BashExecutionMessage,
+        CompactionSummaryMessage,
+        BranchSummaryMessage,
+    }
+
+
+def test_agent_event_type_tags_are_pinned() -> None:
+    assert {cls: cls.type for cls in AGENT_EVENT_TYPES} == AGENT_EVENT_TYPES
+    assert set(typing.get_args(agentcore.AgentEvent)) == set(AGENT_EVENT_TYPES)
+
+
+def test_assistant_message_event_type_tags_are_pinned() -> None:
+    assert {cls: cls.type for cls in ASSISTANT_MESSAGE_EVENT_TYPES} == (
+        ASSISTANT_MESSAGE_EVENT_TYPES
+    )
+    assert set(typing.get_args(agentcore.AssistantMessageEvent)) == set(
+        ASSISTANT_MESSAGE_EVENT_TYPES
+    )
+
+
+def test_wire_tags_are_unique_per_union() -> None:
+    tags = list(AGENT_EVENT_TYPES.values())
+    assert len(tags) == len(set(tags))
+    tags = list(ASSISTANT_MESSAGE_EVENT_TYPES.values())
+    assert len(tags) == len(set(tags))
+
+
+def test_wire_tags_are_class_level_not_fields() -> None:
+    assert "type" not in TextContent.__init__.__code__.co_varnames
+    assert "role" not in UserMessage.__init__.__code__.co_varnames
+    assert "type" not in AgentStartEvent.__init__.__code__.co_varnames
+
+
+# --- enums -----------------------------------------------------------------------------------
+
+
+def test_enum_values_are_pinned() -> None:
+    assert {e.__name__: {m.name: m.value for m in e} for e in (
+        StopReason, ThinkingLevel, ToolExecutionMode, QueueMode
+    )} == {
+        "StopReason": {
+            "STOP": "stop",
+            "LENGTH": "length",
+            "TOOL_USE": "toolUse",
+            "ERROR": "error",
+            "ABORTED": "aborted",
+        },
+        "ThinkingLevel": {
+            "OFF": "off",
+            "MINIMAL": "minimal",
+            "LOW": "low",
+            "MEDIUM": "medium",
+            "HIGH": "high",
+            "XHIGH": "xhigh",
+        },
+        "ToolExecutionMode": {"SEQUENTIAL": "sequential", "PARALLEL": "parallel"},
+        "QueueMode": {"ALL": "all", "ONE_AT_A_TIME": "one-at-a-time"},
+    }
+
+
+def test_enums_are_str_enums() -> None:
+    for enum in (StopReason, ThinkingLevel, ToolExecutionMode, QueueMode):
+        assert issubclass(enum, str)
+
+
+# --- the error tree --------------------------------------------------------------------------
+
+
+def test_every_public_error_derives_from_agentcore_error() -> None:
+    errors = [
+        obj
+        for _, obj in _public_objects()
+        if inspect.isclass(obj) and issubclass(obj, BaseException)
+    ]
+    assert set(errors) == {
+        AgentcoreError,
+        AgentBusyError,
+        AbortError,
+        ToolArgumentsError,
+        ProviderNotFoundError,
+        ModelNotFoundError,
+        MissingApiKeyError,
+        SerializationError,
+    }
+    for error in errors:
+        assert issubclass(error, AgentcoreError), error
+        assert error.__name__.endswith("Error"), error
+    assert issubclass(AgentcoreError, Exception)
+
+
+def test_errors_also_derive_from_the_matching_builtin() -> None:
+    assert issubclass(ToolArgumentsError, ValueError)
+    assert issubclass(SerializationError, ValueError)
+    assert issubclass(ProviderNotFoundError, LookupError)
+    assert issubclass(ModelNotFoundError, LookupError)
+
+
+# --- import cost and packaging ---------------------------------------------------------------
+
+_IMPORT_PROBE = textwrap.dedent(
+    """
+    import json, logging, sys, threading
+    before = set(sys.modules)
+    import agentcore
+    from agentcore.providers import _registry
+    print(json.dumps({
+        "providers": sorted(_registry._providers),
+        "threads": [t.name for t in threading.enumerate()],
+        "jsonschema": sorted(m for m in sys.modules if m.split(".")[0] == "jsonschema"),
+        "root_handlers": len(logging.getLogger().handlers),
+        "agentcore_handlers": len(logging.getLogger("agentcore").handlers),
+    }))
+    """
+)
+
+
+def test_import_agentcore_does_no_work() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _IMPORT_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert json.loads(proc.stdout) == {
+        "providers": [],
+        "threads": ["MainThread"],
+        "jsonschema": [],
+        "root_handlers": 0,
+        "agentcore_handlers": 0,
+    }
+
+
+def test_package_ships_py_typed() -> None:
+    assert (PACKAGE_DIR / "py.typed").is_file()
+
+
+def _run_tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed")
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        capture_output=True,
+        text=True,
+        timeout=280,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+
+
+@pytest.mark.timeout(300)
+def test_mypy_strict_passes_on_the_package() -> None:
+    proc = _run_tool("mypy", "agentcore")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.timeout(300)
+def test_ruff_passes_on_package_and_tests() -> None:
+    proc = _run_tool("ruff", "check", "agentcore", "tests")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
