@@ -7,6 +7,8 @@ repeats until the work is done, telling the caller everything that happens as ev
 from __future__ import annotations
 
 from ._abort import AbortController, AbortSignal
+from ._agent import Agent, AgentState
+from ._agent_run import AgentRun
 from ._content import ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context
 from ._enums import QueueMode, StopReason, ThinkingLevel, ToolExecutionMode
@@ -84,6 +86,7 @@ __all__ = [
     "AbortSignal",
     "AfterToolCallContext",
     "AfterToolCallResult",
+    "Agent",
     "AgentBusyError",
     "AgentContext",
     "AgentEndEvent",
@@ -91,7 +94,9 @@ __all__ = [
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
     "AgentMessage",
+    "AgentRun",
     "AgentStartEvent",
+    "AgentState",
     "AgentTool",
     "AgentToolResult",
     "AgentcoreError",

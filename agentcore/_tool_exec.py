@@ -196,7 +196,9 @@ class ToolBatch:
         try:
             result = tool.execute(c.call.id, c.args, self.signal, on_update)
             _check_result(tool, result)
-        except Exception as exc:
+        except KeyboardInterrupt:
+            raise  # the user stopping the program, not a tool failure
+        except BaseException as exc:  # as on a worker thread (sys.exit() included): the result
             outcome: tuple[AgentToolResult, bool] = (error_result(_describe(exc)), True)
         else:
             outcome = (result, False)

@@ -19,14 +19,15 @@ def main() -> str:
     try:
         faux.set_responses([faux_assistant_message([faux_tool_call("add", {"a": 2, "b": 40})]),
                             faux_assistant_message("2 + 40 = 42")])
-        messages = ac.run_agent_loop(
-            [ac.UserMessage("What is 2 + 40?")], ac.AgentContext("Be brief.", [], [adder]),
-            ac.AgentLoopConfig(model=faux.get_model()), emit=lambda event: print(event.type),
-        )
+        agent = ac.Agent(faux.get_model(), system_prompt="Be brief.", tools=[adder])
+        run = agent.prompt("What is 2 + 40?")
+        for event in run:
+            print(event.type)
+        answer = run.result()[-1].text
     finally:
         faux.unregister()
-    print(messages[-1].text)
-    return messages[-1].text
+    print(answer)
+    return answer
 
 
 if __name__ == "__main__":

@@ -20,3 +20,9 @@ def test_quickstart_answers_with_the_tool_result() -> None:
     out = run_example("quickstart.py").splitlines()
     assert out[-1] == "2 + 40 = 42"
     assert "tool_execution_end" in out
+
+
+def test_loop_example_answers_with_the_tool_result() -> None:
+    out = run_example("loop.py").splitlines()
+    assert out[-1] == "2 + 40 = 42"
+    assert out[0] == "agent_start"

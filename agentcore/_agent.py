@@ -1,0 +1,503 @@
+"""`Agent`: runs the loop on a background thread and keeps the transcript between runs.
+
+Threading: every public method may be called from any thread, including listeners and tools.
+A run's events reach the state, then the run's event log, then the listeners, all on the run's
+own (non-daemon) thread. State lives behind one lock, never held while user code runs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor
+from typing import Any
+
+import attrs
+from attrs.validators import deep_iterable, in_, instance_of, is_callable, optional
+
+from ._abort import AbortController, AbortSignal
+from ._agent_run import AgentRun
+from ._content import ImageContent, TextContent
+from ._context import AgentContext
+from ._enums import (
+    QueueMode,
+    StopReason,
+    ThinkingLevel,
+    ToolExecutionMode,
+    member_of,
+    to_thinking_level,
+    to_tool_execution_mode,
+)
+from ._errors import AgentBusyError
+from ._events import (
+    AgentEndEvent,
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    TurnEndEvent,
+)
+from ._loop import run_agent_loop, run_agent_loop_continue
+from ._loop_types import AgentLoopConfig
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    ToolResultMessage,
+    UserMessage,
+    default_convert_to_llm,
+)
+from ._model import Model
+from ._queue import MessageQueue
+from ._tools import AgentTool
+
+__all__ = ["Agent", "AgentState"]
+
+_log = logging.getLogger(__name__)
+_run_numbers = itertools.count(1)
+
+Listener = Callable[[AgentEvent, AbortSignal], None]
+
+
+@attrs.frozen
+class AgentState:
+    """A consistent snapshot of an `Agent`; its lists are copies."""
+
+    system_prompt: str
+    model: Model
+    thinking_level: ThinkingLevel
+    tools: list[AgentTool]
+    messages: list[AgentMessage]
+    is_streaming: bool
+    streaming_message: AgentMessage | None
+    pending_tool_calls: frozenset[str]
+    error_message: str | None
+
+
+def _copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"'{attribute.name}' must be a list, got {value!r}")
+    return list(value)
+
+
+def _has_role(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not isinstance(getattr(value, "role", None), str):
+        raise TypeError(f"'{attribute.name}' must hold messages with a 'role', got {value!r}")
+
+
+def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    if agent._run is not None:
+        raise AgentBusyError(f"cannot set '{attribute.name}' while the agent is running")
+    return value
+
+
+_hook = optional(is_callable())
+_opt_int = optional(instance_of(int))
+_setters = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate)
+
+
+def _to_queue_mode(value: Any) -> Any:
+    """A `QueueMode` from its string, or `value` unchanged for `member_of` to reject by name."""
+    try:
+        return QueueMode(value)
+    except (ValueError, TypeError):
+        return value
+
+
+def _as_message(value: Any, name: str) -> AgentMessage:
+    if isinstance(value, str):
+        return UserMessage(value)
+    if isinstance(getattr(value, "role", None), str):
+        return value  # type: ignore[no-any-return]
+    raise TypeError(f"'{name}' must be a str or a message, got {value!r}")
+
+
+@attrs.define(eq=False, repr=False, on_setattr=_setters)
+class Agent:
+    """An agent: a model, tools and a transcript, with runs on a background thread.
+
+    Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. Settable
+    attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
+    `follow_up`) are read live. See the module docstring for the threading contract.
+    """
+
+    model: Model = attrs.field(validator=instance_of(Model))
+    system_prompt: str = attrs.field(default="", validator=instance_of(str))
+    thinking_level: ThinkingLevel = attrs.field(default=ThinkingLevel.OFF,
+                                                converter=to_thinking_level,
+                                                validator=member_of(ThinkingLevel))
+    tools: list[AgentTool] = attrs.field(
+        default=(), converter=list, validator=deep_iterable(instance_of(AgentTool)),
+        on_setattr=attrs.setters.pipe(_copy_list, attrs.setters.validate),
+    )
+    messages: list[AgentMessage] = attrs.field(
+        default=(), converter=list, validator=deep_iterable(_has_role),
+        on_setattr=attrs.setters.pipe(_idle_only, _copy_list, attrs.setters.validate),
+    )
+    steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
+                                           converter=_to_queue_mode,
+                                           validator=member_of(QueueMode))
+    follow_up_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
+                                            converter=_to_queue_mode,
+                                            validator=member_of(QueueMode))
+    tool_execution: ToolExecutionMode = attrs.field(default=ToolExecutionMode.PARALLEL,
+                                                    converter=to_tool_execution_mode,
+                                                    validator=member_of(ToolExecutionMode))
+    stream_fn: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    convert_to_llm: Callable[..., Any] = attrs.field(default=default_convert_to_llm,
+                                                     validator=is_callable())
+    transform_context: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    get_api_key: Callable[[str], str | None] | None = attrs.field(default=None, validator=_hook)
+    before_tool_call: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    after_tool_call: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    prepare_next_turn: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    should_stop_after_turn: Callable[..., Any] | None = attrs.field(default=None,
+                                                                    validator=_hook)
+    on_payload: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    on_response: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
+    session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    thinking_budgets: dict[str, int] | None = attrs.field(default=None,
+                                                          validator=optional(instance_of(dict)))
+    transport: str = attrs.field(default="sse", validator=instance_of(str))
+    max_retry_delay_ms: int | None = attrs.field(default=None, validator=_opt_int)
+    tool_executor: Executor | None = attrs.field(default=None,
+                                                 validator=optional(instance_of(Executor)))
+    api_key: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    max_tokens: int | None = attrs.field(default=None, validator=_opt_int)
+    temperature: float | None = attrs.field(default=None,
+                                            validator=optional(instance_of((int, float))))
+    cache_retention: str | None = attrs.field(
+        default=None, validator=optional(in_(("none", "short", "long")))
+    )
+    headers: dict[str, str] | None = attrs.field(default=None,
+                                                 validator=optional(instance_of(dict)))
+    metadata: dict[str, Any] | None = attrs.field(default=None,
+                                                  validator=optional(instance_of(dict)))
+    max_retries: int | None = attrs.field(default=None, validator=_opt_int)
+    timeout: float | None = attrs.field(default=None,
+                                        validator=optional(instance_of((int, float))))
+
+    _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock,
+                                         on_setattr=attrs.setters.NO_OP)
+    _steering: MessageQueue = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    _follow_up: MessageQueue = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+    _listeners: list[Listener] = attrs.field(init=False, factory=list,
+                                             on_setattr=attrs.setters.NO_OP)
+    _run: AgentRun | None = attrs.field(init=False, default=None,
+                                        on_setattr=attrs.setters.NO_OP)
+    _is_streaming: bool = attrs.field(init=False, default=False, on_setattr=attrs.setters.NO_OP)
+    _streaming_message: AgentMessage | None = attrs.field(init=False, default=None,
+                                                          on_setattr=attrs.setters.NO_OP)
+    _pending: frozenset[str] = attrs.field(init=False, default=frozenset(),
+                                           on_setattr=attrs.setters.NO_OP)
+    _error_message: str | None = attrs.field(init=False, default=None,
+                                             on_setattr=attrs.setters.NO_OP)
+    _idle: threading.Condition = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
+
+    def __attrs_post_init__(self) -> None:
+        self._steering = MessageQueue(self._lock)
+        self._follow_up = MessageQueue(self._lock)
+        self._idle = threading.Condition(self._lock)
+
+    def __repr__(self) -> str:
+        busy = "running" if self._run is not None else "idle"
+        model = f"{self.model.provider}/{self.model.id}"
+        return f"<Agent {model} {busy}, {len(self.messages)} messages>"
+
+    # --- state --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> AgentState:
+        """A consistent snapshot of the agent's state."""
+        with self._lock:
+            streaming = self._streaming_message
+            if isinstance(streaming, AssistantMessage):  # the live partial: freeze a copy
+                streaming = attrs.evolve(streaming, content=list(streaming.content))
+            return AgentState(self.system_prompt, self.model, self.thinking_level,
+                              list(self.tools), list(self.messages), self._is_streaming,
+                              streaming, self._pending, self._error_message)
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The active run's abort signal, or None when idle."""
+        run = self._run
+        return run.signal if run is not None else None
+
+    # --- listeners ----------------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call `listener(event, signal)` for every event of every run; returns unsubscribe.
+
+        Listeners run on the run's thread after the state was updated for the event, in
+        subscription order. One that raises is logged and skipped.
+        """
+        if not callable(listener):
+            raise TypeError(f"subscribe: 'listener' must be callable, got {listener!r}")
+        with self._lock:
+            if not any(existing is listener for existing in self._listeners):
+                self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners = [x for x in self._listeners if x is not listener]
+
+        return unsubscribe
+
+    # --- queues -------------------------------------------------------------------------------
+
+    def steer(self, message: str | AgentMessage) -> None:
+        """Queue a message for the model to see before its next turn."""
+        self._steering.put(_as_message(message, "message"))
+
+    def follow_up(self, message: str | AgentMessage) -> None:
+        """Queue a message to run once the agent would otherwise stop."""
+        self._follow_up.put(_as_message(message, "message"))
+
+    def has_queued_messages(self) -> bool:
+        """Whether either queue holds a message (in-flight ones included)."""
+        return bool(self._steering) or bool(self._follow_up)
+
+    def clear_steering_queue(self) -> None:
+        """Drop every queued steering message.
+
+        A message the run has already taken for its next turn is still delivered (it is not
+        put back if the run ends first).
+        """
+        self._steering.clear()
+
+    def clear_follow_up_queue(self) -> None:
+        """Drop every queued follow-up message (see `clear_steering_queue`)."""
+        self._follow_up.clear()
+
+    def clear_all_queues(self) -> None:
+        """Drop every queued message (see `clear_steering_queue`)."""
+        self._steering.clear()
+        self._follow_up.clear()
+
+    # --- runs ---------------------------------------------------------------------------------
+
+    def prompt(
+        self, input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> AgentRun:
+        """Start a run on `input` (a str, a message or a list of messages) and return it.
+
+        Raises `AgentBusyError` while a run is active.
+        """
+        prompts = _prompts(input, images)
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("the agent is already processing a prompt; use steer() or "
+                                     "follow_up() to queue messages, or wait for completion")
+            return self._start(prompts, skip_first_steering=False)
+
+    def continue_(self) -> AgentRun:
+        """Resume from the transcript.
+
+        After an assistant message it first takes queued steering, else a follow-up, else
+        raises `ValueError`. Raises `AgentBusyError` while running, `ValueError` when empty.
+        """
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("the agent is already processing; wait for completion "
+                                     "before continuing")
+            if not self.messages:
+                raise ValueError("cannot continue: the agent has no messages")
+            if not isinstance(self.messages[-1], AssistantMessage):
+                return self._start(None, skip_first_steering=False)
+            steering = self._steering.take_now(self.steering_mode)
+            if steering:
+                return self._start(steering, skip_first_steering=True)
+            follow_ups = self._follow_up.take_now(self.follow_up_mode)
+            if follow_ups:
+                return self._start(follow_ups, skip_first_steering=False)
+        raise ValueError("cannot continue from an assistant message: no steering or follow-up "
+                         "message is queued")
+
+    def abort(self) -> None:
+        """Abort the active run; does nothing when idle."""
+        run = self._run
+        if run is not None:
+            run._controller.abort()
+
+    def wait_for_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no run is active; False if `timeout` seconds passed first."""
+        run = self._run
+        if run is None:
+            return True
+        try:
+            run.result(timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def reset(self) -> None:
+        """Clear the transcript, the queues and the error; raises `AgentBusyError` if running."""
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("the agent is already processing; wait for completion "
+                                     "before resetting")
+            self.messages = []
+            self.clear_all_queues()
+            self._streaming_message = None
+            self._pending = frozenset()
+            self._error_message = None
+
+    # --- the run's thread ---------------------------------------------------------------------
+
+    def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool) -> AgentRun:
+        controller = AbortController()
+        run = AgentRun(controller, controller.abort)
+        self._run = run
+        self._is_streaming = True
+        self._streaming_message = None
+        self._error_message = None
+        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
+        config = self._config(skip_first_steering)
+        stream_fn = self.stream_fn
+        thread = threading.Thread(
+            target=self._main, args=(run, prompts, context, config, stream_fn),
+            name=f"agentcore-run-{next(_run_numbers)}",
+        )
+        run._thread = thread
+        thread.start()
+        return run
+
+    def _config(self, skip_first_steering: bool) -> AgentLoopConfig:
+        skip = [skip_first_steering]
+
+        def steering() -> list[AgentMessage]:
+            if skip[0]:
+                skip[0] = False
+                return []
+            return self._steering.take(self.steering_mode)
+
+        def follow_ups() -> list[AgentMessage]:
+            return self._follow_up.take(self.follow_up_mode)
+
+        return AgentLoopConfig(
+            model=self.model, convert_to_llm=self.convert_to_llm,
+            transform_context=self.transform_context, get_api_key=self.get_api_key,
+            get_steering_messages=steering, get_follow_up_messages=follow_ups,
+            tool_execution=self.tool_execution, tool_executor=self.tool_executor,
+            before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
+            prepare_next_turn=self.prepare_next_turn,
+            should_stop_after_turn=self.should_stop_after_turn,
+            reasoning=self.thinking_level, session_id=self.session_id,
+            on_payload=self.on_payload, on_response=self.on_response, transport=self.transport,
+            thinking_budgets=self.thinking_budgets, max_retry_delay_ms=self.max_retry_delay_ms,
+            max_retries=self.max_retries, max_tokens=self.max_tokens,
+            temperature=self.temperature,
+            cache_retention=self.cache_retention,  # type: ignore[arg-type]
+            headers=self.headers, metadata=self.metadata, timeout=self.timeout,
+            api_key=self.api_key,
+        )
+
+    def _main(
+        self, run: AgentRun, prompts: list[AgentMessage] | None, context: AgentContext,
+        config: AgentLoopConfig, stream_fn: Any,
+    ) -> None:
+        messages: list[AgentMessage] = []
+        try:
+            emit = lambda event: self._handle(run, event)  # noqa: E731
+            if prompts is None:
+                messages = run_agent_loop_continue(context, config, emit, run.signal, stream_fn)
+            else:
+                messages = run_agent_loop(prompts, context, config, emit, run.signal, stream_fn)
+        except BaseException as exc:  # the loop itself broke: report it as the run's failure
+            _log.exception("agent run failed")
+            messages = self._fail(run, config.model, exc)
+        finally:
+            with self._lock:
+                self._steering.restore()
+                self._follow_up.restore()
+                self._is_streaming = False
+                self._streaming_message = None
+                self._pending = frozenset()
+                self._run = None
+            run._finish(messages)
+
+    def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
+        reason = StopReason.ABORTED if run.signal.aborted else StopReason.ERROR
+        text = str(exc) or type(exc).__name__
+        failure = AssistantMessage([], model.api, model.provider, model.id, stop_reason=reason,
+                                   error_message=text)
+        added: list[AgentMessage] = [*self._unanswered(text), failure]
+        for message in added:
+            self._handle(run, MessageStartEvent(message))
+            self._handle(run, MessageEndEvent(message))
+        self._handle(run, TurnEndEvent(failure, []))
+        self._handle(run, AgentEndEvent(added))
+        return added
+
+    def _unanswered(self, text: str) -> list[ToolResultMessage]:
+        """Error results for the tool calls the interrupted run left without one."""
+        with self._lock:
+            answered: set[str] = set()
+            for message in reversed(self.messages):
+                if isinstance(message, ToolResultMessage):
+                    answered.add(message.tool_call_id)
+                elif isinstance(message, AssistantMessage):
+                    if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                        return []
+                    return [ToolResultMessage(c.id, c.name,
+                                              [TextContent(f"Tool call interrupted: {text}")],
+                                              is_error=True)
+                            for c in message.tool_calls if c.id not in answered]
+        return []
+
+    def _handle(self, run: AgentRun, event: AgentEvent) -> None:
+        """Apply `event` to the state, log it on the run, then call the listeners."""
+        with self._lock:
+            self._reduce(event)
+            listeners = list(self._listeners)
+        run._record(event)
+        for listener in listeners:
+            try:
+                listener(event, run.signal)
+            except Exception:
+                _log.exception("agent listener %r raised on %s", listener, event.type)
+
+    def _reduce(self, event: AgentEvent) -> None:
+        if isinstance(event, MessageStartEvent):
+            if not self._steering.accept(event.message):
+                self._follow_up.accept(event.message)
+            self._streaming_message = event.message
+        elif isinstance(event, MessageUpdateEvent):
+            self._streaming_message = event.message
+        elif isinstance(event, MessageEndEvent):
+            self._streaming_message = None
+            self.messages.append(event.message)
+        elif isinstance(event, ToolExecutionStartEvent):
+            self._pending = self._pending | {event.tool_call_id}
+        elif isinstance(event, ToolExecutionEndEvent):
+            self._pending = self._pending - {event.tool_call_id}
+        elif isinstance(event, TurnEndEvent):
+            message = event.message
+            if isinstance(message, AssistantMessage) and message.error_message:
+                self._error_message = message.error_message
+        elif isinstance(event, AgentEndEvent):
+            self._streaming_message = None
+
+
+def _prompts(input: Any, images: Sequence[ImageContent] | None) -> list[AgentMessage]:
+    if images is not None:
+        if not isinstance(input, str):
+            raise TypeError("'images' can only be given with a str 'input'")
+        if not all(isinstance(i, ImageContent) for i in images):
+            raise TypeError(f"'images' must be a list of ImageContent, got {images!r}")
+    if isinstance(input, str):
+        if images:
+            return [UserMessage([TextContent(input), *images])]
+        return [UserMessage(input)]
+    if isinstance(getattr(input, "role", None), str):
+        return [input]
+    if isinstance(input, (list, tuple)):
+        for i, message in enumerate(input):
+            if not isinstance(getattr(message, "role", None), str):
+                raise TypeError(f"'input[{i}]' must be a message, got {message!r}")
+        return list(input)
+    raise TypeError(f"'input' must be a str, a message or a list of messages, got {input!r}")
