@@ -72,11 +72,13 @@ from ._messages import (
 )
 from ._model import Model, ModelCost, calculate_cost
 from ._options import StreamOptions
+from ._overflow import is_context_overflow
 from ._serde import from_dict, from_json, to_dict, to_json
 from ._stream import AssistantMessageEventStream, EventStream
 from ._tools import AgentTool, AgentToolResult, Tool, validate_tool_arguments
 from ._usage import Cost, Usage
 from .providers._registry import StreamFn, complete, register_provider, stream, unregister_provider
+from .providers.models import get_env_api_key, get_model, get_models, get_providers
 
 __version__ = "0.1.0"
 
@@ -163,6 +165,11 @@ __all__ = [
     "default_convert_to_llm",
     "from_dict",
     "from_json",
+    "get_env_api_key",
+    "get_model",
+    "get_models",
+    "get_providers",
+    "is_context_overflow",
     "register_provider",
     "run_agent_loop",
     "run_agent_loop_continue",

@@ -52,6 +52,7 @@ from ._messages import (
 )
 from ._model import Model
 from ._queue import MessageQueue
+from ._secrets import secret_headers, secret_str
 from ._tools import AgentTool
 
 __all__ = ["Agent", "AgentState"]
@@ -165,15 +166,15 @@ class Agent:
     max_retry_delay_ms: int | None = attrs.field(default=None, validator=_opt_int)
     tool_executor: Executor | None = attrs.field(default=None,
                                                  validator=optional(instance_of(Executor)))
-    api_key: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
     max_tokens: int | None = attrs.field(default=None, validator=_opt_int)
     temperature: float | None = attrs.field(default=None,
                                             validator=optional(instance_of((int, float))))
     cache_retention: str | None = attrs.field(
         default=None, validator=optional(in_(("none", "short", "long")))
     )
-    headers: dict[str, str] | None = attrs.field(default=None,
-                                                 validator=optional(instance_of(dict)))
+    headers: dict[str, str] | None = attrs.field(default=None, validator=secret_headers,
+                                                 repr=False)
     metadata: dict[str, Any] | None = attrs.field(default=None,
                                                   validator=optional(instance_of(dict)))
     max_retries: int | None = attrs.field(default=None, validator=_opt_int)

@@ -1,8 +1,10 @@
-"""The offline demo behind `python -m agentcore demo`.
+"""The demo behind `python -m agentcore demo`.
 
-A scripted faux model answers one question in three turns: it calls a calculator and a clock
-in parallel, then the calculator again with a value it read from the clock, then writes its
-answer from the tools' actual results. Everything a run emits is printed as it happens:
+Offline (`run_demo`), a scripted faux model answers one question in three turns: it calls a
+calculator and a clock in parallel, then the calculator again with a value it read from the
+clock, then writes its answer from the tools' actual results. With a real model
+(`run_model_demo`, `demo --model provider/id`) the same question goes to that model with the
+same tools, and whatever it does is shown. Everything a run emits is printed as it happens:
 streamed text, each tool's start and end, and the run's token usage and cost.
 """
 
@@ -19,6 +21,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, TextIO
+from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ._abort import AbortSignal
@@ -54,7 +57,14 @@ from .providers.faux import (
     register_faux_provider,
 )
 
-__all__ = ["DEFAULT_TOKENS_PER_SECOND", "calculate", "calculator_tool", "clock_tool", "run_demo"]
+__all__ = [
+    "DEFAULT_TOKENS_PER_SECOND",
+    "calculate",
+    "calculator_tool",
+    "clock_tool",
+    "run_demo",
+    "run_model_demo",
+]
 
 DEFAULT_TOKENS_PER_SECOND = 150.0
 """How fast the faux model streams: slow enough to watch, fast enough to finish in ~1.5 s."""
@@ -303,9 +313,10 @@ _DIM, _RESET = "\x1b[2m", "\x1b[0m"
 class _Printer:
     """The demo's event sink: prints the run as it happens (called on the run's thread)."""
 
-    def __init__(self, out: TextIO, color: bool) -> None:
+    def __init__(self, out: TextIO, color: bool, prices: ModelCost) -> None:
         self.out = out
         self.color = color
+        self.prices = prices
         self.started: dict[str, float] = {}
         self.turns = 0
         self.tool_calls = 0
@@ -367,8 +378,12 @@ class _Printer:
                   f"calls in {time.perf_counter() - self.t0:.2f} s")
         self.line(f"usage: input {usage.input} tokens, output {usage.output} tokens{cached}, "
                   f"total {usage.total_tokens} tokens")
-        self.line(f"cost: ${usage.cost.total:.6f} (at ${DEMO_COST.input:.2f} in / "
-                  f"${DEMO_COST.output:.2f} out per million tokens)")
+        prices = self.prices
+        if prices == ModelCost():
+            self.line(f"cost: ${usage.cost.total:.6f} (the model has no prices)")
+        else:
+            self.line(f"cost: ${usage.cost.total:.6f} (at ${prices.input:.2f} in / "
+                      f"${prices.output:.2f} out per million tokens)")
 
 
 def _wants_color(out: TextIO) -> bool:
@@ -401,7 +416,7 @@ def run_demo(
                                   token_size=(1, 2))
     try:
         faux.set_responses([_first_reply(), _reply_after_tools, _final_answer])
-        printer = _Printer(stream, _wants_color(stream))
+        printer = _Printer(stream, _wants_color(stream), DEMO_COST)
         printer.line(f"agentcore demo: an offline agent on the faux provider "
                      f"(model {model.id}, tools calculator and clock)\n")
         context = AgentContext(SYSTEM_PROMPT, [], [calculator_tool(), clock_tool()])
@@ -409,3 +424,36 @@ def run_demo(
         return run_agent_loop([UserMessage(QUESTION)], context, config, printer)
     finally:
         faux.unregister()
+
+
+def _public_url(url: str) -> str:
+    """`url` without any `user:password@` part, which may hold a credential."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{parts.port}" if parts.port is not None else host
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def run_model_demo(model: Model, out: TextIO | None = None) -> list[AgentMessage]:
+    """Ask a real model the demo's question with the demo's tools and print what happens.
+
+    The API key is the one the provider finds in the environment (see `get_env_api_key`);
+    it is never printed. Provider failures are printed as the run's error message.
+
+    Args:
+        model: The model to ask, e.g. `get_model("openai", "gpt-4o-mini")`.
+        out: Where to print; `sys.stdout` by default. Thinking is dimmed when it is a tty.
+
+    Returns:
+        The messages the run added (the question included).
+    """
+    stream = sys.stdout if out is None else out
+    printer = _Printer(stream, _wants_color(stream), model.cost)
+    printer.line(f"agentcore demo: {model.provider}/{model.id} ({model.api} at "
+                 f"{_public_url(model.base_url)}), tools calculator and clock\n")
+    context = AgentContext(SYSTEM_PROMPT, [], [calculator_tool(), clock_tool()])
+    return run_agent_loop([UserMessage(QUESTION)], context, AgentLoopConfig(model=model), printer)

@@ -37,6 +37,7 @@ from ._options import (
     opt_headers,
     opt_number,
 )
+from ._secrets import secret_str
 from ._tools import AgentToolResult
 from ._usage import Usage
 
@@ -189,8 +190,7 @@ class AgentLoopConfig:
     metadata: dict[str, Any] | None = attrs.field(default=None,
                                                   validator=optional(instance_of(dict)))
     timeout: float | None = attrs.field(default=None, validator=opt_number)
-    api_key: str | None = attrs.field(default=None, validator=optional(instance_of(str)),
-                                      repr=False)
+    api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
 
     def stream_options(
         self, signal: AbortSignal, api_key: str | None, reasoning: ThinkingLevel | None

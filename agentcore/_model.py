@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from attrs.validators import and_, deep_iterable, deep_mapping, ge, instance_of, optional
+from attrs.validators import and_, deep_iterable, ge, instance_of, optional
 
+from ._secrets import secret_headers
 from ._usage import Cost, Usage, count, not_bool
 
 __all__ = ["Model", "ModelCost", "calculate_cost"]
@@ -53,9 +54,8 @@ class Model:
     cost: ModelCost = attrs.field(factory=ModelCost, validator=instance_of(ModelCost))
     context_window: int = attrs.field(default=128_000, validator=count)
     max_tokens: int = attrs.field(default=16_384, validator=count)
-    headers: dict[str, str] | None = attrs.field(
-        default=None, validator=optional(deep_mapping(_str, _str, instance_of(dict))), repr=False
-    )
+    headers: dict[str, str] | None = attrs.field(default=None, validator=secret_headers,
+                                                 repr=False)
     compat: dict[str, Any] | None = attrs.field(default=None, validator=optional(instance_of(dict)))
 
 

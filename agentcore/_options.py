@@ -11,6 +11,7 @@ from attrs.validators import deep_mapping, in_, instance_of, is_callable, option
 from ._abort import AbortSignal
 from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
+from ._secrets import secret_headers, secret_str
 from ._usage import count
 
 __all__ = ["StreamOptions"]
@@ -23,7 +24,7 @@ OnResponse = Callable[[int, Mapping[str, str]], None]
 opt_count: Any = optional(count)
 opt_budgets: Any = optional(deep_mapping(instance_of(str), count, instance_of(dict)))
 opt_number = optional(instance_of((int, float)))
-opt_headers: Any = optional(deep_mapping(instance_of(str), instance_of(str), instance_of(dict)))
+opt_headers: Any = secret_headers  # names a bad value's type, never the value
 
 
 def _redacted_headers(headers: dict[str, str] | None) -> str:
@@ -38,8 +39,7 @@ class StreamOptions:
     return a replacement request body; `on_response(status, headers)` sees each response.
     """
 
-    api_key: str | None = attrs.field(default=None, validator=optional(instance_of(str)),
-                                      repr=False)
+    api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
     signal: AbortSignal | None = attrs.field(default=None,
                                              validator=optional(instance_of(AbortSignal)))
     reasoning: ThinkingLevel | None = attrs.field(

@@ -30,6 +30,8 @@ from ._enums import _StrEnum
 from ._errors import SerializationError
 from ._events import AgentEvent, AssistantMessageEvent
 from ._messages import AgentMessage, Message
+from ._model import Model
+from ._secrets import redact_headers
 from ._tools import AgentTool
 
 if TYPE_CHECKING:
@@ -229,6 +231,15 @@ def _attrs_unstructure_factory(cls: type, converter: Converter) -> Callable[[Any
         for a in attrs.fields(cls)
     }
     inner: Callable[[Any], dict[str, Any]] = make_dict_unstructure_fn(cls, converter, **overrides)
+    if cls is Model:  # saved models must not carry the credentials of their headers
+        plain = inner
+
+        def inner(obj: Any) -> dict[str, Any]:
+            out = plain(obj)
+            if out.get("headers"):
+                out["headers"] = redact_headers(out["headers"])
+            return out
+
     tag = _tag(cls)
     if tag is None:
         return inner

@@ -1,4 +1,7 @@
-"""Shared fixtures: every test must leave no thread behind, and gets a fresh faux provider."""
+"""Shared fixtures: every test must leave no thread behind, and gets a fresh faux provider.
+
+`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from sse_server import SSEServer
 
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
@@ -33,3 +37,14 @@ def faux() -> Iterator[FauxProvider]:
     provider = register_faux_provider(token_size=(1, 1))
     yield provider
     provider.unregister()
+
+
+@pytest.fixture
+def sse_server() -> Iterator[SSEServer]:
+    """A scripted HTTP server on 127.0.0.1 for one test; closed and joined on teardown."""
+    server = SSEServer()
+    try:
+        yield server
+    finally:
+        server.close()
+    assert not server.errors, f"sse server failed: {server.errors!r}"

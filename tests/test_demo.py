@@ -1,17 +1,23 @@
 from __future__ import annotations
 
 import io
+import json
+import os
 import re
 import subprocess
 import sys
 from datetime import timedelta
+from typing import Any
 
 import pytest
+from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore import __main__ as cli
 from agentcore._demo import (
     DEFAULT_TOKENS_PER_SECOND,
+    QUESTION,
+    _public_url,
     calculate,
     calculator_tool,
     clock_tool,
@@ -257,3 +263,281 @@ def test_clock_tool_defaults_to_utc() -> None:
     text = result.content[0].text  # type: ignore[union-attr]
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(\w+day, UTC\+00:00\)", text)
     assert result.details["timezone"] == "UTC"
+
+
+# --- demo --model: a real provider, here the local scripted server --------------------------------
+
+CALC_ARGS = {"expression": "17 * 23 + 2 ** 10"}
+CLOCK_ARGS = {"timezone": "Asia/Tokyo"}
+ANSWER = ["17 * 23 + 2 ** 10 = ", "1415", ", and the clock ", "says what time it is in Tokyo."]
+
+
+def _completions_sse(deltas: list[dict[str, Any]], finish: str, usage: tuple[int, int]) -> bytes:
+    """A Chat Completions event stream: one chunk per delta, a finish chunk, usage, [DONE]."""
+    head = {"id": "chatcmpl-demo", "object": "chat.completion.chunk", "created": 1756400000,
+            "model": "gpt-4o-mini-2024-07-18", "system_fingerprint": "fp_560af6e559"}
+
+    def chunk(choices: list[Any], usage: Any = None) -> str:
+        data = json.dumps({**head, "choices": choices, "usage": usage}, separators=(",", ":"))
+        return f"data: {data}\n\n"
+
+    def choice(delta: dict[str, Any], reason: str | None = None) -> list[Any]:
+        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": reason}]
+
+    out = [chunk(choice({"role": "assistant", "content": None}))]
+    out += [chunk(choice(delta)) for delta in deltas]
+    out.append(chunk(choice({}, finish)))
+    prompt, completion = usage
+    out.append(chunk([], {"prompt_tokens": prompt, "completion_tokens": completion,
+                          "total_tokens": prompt + completion}))
+    out.append("data: [DONE]\n\n")
+    return "".join(out).encode()
+
+
+def _call_deltas(index: int, call_id: str, name: str, args: dict[str, Any]) -> list[
+        dict[str, Any]]:
+    text = json.dumps(args)
+    opened = {"tool_calls": [{"index": index, "id": call_id, "type": "function",
+                              "function": {"name": name, "arguments": ""}}]}
+    pieces = [text[: len(text) // 2], text[len(text) // 2 :]]
+    return [opened] + [{"tool_calls": [{"index": index, "function": {"arguments": piece}}]}
+                       for piece in pieces]
+
+
+def _completions_replies() -> tuple[bytes, bytes]:
+    tools = _completions_sse(
+        _call_deltas(0, "call_calc", "calculator", CALC_ARGS)
+        + _call_deltas(1, "call_clock", "clock", CLOCK_ARGS),
+        "tool_calls", (120, 40),
+    )
+    text = _completions_sse([{"content": piece} for piece in ANSWER], "stop", (200, 25))
+    return tools, text
+
+
+def _responses_sse(items: list[dict[str, Any]], usage: tuple[int, int]) -> bytes:
+    """A Responses event stream with complete output items and `response.completed`."""
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": {
+        "id": "resp_demo", "object": "response", "status": "in_progress", "output": []}}]
+    for index, item in enumerate(items):
+        added = {**item, "status": "in_progress"}
+        if item["type"] == "function_call":
+            added["arguments"] = ""
+        else:
+            added["content"] = []
+        events.append({"type": "response.output_item.added", "output_index": index,
+                       "item": added})
+        if item["type"] == "function_call":
+            events.append({"type": "response.function_call_arguments.delta",
+                           "output_index": index, "item_id": item["id"],
+                           "delta": item["arguments"]})
+        else:
+            events.append({"type": "response.output_text.delta", "output_index": index,
+                           "item_id": item["id"], "content_index": 0,
+                           "delta": item["content"][0]["text"]})
+        events.append({"type": "response.output_item.done", "output_index": index,
+                       "item": {**item, "status": "completed"}})
+    prompt, completion = usage
+    events.append({"type": "response.completed", "response": {
+        "id": "resp_demo", "object": "response", "status": "completed", "output": items,
+        "usage": {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens": completion, "total_tokens": prompt + completion}}})
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e, separators=(',', ':'))}\n\n"
+                   for e in events).encode()
+
+
+def _responses_replies() -> tuple[bytes, bytes]:
+    def call(n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        return {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{name}",
+                "name": name, "arguments": json.dumps(args)}
+
+    tools = _responses_sse([call(1, "calculator", CALC_ARGS), call(2, "clock", CLOCK_ARGS)],
+                           (120, 40))
+    text = _responses_sse([{"type": "message", "id": "msg_3", "role": "assistant", "content": [
+        {"type": "output_text", "text": "".join(ANSWER), "annotations": []}]}], (200, 25))
+    return tools, text
+
+
+def _env(**changes: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in changes and not k.endswith("_PROXY") and not k.endswith("_proxy")}
+    env.update({k: v for k, v in changes.items() if v is not None})
+    env["NO_PROXY"] = "127.0.0.1,localhost"
+    return env
+
+
+def _run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "agentcore", "demo", *args],
+                          capture_output=True, text=True, timeout=60, check=False, env=env)
+
+
+def _assert_model_demo_output(text: str) -> None:
+    assert text.startswith("agentcore demo: openai/gpt-4o-mini (")
+    assert f"you: {QUESTION}" in text
+    assert f"  -> calculator({json.dumps(CALC_ARGS)})" in text
+    assert f"  -> clock({json.dumps(CLOCK_ARGS)})" in text
+    assert re.search(TOOL_END.format(name="calculator"), text)["text"] == "1415"  # type: ignore[index]
+    clock = re.search(TOOL_END.format(name="clock"), text)
+    assert clock is not None
+    assert clock["status"] == "ok"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d JST \(\w+day, UTC\+09:00\)",
+                        clock["text"])
+    assert f"assistant: {''.join(ANSWER)}\n" in text
+    assert "run: 2 turns, 2 model calls, 2 tool calls in " in text
+    assert "usage: input 320 tokens, output 65 tokens, total 385 tokens\n" in text
+    usage = ac.calculate_cost(ac.get_model("openai", "gpt-4o-mini"), ac.Usage(input=320, output=65))
+    prices = ac.get_model("openai", "gpt-4o-mini").cost
+    assert (f"cost: ${usage.cost.total:.6f} (at ${prices.input:.2f} in / "
+            f"${prices.output:.2f} out per million tokens)") in text
+
+
+def _assert_second_request_replays_the_tools(server: SSEServer, path: str) -> None:
+    assert [r.path for r in server.requests] == [path, path]
+    assert all(r.header("Authorization") == "Bearer sk-test" for r in server.requests)
+    body = json.dumps(server.requests[1].json)
+    assert '"1415"' in body
+    assert "call_calc" in body
+    assert "JST" in body
+
+
+def test_demo_cli_model_talks_to_a_completions_server_in_a_subprocess(
+    sse_server: SSEServer,
+) -> None:
+    for body in _completions_replies():
+        sse_server.sse(body, chunking="random")
+    done = _run_cli("--model", "openai/gpt-4o-mini", "--base-url", f"{sse_server.url}/v1",
+                    "--api", "openai-completions", env=_env(OPENAI_API_KEY="sk-test"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stderr == ""
+    _assert_model_demo_output(done.stdout)
+    assert f"(openai-completions at {sse_server.url}/v1)" in done.stdout
+    assert "sk-test" not in done.stdout
+    _assert_second_request_replays_the_tools(sse_server, "/v1/chat/completions")
+    second = sse_server.requests[1].json
+    assert second["model"] == "gpt-4o-mini"
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool",
+                                                      "tool"]
+    assert [(m["tool_call_id"], m["content"][:4]) for m in second["messages"][3:]] == [
+        ("call_calc", "1415"), ("call_clock", second["messages"][4]["content"][:4])]
+
+
+def test_demo_cli_model_keeps_the_catalogue_api_without_api_flag(sse_server: SSEServer) -> None:
+    # openai/gpt-4o-mini is an openai-responses model in the catalogue
+    for body in _responses_replies():
+        sse_server.sse(body)
+    done = _run_cli("--model", "openai/gpt-4o-mini", "--base-url", f"{sse_server.url}/v1",
+                    env=_env(OPENAI_API_KEY="sk-test"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    _assert_model_demo_output(done.stdout)
+    assert f"(openai-responses at {sse_server.url}/v1)" in done.stdout
+    assert "sk-test" not in done.stdout + done.stderr
+    _assert_second_request_replays_the_tools(sse_server, "/v1/responses")
+    kinds = [item.get("type", item.get("role")) for item in sse_server.requests[1].json["input"]]
+    assert kinds == ["system", "user", "function_call", "function_call",
+                     "function_call_output", "function_call_output"]
+
+
+def test_demo_cli_model_without_its_key_exits_2_naming_the_variable() -> None:
+    done = _run_cli("--model", "openai/gpt-4o-mini", env=_env(OPENAI_API_KEY=None))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "OPENAI_API_KEY" in done.stderr
+    assert done.stderr.startswith("python -m agentcore demo: error: no API key for provider "
+                                  "'openai'")
+
+
+def test_demo_cli_model_blank_key_counts_as_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "  ")
+    monkeypatch.delenv("ANTHROPIC_OAUTH_TOKEN", raising=False)
+    assert cli.main(["demo", "--model", "anthropic/claude-sonnet-4-5"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert "set ANTHROPIC_API_KEY" in err
+
+
+def test_demo_cli_custom_model_on_a_local_server_needs_no_key(
+    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("LMSTUDIO_API_KEY", raising=False)
+    tools, text = _completions_replies()
+    sse_server.sse(tools)
+    sse_server.sse(text)
+    code = cli.main(["demo", "--model", "lmstudio/qwen2.5-7b-instruct", "--base-url",
+                     f"{sse_server.url}/v1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert out.startswith(f"agentcore demo: lmstudio/qwen2.5-7b-instruct (openai-completions "
+                          f"at {sse_server.url}/v1)")
+    assert "cost: $0.000000 (the model has no prices)" in out
+    first = sse_server.requests[0]
+    assert first.path == "/v1/chat/completions"
+    assert first.json["model"] == "qwen2.5-7b-instruct"
+    assert [t["function"]["name"] for t in first.json["tools"]] == ["calculator", "clock"]
+
+
+def test_demo_cli_model_reports_a_provider_error_and_exits_1(
+    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-SECRET0123456789abcdef")
+    sse_server.status(401, json.dumps({"error": {
+        "message": "Incorrect API key provided: sk-live-SECRET0123456789abcdef.",
+        "type": "invalid_request_error", "code": "invalid_api_key"}}))
+    code = cli.main(["demo", "--model", "openai/gpt-4o-mini", "--base-url",
+                     f"{sse_server.url}/v1", "--api", "openai-completions"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert "error (error): 401 Incorrect API key provided: " in out
+    assert "SECRET0123456789abcdef" not in out + err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--model", "openai"], "expected PROVIDER/ID"),
+        (["--model", "/gpt-4o"], "expected PROVIDER/ID"),
+        (["--model", "openai/gpt-4o-mini", "--base-url", "localhost:11434"],
+         "expected an http:// or https:// URL"),
+        (["--model", "openai/gpt-4o-mini", "--api", "smoke-signals"], "invalid choice"),
+    ],
+)
+def test_demo_cli_rejects_a_bad_model_argument(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["demo", *argv])
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--model", "openai/gpt-9-ultra"], "no model 'gpt-9-ultra' for provider 'openai'"),
+        (["--model", "nowhere/model"], "also pass --base-url URL"),
+        (["--base-url", "http://127.0.0.1:1/v1"], "--base-url and --api need --model"),
+        (["--api", "openai-responses"], "--base-url and --api need --model"),
+        (["--model", "ollama/llama3.1:8b", "--no-delay"], "pace the offline demo only"),
+        (["--model", "ollama/llama3.1:8b", "--tokens-per-second", "5"],
+         "pace the offline demo only"),
+    ],
+)
+def test_demo_cli_model_usage_errors_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main(["demo", *argv]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert message in err
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://api.openai.com/v1", "https://api.openai.com/v1"),
+        ("http://user:sk-secret@127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+        ("http://:pw@[::1]/v1", "http://[::1]/v1"),
+    ],
+)
+def test_demo_public_url_drops_credentials(url: str, shown: str) -> None:
+    assert _public_url(url) == shown

@@ -6,6 +6,7 @@ The registry is the one piece of module-level mutable state, changed only throug
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import Callable
@@ -47,11 +48,34 @@ def unregister_provider(api: str) -> None:
             raise ProviderNotFoundError(f"no provider registered for api {api!r}")
 
 
+_BUILTIN = {
+    "openai-completions": ("openai_completions", "stream_openai_completions"),
+    "openai-responses": ("openai_responses", "stream_openai_responses"),
+    "anthropic-messages": ("anthropic", "stream_anthropic"),
+    "google-generative-ai": ("google", "stream_google"),
+}
+"""Built-in providers, imported on first use so that `import agentcore` stays light."""
+
+
+def _builtin(api: str) -> StreamFn | None:
+    where = _BUILTIN.get(api)
+    if where is None:
+        return None
+    try:
+        module = importlib.import_module(f"{__package__}.{where[0]}")
+    except ModuleNotFoundError:  # a provider this version does not ship yet
+        return None
+    fn: StreamFn = getattr(module, where[1])
+    return fn
+
+
 def _lookup(model: Model) -> StreamFn:
     if not isinstance(model, Model):
         raise TypeError(f"'model' must be a Model, got {model!r}")
     with _lock:
         fn = _providers.get(model.api)
+    if fn is None:
+        fn = _builtin(model.api)
     if fn is None:
         raise ProviderNotFoundError(f"no provider registered for api {model.api!r}")
     return fn

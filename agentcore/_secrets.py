@@ -1,0 +1,51 @@
+"""Attrs validators for fields that may hold secrets: API keys and HTTP header values.
+
+attrs' own `instance_of` puts the rejected value in its message, and a key of the wrong type
+(`bytes` read from a file, say) would then reach tracebacks, logs and, through a run's
+error message, the transcript. These name the field and the type, never the value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import attrs
+
+__all__ = ["is_credential_header", "redact_headers", "secret_headers", "secret_str"]
+
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
+
+
+def is_credential_header(name: str) -> bool:
+    """Whether a header of this name carries a credential (`Authorization`, `x-api-key`...)."""
+    return _CREDENTIAL_HEADER.search(name) is not None
+
+
+def redact_headers(headers: dict[str, str] | None) -> dict[str, str] | None:
+    """`headers` with every credential value replaced by `***` (for saving or showing)."""
+    if headers is None:
+        return None
+    return {k: "***" if is_credential_header(k) else v for k, v in headers.items()}
+
+
+def secret_str(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """A `str` or None; the error names the type only."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"'{attribute.name}' must be a str or None, got a "
+                        f"{type(value).__name__} (value not shown: it may be a secret)")
+
+
+def secret_headers(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """None or a dict of str to str; the error names a bad value's header and type only."""
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise TypeError(f"'{attribute.name}' must be a dict of str to str or None, got a "
+                        f"{type(value).__name__}")
+    for name, header in value.items():
+        if not isinstance(name, str):
+            raise TypeError(f"'{attribute.name}' must have str keys, got {name!r}")
+        if not isinstance(header, str):
+            raise TypeError(f"'{attribute.name}'[{name!r}] must be a str, got a "
+                            f"{type(header).__name__} (value not shown: it may be a secret)")

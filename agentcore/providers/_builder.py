@@ -1,0 +1,290 @@
+"""`ReplyBuilder`: how every HTTP provider turns wire deltas into the event protocol.
+
+It owns the one live partial message of a reply (its `content` list grows in place), opens and
+closes text, thinking and tool-call blocks by a provider-chosen key, and produces the final
+`done` or `error` event, so the four providers only translate their wire format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Hashable, Iterable, Iterator
+from typing import Any
+
+import attrs
+
+from .._content import AssistantContent, TextContent, ThinkingContent, ToolCall
+from .._enums import StopReason
+from .._events import (
+    AssistantMessageEvent,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .._messages import AssistantMessage, now_ms
+from .._model import Model, calculate_cost
+from .._usage import Usage
+from ._partial_json import parse_partial_json
+
+__all__ = ["ReplyBuilder"]
+
+
+@attrs.define(eq=False)
+class _Block:
+    index: int
+    kind: str  # "text" | "thinking" | "toolCall"
+    text: str = ""
+    signature: str | None = None
+    redacted: bool = False
+    call_id: str = ""
+    name: str = ""
+    args: str = ""
+    thought_signature: str | None = None
+    closed: bool = False
+
+
+class ReplyBuilder:
+    """Builds one assistant reply; every method returns the events to yield, in order."""
+
+    def __init__(self, model: Model, auto_close: bool = True) -> None:
+        self.model = model
+        self.auto_close = auto_close
+        """Close the open block when another opens (False: blocks close only by `end`)."""
+        self.content: list[AssistantContent] = []
+        self.partial = AssistantMessage(self.content, model.api, model.provider, model.id,
+                                        timestamp=now_ms())
+        self.usage = Usage()
+        self.stop_reason: StopReason | None = None
+        self.response_id: str | None = None
+        self._blocks: dict[Hashable, _Block] = {}
+        self._current: _Block | None = None
+
+    # --- blocks -------------------------------------------------------------------------------
+
+    def text(
+        self, key: Hashable, delta: str, signature: str | None = None
+    ) -> Iterable[AssistantMessageEvent]:
+        """Add `delta` to the text block `key`, opening it (and closing another) if needed."""
+        block = self._current
+        if block is not None and block.kind == "text" and self._blocks.get(key) is block:
+            # the hot path: another delta for the open text block, one event, no generator
+            self._add_text(block, delta, signature)
+            return [TextDeltaEvent(block.index, delta, self.partial)] if delta else []
+        return self._opening_text(key, delta, signature)
+
+    def _opening_text(self, key: Hashable, delta: str,
+                      signature: str | None) -> Iterator[AssistantMessageEvent]:
+        block = yield from self._open(key, "text")
+        self._add_text(block, delta, signature)
+        if delta:
+            yield TextDeltaEvent(block.index, delta, self.partial)
+
+    def _add_text(self, block: _Block, delta: str, signature: str | None) -> None:
+        block.text += delta
+        if signature is not None:
+            block.signature = signature
+        self.content[block.index] = _text(block.text, block.signature)
+
+    def thinking(self, key: Hashable, delta: str, signature: str | None = None,
+                 redacted: bool = False) -> Iterator[AssistantMessageEvent]:
+        """Add `delta` to the thinking block `key`, opening it if needed."""
+        block = yield from self._open(key, "thinking")
+        block.text += delta
+        if signature is not None:
+            block.signature = signature
+        block.redacted = block.redacted or redacted
+        self.content[block.index] = ThinkingContent(block.text, block.signature, block.redacted)
+        if delta:
+            yield ThinkingDeltaEvent(block.index, delta, self.partial)
+
+    def tool_call(self, key: Hashable, call_id: str | None = None, name: str | None = None,
+                  args_delta: str = "", always_emit: bool = False,
+                  thought_signature: str | None = None) -> Iterator[AssistantMessageEvent]:
+        """Add argument JSON to the tool call `key`, opening it if needed."""
+        block = yield from self._open(key, "toolCall", call_id=call_id or "", name=name or "")
+        if call_id:
+            block.call_id = call_id
+        if name:
+            block.name = name
+        if thought_signature is not None:
+            block.thought_signature = thought_signature
+        block.args += args_delta
+        self.content[block.index] = self._call(block)
+        if args_delta or always_emit:
+            yield ToolCallDeltaEvent(block.index, args_delta, self.partial)
+
+    def set_signature(self, key: Hashable, signature: str) -> None:
+        """Attach a signature to block `key` (no event: signatures are not streamed)."""
+        block = self._blocks.get(key)
+        if block is None:
+            return
+        if block.kind == "toolCall":
+            block.thought_signature = signature
+            self.content[block.index] = self._call(block)
+        else:
+            block.signature = signature
+            self._refresh(block)
+
+    def text_delta_event(self, key: Hashable) -> list[AssistantMessageEvent]:
+        """An empty `text_delta` for block `key` (Gemini's final empty part is one)."""
+        block = self._blocks.get(key)
+        if block is None or block.closed:
+            return []
+        return [TextDeltaEvent(block.index, "", self.partial)]
+
+    def append_signature(self, key: Hashable, part: str) -> None:
+        """Extend the signature of thinking block `key` (signatures stream in pieces)."""
+        block = self._blocks.get(key)
+        if block is not None and block.kind == "thinking":
+            block.signature = (block.signature or "") + part
+            self._refresh(block)
+
+    def replace_text(self, key: Hashable, text: str) -> None:
+        """Set the whole text of block `key` (an authoritative final text from the server)."""
+        block = self._blocks.get(key)
+        if block is not None and block.kind != "toolCall":
+            block.text = text
+            self._refresh(block)
+
+    def replace_args(self, key: Hashable, args: str) -> None:
+        """Set the whole argument JSON of tool call `key`."""
+        block = self._blocks.get(key)
+        if block is not None and block.kind == "toolCall":
+            block.args = args
+            self.content[block.index] = self._call(block)
+
+    def has(self, key: Hashable) -> bool:
+        """Whether block `key` exists."""
+        return key in self._blocks
+
+    def end(self, key: Hashable) -> list[AssistantMessageEvent]:
+        """Close block `key` (no-op if it is closed or unknown)."""
+        block = self._blocks.get(key)
+        if block is not None and not block.closed:
+            return [self._close(block)]
+        return []
+
+    def end_all(self) -> list[AssistantMessageEvent]:
+        """Close every open block, in order."""
+        return [self._close(block) for block in sorted(self._blocks.values(),
+                                                        key=lambda b: b.index)
+                if not block.closed]
+
+    @property
+    def has_tool_calls(self) -> bool:
+        """Whether the reply holds a tool call."""
+        return any(b.kind == "toolCall" for b in self._blocks.values())
+
+    # --- start and finish ---------------------------------------------------------------------
+
+    def start(self) -> StartEvent:
+        """The `start` event (yield it once the server answered 2xx)."""
+        return StartEvent(self.partial)
+
+    def set_usage(self, usage: Usage) -> None:
+        """Record usage; the total is recomputed as the sum and the cost is priced."""
+        total = usage.input + usage.output + usage.cache_read + usage.cache_write
+        self.usage = calculate_cost(self.model, attrs.evolve(usage, total_tokens=total))
+
+    def done(self) -> Iterator[AssistantMessageEvent]:
+        """Close open blocks and finish with `done`; raises if the stop reason is unknown."""
+        yield from self.end_all()
+        reason = self.stop_reason
+        if reason is None:
+            raise RuntimeError("the stream ended without a stop reason")
+        if reason is StopReason.STOP and self.has_tool_calls:
+            reason = StopReason.TOOL_USE
+        if reason in (StopReason.ERROR, StopReason.ABORTED):
+            raise RuntimeError(f"the provider ended the reply with stop reason {reason.value!r}")
+        yield DoneEvent(reason, self.final(reason))
+
+    def error(self, message: str, aborted: bool) -> ErrorEvent:
+        """The terminal `error` event, keeping the content and usage received so far."""
+        reason = StopReason.ABORTED if aborted else StopReason.ERROR
+        return ErrorEvent(reason, self.final(reason, message))
+
+    def final(self, reason: StopReason, error_message: str | None = None) -> AssistantMessage:
+        """The final message: a value of its own, no longer tied to the live partial."""
+        content = [c for c in self.content if not _empty_call(c)]
+        return attrs.evolve(self.partial, content=content, usage=self.usage, stop_reason=reason,
+                            error_message=error_message, response_id=self.response_id)
+
+    # --- internals ----------------------------------------------------------------------------
+
+    def _open(
+        self, key: Hashable, kind: str, **fields: Any
+    ) -> Generator[AssistantMessageEvent, None, _Block]:
+        """Block `key`, opening it if new.
+
+        A generator, so a consumer sees the partial exactly as each event describes it: the
+        old block closed, the new one still empty.
+        """
+        block = self._blocks.get(key)
+        if block is not None and block.kind == kind:
+            if not block.closed and self._current is not block:
+                self._current = block
+            return block
+        if self.auto_close and self._current is not None and not self._current.closed:
+            yield self._close(self._current)
+        block = _Block(len(self.content), kind, **fields)
+        self._blocks[key] = block
+        self._current = block
+        if kind == "text":
+            self.content.append(TextContent(""))
+            yield TextStartEvent(block.index, self.partial)
+        elif kind == "thinking":
+            self.content.append(ThinkingContent(""))
+            yield ThinkingStartEvent(block.index, self.partial)
+        else:
+            self.content.append(self._call(block))
+            yield ToolCallStartEvent(block.index, self.partial)
+        return block
+
+    def _call(self, block: _Block) -> ToolCall:
+        return ToolCall(block.call_id, block.name, parse_partial_json(block.args),
+                        block.thought_signature)
+
+    def _refresh(self, block: _Block) -> None:
+        if block.kind == "text":
+            self.content[block.index] = _text(block.text, block.signature)
+        else:
+            self.content[block.index] = ThinkingContent(block.text, block.signature,
+                                                        block.redacted)
+
+    def _close(self, block: _Block) -> AssistantMessageEvent:
+        block.closed = True
+        if self._current is block:
+            self._current = None
+        if block.kind == "text":
+            self._refresh(block)
+            return TextEndEvent(block.index, block.text, self.partial)
+        if block.kind == "thinking":
+            self._refresh(block)
+            return ThinkingEndEvent(block.index, block.text, self.partial)
+        call = self._call(block)
+        self.content[block.index] = call
+        return ToolCallEndEvent(block.index, call, self.partial)
+
+
+def _text(text: str, signature: str | None) -> TextContent:
+    """A `TextContent` without re-running its validators: the hot path of every text delta.
+
+    The values come from this module (a str built from decoded JSON strings), so the checks
+    the public constructor makes cannot fail here.
+    """
+    block = object.__new__(TextContent)
+    object.__setattr__(block, "text", text)
+    object.__setattr__(block, "text_signature", signature)
+    return block
+
+
+def _empty_call(block: AssistantContent) -> bool:
+    return isinstance(block, ToolCall) and not block.id and not block.name

@@ -1,0 +1,61 @@
+"""Small helpers every wire format needs: clean text, compact JSON, short stable hashes."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["dumps", "sanitize", "short_hash"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def sanitize(text: str) -> str:
+    """Remove unpaired UTF-16 surrogates, which providers reject; valid pairs become characters."""
+    if not _SURROGATE.search(text):
+        return text
+    text = _PAIR.sub(
+        lambda m: m.group().encode("utf-16", "surrogatepass").decode("utf-16"), text
+    )
+    return _SURROGATE.sub("", text)
+
+
+def dumps(value: Any) -> str:
+    r"""Compact JSON, non-ASCII kept, as JavaScript's `JSON.stringify` writes it.
+
+    A lone surrogate (only possible inside a string) is written as a `\uXXXX` escape, as
+    JavaScript does, so that the text can always be encoded as UTF-8.
+    """
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return text
+
+
+def _imul(a: int, b: int) -> int:
+    return (a * b) & 0xFFFFFFFF
+
+
+def _base36(n: int) -> str:
+    digits = "0123456789abcdefghijklmnopqrstuvwxyz"
+    out = ""
+    while True:
+        n, r = divmod(n, 36)
+        out = digits[r] + out
+        if not n:
+            return out
+
+
+def short_hash(text: str) -> str:
+    """A deterministic short hash (two 32-bit lanes, base 36) of a string's UTF-16 code units."""
+    h1, h2 = 0xDEADBEEF, 0x41C6CE57
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        c = data[i] | (data[i + 1] << 8)
+        h1 = _imul(h1 ^ c, 2654435761)
+        h2 = _imul(h2 ^ c, 1597334677)
+    h1 = _imul(h1 ^ (h1 >> 16), 2246822507) ^ _imul(h2 ^ (h2 >> 13), 3266489909)
+    h2 = _imul(h2 ^ (h2 >> 16), 2246822507) ^ _imul(h1 ^ (h1 >> 13), 3266489909)
+    return _base36(h2 & 0xFFFFFFFF) + _base36(h1 & 0xFFFFFFFF)

@@ -1,0 +1,353 @@
+"""OpenAI Chat Completions (`openai-completions`): OpenAI and every compatible server.
+
+The same code serves OpenAI, OpenRouter, Groq, xAI, DeepSeek, Ollama, vLLM and llama.cpp's
+server; their differences are `Compat` flags detected from the model (see `_openai_compat`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .._content import ImageContent, TextContent, ThinkingContent
+from .._context import Context
+from .._enums import StopReason, ThinkingLevel
+from .._events import AssistantMessageEvent
+from .._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from .._model import Model
+from .._options import StreamOptions
+from .._stream import AssistantMessageEventStream
+from .._usage import Usage
+from ._builder import ReplyBuilder
+from ._common import ProviderError, api_key_for, default_max_tokens, run, send
+from ._http import HttpError
+from ._openai_compat import Compat, resolve_compat
+from ._sse import UNFRAMED, ServerSentEvent
+from ._transform import transform_messages
+from ._wire import dumps, sanitize, short_hash
+
+__all__ = ["build_body", "stream_openai_completions"]
+
+_FINISH = {
+    "stop": StopReason.STOP, "end": StopReason.STOP, "length": StopReason.LENGTH,
+    "tool_calls": StopReason.TOOL_USE, "function_call": StopReason.TOOL_USE,
+}
+_REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_decode = json.JSONDecoder().decode
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _supports_xhigh(model: Model) -> bool:
+    return any(tag in model.id for tag in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6",
+                                           "opus-4.6"))
+
+
+def _normalize_id(model: Model) -> Any:
+    def normalize(call_id: str, _: AssistantMessage) -> str:
+        if "|" in call_id:
+            call, item = call_id.split("|", 1)
+            joined = _UNSAFE_ID.sub("_", f"{call}_{item}")
+            if len(joined) <= 40:
+                return joined
+            return f"{_UNSAFE_ID.sub('_', call)[:31]}_{short_hash(call_id)[:8]}"
+        return call_id[:40] if model.provider == "openai" else call_id
+
+    return normalize
+
+
+def _image_url(block: ImageContent) -> dict[str, Any]:
+    url = f"data:{block.mime_type};base64,{block.data}"
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def _user(message: UserMessage, model: Model) -> dict[str, Any] | None:
+    if isinstance(message.content, str):
+        return {"role": "user", "content": sanitize(message.content)}
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "text", "text": sanitize(block.text)})
+        elif "image" in model.input:
+            parts.append(_image_url(block))
+    return {"role": "user", "content": parts} if parts else None
+
+
+def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | None:
+    out: dict[str, Any] = {"role": "assistant",
+                           "content": "" if compat.requires_assistant_after_tool_result else None}
+    texts = [sanitize(b.text) for b in message.content
+             if isinstance(b, TextContent) and b.text.strip()]
+    thinking = [b for b in message.content if isinstance(b, ThinkingContent) and b.thinking.strip()]
+    if texts:
+        out["content"] = "".join(texts)
+    if thinking:
+        if compat.requires_thinking_as_text:
+            joined = "\n\n".join(sanitize(b.thinking) for b in thinking)
+            out["content"] = [{"type": "text", "text": joined},
+                              *({"type": "text", "text": t} for t in texts)]
+        else:
+            field = thinking[0].thinking_signature
+            if field in _REASONING_FIELDS:
+                out[field] = "\n".join(sanitize(b.thinking) for b in thinking)
+    calls = message.tool_calls
+    if calls:
+        out["tool_calls"] = [{"id": c.id, "type": "function",
+                              "function": {"name": c.name,
+                                           "arguments": dumps(c.arguments)}}
+                             for c in calls]
+    if compat.thinking_format == "deepseek" and "reasoning_content" not in out:
+        out["reasoning_content"] = ""
+    if out["content"] is None and not calls and len(out) == 2:
+        return None
+    return out
+
+
+def _tool_results(results: list[ToolResultMessage], model: Model, compat: Compat) -> list[
+        dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for result in results:
+        text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
+        has_images = any(isinstance(b, ImageContent) for b in result.content)
+        entry: dict[str, Any] = {"role": "tool", "tool_call_id": result.tool_call_id,
+                                 "content": text or ("(see attached image)" if has_images else "")}
+        if compat.requires_tool_result_name:
+            entry["name"] = result.tool_name
+        out.append(entry)
+        if "image" in model.input:
+            images.extend(_image_url(b) for b in result.content if isinstance(b, ImageContent))
+    if images:
+        if compat.requires_assistant_after_tool_result:
+            out.append({"role": "assistant", "content": "I have processed the tool results."})
+        out.append({"role": "user", "content": [
+            {"type": "text", "text": "Attached image(s) from tool result:"}, *images]})
+    return out
+
+
+def _messages(context: Context, model: Model, compat: Compat) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if context.system_prompt:
+        role = "developer" if model.reasoning and compat.supports_developer_role else "system"
+        out.append({"role": role, "content": sanitize(context.system_prompt)})
+    messages: list[Message] = transform_messages(context.messages, model, _normalize_id(model))
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if isinstance(message, ToolResultMessage):
+            run_end = i
+            while run_end < len(messages) and isinstance(messages[run_end], ToolResultMessage):
+                run_end += 1
+            out.extend(_tool_results(messages[i:run_end], model, compat))  # type: ignore[arg-type]
+            if (compat.requires_assistant_after_tool_result and run_end < len(messages)
+                    and isinstance(messages[run_end], UserMessage)):
+                out.append({"role": "assistant", "content": "I have processed the tool results."})
+            i = run_end
+            continue
+        converted = (_user(message, model) if isinstance(message, UserMessage)
+                     else _assistant(message, compat))
+        if converted is not None:
+            out.append(converted)
+        i += 1
+    return out
+
+
+def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
+               level: ThinkingLevel | None) -> None:
+    if not model.reasoning:
+        return
+    fmt = compat.thinking_format
+    if fmt in ("zai", "qwen"):
+        body["enable_thinking"] = level is not None
+    elif fmt == "qwen-chat-template":
+        body["chat_template_kwargs"] = {"enable_thinking": level is not None}
+    elif fmt == "deepseek":
+        body["thinking"] = {"type": "enabled" if level is not None else "disabled"}
+    elif level is not None and compat.supports_reasoning_effort:
+        effort = level.value
+        if level is ThinkingLevel.XHIGH and not _supports_xhigh(model):
+            effort = "high"
+        if compat.reasoning_effort_map:
+            effort = compat.reasoning_effort_map.get(effort, effort)
+        if fmt == "openrouter":
+            body["reasoning"] = {"effort": effort}
+        else:
+            body["reasoning_effort"] = effort
+
+
+def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The request body for `context`, as the server expects it."""
+    compat = resolve_compat(model)
+    body: dict[str, Any] = {"model": model.id, "messages": _messages(context, model, compat),
+                            "stream": True}
+    if compat.supports_usage_in_streaming:
+        body["stream_options"] = {"include_usage": True}
+    if compat.supports_store:
+        body["store"] = False
+    body[compat.max_tokens_field] = default_max_tokens(model, options)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = [{"type": "function", "function": {
+            "name": t.name, "description": t.description, "parameters": t.parameters,
+            **({"strict": False} if compat.supports_strict_mode else {})}} for t in context.tools]
+    elif any(isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and m.tool_calls)
+             for m in context.messages):
+        body["tools"] = []
+    level = options.reasoning if options.reasoning is not ThinkingLevel.OFF else None
+    _reasoning(body, model, compat, level)
+    if "api.openai.com" in model.base_url and options.session_id and (
+            options.cache_retention != "none"):
+        body["prompt_cache_key"] = options.session_id
+        if options.cache_retention == "long":
+            body["prompt_cache_retention"] = "24h"
+    return body
+
+
+def _usage(raw: dict[str, Any]) -> Usage:
+    prompt = raw.get("prompt_tokens") or 0
+    details = raw.get("prompt_tokens_details") or {}
+    cache_read = (details.get("cached_tokens") or raw.get("prompt_cache_hit_tokens")
+                  or raw.get("cached_tokens") or 0)
+    cache_write = details.get("cache_write_tokens") or 0
+    return Usage(input=max(0, prompt - cache_read - cache_write),
+                 output=raw.get("completion_tokens") or 0, cache_read=cache_read,
+                 cache_write=cache_write)
+
+
+def _loads_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        message = error.get("message")
+        text = message if isinstance(message, str) else dumps(message if message else error)
+        raw = (error.get("metadata") or {}).get("raw") if isinstance(
+            error.get("metadata"), dict) else None
+        return f"{text}\n{raw}" if raw else text
+    return str(error)
+
+
+def _block_key(builder: ReplyBuilder, key: tuple[str, int],
+               last: tuple[str, int] | None) -> tuple[str, int]:
+    """`key`, or the next one if another block was written since (which closed `key`'s block).
+
+    Text or thinking that comes back after another block opens a new block: the old one's
+    `*_end` was already sent.
+    """
+    return key if key == last or not builder.has(key) else (key[0], key[1] + 1)
+
+
+def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
+        AssistantMessageEvent]:
+    open_calls: dict[int, tuple[int, str]] = {}  # wire index -> (our key, call id)
+    call_keys = 0
+    text_key, thinking_key = ("text", 0), ("thinking", 0)
+    last: tuple[str, int] | None = None  # the block written last
+    for sse in events:
+        if sse.data == "[DONE]":
+            break
+        if not sse.data:
+            continue
+        if sse.event == UNFRAMED:  # a raw error body after the events, or noise
+            chunk = _loads_or_none(sse.data)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise ProviderError(_error_text(chunk["error"]))
+            continue
+        chunk = _decode(sse.data)
+        if not isinstance(chunk, dict):
+            continue
+        if last == text_key and builder.response_id is not None:
+            # the hot path: one more piece of text in the open text block
+            choices = chunk.get("choices")
+            if choices and len(choices) == 1 and "error" not in chunk and not chunk.get("usage"):
+                choice = choices[0]
+                delta = choice.get("delta")
+                content = delta.get("content") if delta else None
+                if (len(delta) == 1 and content.__class__ is str and content
+                        and choice.get("finish_reason") is None):
+                    yield from builder.text(text_key, content)
+                    continue
+        if chunk.get("error"):
+            raise ProviderError(_error_text(chunk["error"]))
+        if chunk.get("object") == "error":
+            raise ProviderError(_error_text(chunk))
+        if chunk.get("id") and builder.response_id is None:
+            builder.response_id = chunk["id"]
+        choices = chunk.get("choices") or []
+        usage = chunk.get("usage") or (choices[0].get("usage") if choices else None)
+        if usage:
+            builder.set_usage(_usage(usage))
+        if not choices:
+            continue
+        choice = choices[0]
+        finish = choice.get("finish_reason")
+        if finish:
+            reason = _FINISH.get(finish)
+            if reason is None:
+                raise ProviderError(f"Provider finish_reason: {finish}")
+            builder.stop_reason = reason
+        delta = choice.get("delta") or {}
+        content = delta.get("content")
+        if len(delta) == 1 and content and isinstance(content, str):  # the hot path: text only
+            if last != text_key:
+                text_key = last = _block_key(builder, text_key, last)
+            yield from builder.text(text_key, content)
+            continue
+        for field in _REASONING_FIELDS:
+            value = delta.get(field)
+            if isinstance(value, str) and value:
+                thinking_key = last = _block_key(builder, thinking_key, last)
+                yield from builder.thinking(thinking_key, value, signature=field)
+                break
+        if isinstance(content, str) and content:
+            text_key = last = _block_key(builder, text_key, last)
+            yield from builder.text(text_key, content)
+        for entry in delta.get("tool_calls") or ():
+            index = entry.get("index", 0)
+            call_id = entry.get("id")
+            function = entry.get("function") or {}
+            known = open_calls.get(index)
+            if known is None or (call_id and call_id != known[1]):
+                call_keys += 1
+                known = open_calls[index] = (call_keys, call_id or "")
+            last = ("call", known[0])
+            yield from builder.tool_call(last, call_id=call_id,
+                                         name=function.get("name"),
+                                         args_delta=function.get("arguments") or "",
+                                         always_emit=True)
+
+
+def _http_error(error: HttpError) -> str:
+    if error.status is None:
+        return str(error)
+    if not error.body:
+        return f"{error.status} status code (no body)"
+    try:
+        payload = json.loads(error.body)
+    except ValueError:
+        return str(error)
+    if isinstance(payload, dict) and "error" in payload:
+        return f"{error.status} {_error_text(payload['error'])}"
+    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
+        return f"{error.status} {payload['message']}"
+    return str(error)
+
+
+def stream_openai_completions(
+    model: Model, context: Context, options: StreamOptions
+) -> AssistantMessageEventStream:
+    """Stream a reply from `{base_url}/chat/completions`."""
+    key = api_key_for(model, options)
+
+    def connect() -> Any:
+        body = build_body(model, context, options)
+        return send(f"{model.base_url.rstrip('/')}/chat/completions", body,
+                    {"Authorization": f"Bearer {key}"}, model, options, key)
+
+    return run(model, options, key, connect, _handle, _http_error)

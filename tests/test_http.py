@@ -1,0 +1,475 @@
+"""open_stream / iter_events over real sockets against the local scripted server."""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import pathlib
+import re
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+
+import pytest
+from sse_server import SSEServer
+
+from agentcore import AbortController
+from agentcore.providers import _http
+from agentcore.providers._http import (
+    HttpError,
+    HttpRequest,
+    RequestAborted,
+    iter_events,
+    open_stream,
+)
+from agentcore.providers._sse import UNFRAMED, ServerSentEvent, SSEDecoder, iter_sse
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
+TEXT_FIXTURES = [FIXTURES / "openai_completions/text.sse", FIXTURES / "openai_responses/text.sse"]
+WAIT_S = 5.0  # the timeout on every wait for another thread
+KEY = "sk-test"
+BODY = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def fixture_id(path: pathlib.Path) -> str:
+    return str(path.relative_to(FIXTURES))
+
+
+def fixture_bytes(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def make_request(server: SSEServer, **kwargs) -> HttpRequest:
+    kwargs.setdefault("secrets", (KEY,))
+    return HttpRequest(
+        url=f"{server.url}/chat/completions",
+        body=json.dumps(BODY).encode(),
+        headers={"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"},
+        **kwargs,
+    )
+
+
+def read_events(request: HttpRequest) -> list[ServerSentEvent]:
+    return list(iter_events(open_stream(request), request.signal))
+
+
+def failure(request: HttpRequest) -> HttpError:
+    with pytest.raises(HttpError) as info:
+        read_events(request)
+    return info.value
+
+
+@pytest.fixture
+def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Backoff sleeps become instant; the list records the attempt number of each."""
+    calls: list[int] = []
+
+    def instant(attempt: int) -> float:
+        calls.append(attempt)
+        return 0.0
+
+    monkeypatch.setattr(_http, "_backoff", instant)
+    return calls
+
+
+@pytest.fixture
+def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
+    """Start helper threads; every one is joined (with a timeout) at teardown."""
+    threads: list[threading.Thread] = []
+
+    def start(fn: Callable[[], None]) -> None:
+        thread = threading.Thread(target=fn, name="test-helper")
+        threads.append(thread)
+        thread.start()
+
+    yield start
+    for thread in threads:
+        thread.join(WAIT_S)
+        assert not thread.is_alive()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize("chunking", ["whole", "bytewise", "random"])
+@pytest.mark.parametrize("path", SSE_FIXTURES, ids=fixture_id)
+def test_http_stream_gives_the_fixture_events(sse_server, path, chunking) -> None:
+    body = path.read_bytes()
+    sse_server.sse(body, chunking=chunking, seed=7)
+    decoder = SSEDecoder()
+    expected = decoder.feed(body) + decoder.close()
+    if decoder.unframed:  # iter_events hands a raw tail (Gemini's error body) over at the end
+        expected.append(ServerSentEvent(UNFRAMED, "\n".join(decoder.unframed)))
+    assert read_events(make_request(sse_server)) == expected
+
+
+@pytest.mark.parametrize("chunking", ["whole", "bytewise", "random"])
+@pytest.mark.parametrize("path", TEXT_FIXTURES, ids=fixture_id)
+def test_http_stream_with_crlf_framing_gives_the_same_events(sse_server, path, chunking) -> None:
+    body = path.read_bytes()
+    sse_server.sse(body.replace(b"\n", b"\r\n"), chunking=chunking, seed=3)
+    assert read_events(make_request(sse_server)) == list(iter_sse([body]))
+
+
+def test_http_request_is_sent_as_given(sse_server) -> None:
+    sse_server.sse(b"data: [DONE]\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "[DONE]")]
+    [seen] = sse_server.requests
+    assert (seen.method, seen.path, seen.json) == ("POST", "/chat/completions", BODY)
+    assert seen.header("authorization") == f"Bearer {KEY}"
+    assert seen.header("content-type") == "application/json"
+
+
+def test_http_events_arrive_before_the_body_ends(sse_server, run_in_thread) -> None:
+    first = b'data: {"n":1}\n\n'
+    gone = sse_server.slow_sse([first], interval_s=WAIT_S)
+    request = make_request(sse_server, signal=AbortController().signal)
+    events = iter_events(open_stream(request), request.signal)
+    assert next(events) == ServerSentEvent(None, '{"n":1}')  # while the server still holds on
+    events.close()
+    assert gone.seen.wait(WAIT_S)
+
+
+def test_http_retries_429_with_retry_after_zero(sse_server, backoffs) -> None:
+    sse_server.status(429, fixture_bytes("openai_completions/http_429.json"), {"Retry-After": "0"})
+    sse_server.sse(fixture_bytes("openai_completions/text.sse"))
+    events = read_events(make_request(sse_server))
+    assert events[-1] == ServerSentEvent(None, "[DONE]")
+    assert len(sse_server.requests) == 2
+    assert sse_server.requests[0] == sse_server.requests[1]
+    assert backoffs == []  # the server's delay was used
+
+
+def test_http_retries_503_with_backoff(sse_server, backoffs) -> None:
+    sse_server.status(503, "upstream overloaded", {"Content-Type": "text/plain"})
+    sse_server.sse(b"data: ok\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert len(sse_server.requests) == 2
+    assert backoffs == [0]
+
+
+@pytest.mark.parametrize("status", [408, 409, 429, 500, 502, 503, 504])
+def test_http_retryable_statuses(sse_server, backoffs, status) -> None:
+    sse_server.status(status, "{}")
+    sse_server.sse(b"data: ok\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert len(sse_server.requests) == 2
+
+
+def test_http_backoff_grows_and_retries_stop_at_max_retries(sse_server, backoffs) -> None:
+    body = fixture_bytes("openai_completions/http_500.json")
+    for _ in range(4):
+        sse_server.status(500, body)
+    error = failure(make_request(sse_server))  # the default is 2 retries
+    assert str(error) == f"500 {body.decode()}"
+    assert error.status == 500
+    assert len(sse_server.requests) == 3
+    assert backoffs == [0, 1]
+    assert sse_server.pending() == 1
+
+
+def test_http_backoff_values() -> None:
+    for attempt, ceiling in [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 8.0), (9, 8.0)]:
+        for _ in range(20):
+            assert ceiling * 0.75 <= _http._backoff(attempt) <= ceiling
+
+
+def test_http_retry_after_ms(sse_server, backoffs) -> None:
+    sse_server.status(429, "{}", {"retry-after-ms": "10", "Retry-After": "999"})
+    sse_server.sse(b"data: ok\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert len(sse_server.requests) == 2
+    assert backoffs == []
+
+
+def test_http_retry_after_http_date_in_the_past_retries_at_once(sse_server, backoffs) -> None:
+    date = email.utils.formatdate(time.time() - 30, usegmt=True)
+    sse_server.status(503, "{}", {"Retry-After": date})
+    sse_server.sse(b"data: ok\n\n")
+    started = time.monotonic()
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert time.monotonic() - started < 2.0
+    assert len(sse_server.requests) == 2
+    assert backoffs == []
+
+
+def test_http_retry_after_http_date_is_read_as_a_delay(sse_server) -> None:
+    date = email.utils.formatdate(time.time() + 3600, usegmt=True)
+    sse_server.status(429, "{}", {"Retry-After": date})
+    error = failure(make_request(sse_server))
+    assert re.fullmatch(r"Server requested 360\ds retry delay \(max: 60s\)\. \{\}", str(error))
+    assert len(sse_server.requests) == 1
+
+
+def test_http_server_delay_above_the_cap_fails_at_once(sse_server) -> None:
+    body = fixture_bytes("openai_completions/http_429.json").decode()
+    sse_server.status(429, body, {"Retry-After": "120"})
+    started = time.monotonic()
+    error = failure(make_request(sse_server, max_retry_delay_ms=1000))
+    assert time.monotonic() - started < 1.0
+    assert str(error) == f"Server requested 120s retry delay (max: 1s). {body}"
+    assert (error.status, error.body) == (429, body)
+    assert error.headers["Retry-After"] == "120"
+    assert len(sse_server.requests) == 1
+
+
+def test_http_server_delay_in_ms_above_the_cap_fails_at_once(sse_server, backoffs) -> None:
+    sse_server.status(503, b"")
+    sse_server.status(503, b"", {"retry-after-ms": "2500"})
+    error = failure(make_request(sse_server, max_retry_delay_ms=2000))
+    assert str(error) == "Server requested 3s retry delay (max: 2s)."
+    assert len(sse_server.requests) == 2
+    assert backoffs == [0]
+
+
+def test_http_default_cap_is_sixty_seconds(sse_server) -> None:
+    sse_server.status(429, "{}", {"Retry-After": "61"})
+    error = failure(make_request(sse_server))
+    assert str(error) == "Server requested 61s retry delay (max: 60s). {}"
+    assert len(sse_server.requests) == 1
+
+
+def test_http_max_retries_zero_means_no_retry(sse_server, backoffs) -> None:
+    body = fixture_bytes("openai_completions/http_429.json").decode()
+    sse_server.status(429, body, {"Retry-After": "0"})
+    sse_server.sse(b"data: never\n\n")
+    error = failure(make_request(sse_server, max_retries=0))
+    assert str(error) == f"429 {body}"
+    assert len(sse_server.requests) == 1
+    assert backoffs == []
+
+
+@pytest.mark.parametrize(
+    "name", ["openai_completions/http_400.json", "openai_responses/http_400.json"]
+)
+def test_http_400_is_not_retried(sse_server, backoffs, name) -> None:
+    body = fixture_bytes(name).decode()
+    sse_server.status(400, body)
+    sse_server.sse(b"data: never\n\n")
+    error = failure(make_request(sse_server))
+    assert str(error) == f"400 {body}"
+    assert (error.status, error.body) == (400, body)
+    assert error.headers["Content-Type"] == "application/json"
+    assert len(sse_server.requests) == 1
+    assert backoffs == []
+
+
+def test_http_empty_error_body(sse_server) -> None:
+    sse_server.status(404, b"")
+    error = failure(make_request(sse_server))
+    assert (error.status, error.body) == (404, "")
+    assert str(error).startswith("404")
+
+
+def test_http_x_should_retry_overrides_the_status(sse_server, backoffs) -> None:
+    sse_server.status(503, "{}", {"x-should-retry": "false"})
+    assert failure(make_request(sse_server)).status == 503
+    assert len(sse_server.requests) == 1
+    sse_server.status(400, "{}", {"x-should-retry": "true"})
+    sse_server.sse(b"data: ok\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert len(sse_server.requests) == 3
+
+
+def test_http_connection_refused_is_retried_then_fails(backoffs) -> None:
+    request = HttpRequest(url=f"http://127.0.0.1:{free_port()}/chat/completions", body=b"{}",
+                          headers={})
+    with pytest.raises(HttpError) as info:
+        open_stream(request)
+    assert str(info.value) == "Connection error."
+    assert info.value.status is None
+    assert backoffs == [0, 1]
+
+
+def test_http_connection_refused_without_retries(backoffs) -> None:
+    request = HttpRequest(url=f"http://127.0.0.1:{free_port()}/x", body=b"{}", headers={},
+                          max_retries=0)
+    with pytest.raises(HttpError, match=r"^Connection error\.$"):
+        open_stream(request)
+    assert backoffs == []
+
+
+def test_http_no_answer_times_out(sse_server) -> None:
+    gone = sse_server.hang_headers(WAIT_S)
+    started = time.monotonic()
+    error = failure(make_request(sse_server, timeout=0.3, max_retries=0))
+    assert str(error) == "Request timed out."
+    assert time.monotonic() - started < 2.0
+    assert gone.seen.wait(WAIT_S)
+
+
+def test_http_silence_mid_stream_times_out(sse_server) -> None:
+    gone = sse_server.slow_sse([b"data: one\n\n"], interval_s=WAIT_S)
+    request = make_request(sse_server, timeout=0.3)
+    events: list[ServerSentEvent] = []
+    with pytest.raises(HttpError, match=r"^Request timed out\.$"):
+        events.extend(iter_events(open_stream(request), None))
+    assert events == [ServerSentEvent(None, "one")]
+    assert gone.seen.wait(WAIT_S)
+    assert len(sse_server.requests) == 1  # never retried once output was streamed
+
+
+def test_http_connection_lost_mid_stream(sse_server, backoffs) -> None:
+    sse_server.sse(b"data: one\n\ndata: tw", cut=True)
+    events: list[ServerSentEvent] = []
+    with pytest.raises(HttpError, match=r"^Connection error\.$"):
+        events.extend(iter_events(open_stream(make_request(sse_server)), None))
+    assert events == [ServerSentEvent(None, "one")]
+    assert len(sse_server.requests) == 1
+    assert backoffs == []
+
+
+def test_http_abort_mid_stream_closes_the_connection(sse_server, run_in_thread) -> None:
+    gone = sse_server.slow_sse([b'data: {"n":1}\n\n'], interval_s=WAIT_S)
+    controller = AbortController()
+    request = make_request(sse_server, signal=controller.signal)
+    first_event = threading.Event()
+    aborted_at: list[float] = []
+
+    def abort_after_first_event() -> None:
+        if first_event.wait(WAIT_S):
+            aborted_at.append(time.monotonic())
+            controller.abort()
+
+    def consume() -> None:
+        for event in iter_events(open_stream(request), request.signal):
+            events.append(event)
+            first_event.set()
+
+    run_in_thread(abort_after_first_event)
+    events: list[ServerSentEvent] = []
+    with pytest.raises(RequestAborted):
+        consume()
+    raised_at = time.monotonic()
+    assert events == [ServerSentEvent(None, '{"n":1}')]
+    assert raised_at - aborted_at[0] < 0.2
+    assert gone.seen.wait(WAIT_S)
+    assert gone.at is not None
+    assert gone.at - aborted_at[0] < 1.0
+
+
+def test_http_abort_before_the_request_sends_nothing(sse_server) -> None:
+    controller = AbortController()
+    controller.abort()
+    with pytest.raises(RequestAborted):
+        open_stream(make_request(sse_server, signal=controller.signal))
+    assert sse_server.requests == []
+
+
+def test_http_abort_between_open_and_read(sse_server) -> None:
+    sse_server.sse(fixture_bytes("openai_completions/text.sse"))
+    controller = AbortController()
+    request = make_request(sse_server, signal=controller.signal)
+    response = open_stream(request)
+    controller.abort()
+    with pytest.raises(RequestAborted):
+        list(iter_events(response, request.signal))
+
+
+def test_http_abort_during_retry_sleep(sse_server, run_in_thread) -> None:
+    controller = AbortController()
+    responded = threading.Event()
+    sse_server.status(429, "{}", {"Retry-After": "30"})
+    sse_server.sse(b"data: never\n\n")
+    request = make_request(sse_server, signal=controller.signal,
+                           on_response=lambda status, headers: responded.set())
+
+    def abort_when_sleeping() -> None:
+        if responded.wait(WAIT_S):
+            controller.abort()
+
+    run_in_thread(abort_when_sleeping)
+    started = time.monotonic()
+    with pytest.raises(RequestAborted):
+        open_stream(request)
+    assert time.monotonic() - started < 2.0
+    assert len(sse_server.requests) == 1
+    assert sse_server.pending() == 1
+
+
+def test_http_on_response_sees_every_status_and_headers(sse_server) -> None:
+    seen: list[tuple[int, Mapping[str, str]]] = []
+    sse_server.status(429, "{}", {"Retry-After": "0", "x-request-id": "req_123"})
+    sse_server.sse(b"data: ok\n\n", headers={"openai-processing-ms": "42"})
+    request = make_request(sse_server, on_response=lambda s, h: seen.append((s, h)))
+    assert read_events(request) == [ServerSentEvent(None, "ok")]
+    assert [status for status, _ in seen] == [429, 200]
+    assert seen[0][1]["x-request-id"] == "req_123"
+    assert seen[1][1]["Content-Type"] == "text/event-stream"
+    assert seen[1][1]["openai-processing-ms"] == "42"
+
+
+def assert_key_hidden(error: HttpError, key: str) -> None:
+    for text in (str(error), repr(error), error.body, *map(str, error.args)):
+        assert key not in text
+
+
+def test_http_redacts_the_key_from_the_401_fixture(sse_server) -> None:
+    body = fixture_bytes("openai_completions/http_401.json").decode()
+    assert KEY in body
+    sse_server.status(401, body)
+    error = failure(make_request(sse_server))
+    assert_key_hidden(error, KEY)
+    assert str(error) == "401 " + body.replace(KEY, "***")
+    assert "https://platform.openai.com/account/api-keys" in str(error)
+    assert KEY not in repr(make_request(sse_server))
+
+
+def test_http_redacts_given_secrets(sse_server) -> None:
+    secret = "sk-mysecret123456"
+    sse_server.status(403, json.dumps({"error": {"message": f"key {secret} is disabled"}}))
+    error = failure(make_request(sse_server, secrets=(secret,)))
+    assert error.status == 403
+    assert_key_hidden(error, secret)
+    assert "is disabled" in str(error)
+
+
+def test_http_redacts_secrets_of_any_shape(sse_server) -> None:
+    secret = "custom-token-0123456789"
+    sse_server.status(401, f"bad token {secret}!", {"Content-Type": "text/plain"})
+    error = failure(make_request(sse_server, secrets=(secret,)))
+    assert str(error) == "401 bad token ***!"
+
+
+def test_http_redacts_key_shaped_text_without_secrets(sse_server) -> None:
+    sse_server.status(401, "Incorrect API key provided: sk-proj-AbCdEf0123456789xyz.")
+    error = failure(make_request(sse_server, secrets=()))
+    assert_key_hidden(error, "sk-proj-AbCdEf0123456789xyz")
+    assert_key_hidden(error, "AbCdEf0123456789")
+
+
+def test_http_redacts_the_body_in_the_retry_delay_message(sse_server) -> None:
+    secret = "sk-mysecret123456"
+    sse_server.status(429, f"slow down, {secret}", {"Retry-After": "600"})
+    error = failure(make_request(sse_server, secrets=(secret,)))
+    assert str(error).startswith("Server requested 600s retry delay (max: 60s). slow down, ")
+    assert_key_hidden(error, secret)
+
+
+def test_http_redact_function() -> None:
+    assert _http.redact("key=sk-abcdef123456 and AIzaSyA1234567890abc", ()) == (
+        "key=sk-*** and AIz***"
+    )
+    assert _http.redact("token abc", ("abc",)) == "token abc"  # too short to be a secret
+    assert _http.redact("token abcd", ("abcd",)) == "token ***"
+
+
+def test_http_sessions_are_per_thread(run_in_thread) -> None:
+    here = _http._session()
+    assert _http._session() is here
+    others: list[object] = []
+    done = threading.Event()
+
+    def other_thread() -> None:
+        others.extend([_http._session(), _http._session()])
+        done.set()
+
+    run_in_thread(other_thread)
+    assert done.wait(WAIT_S)
+    assert others[0] is others[1]
+    assert others[0] is not here

@@ -1,0 +1,298 @@
+"""API keys never leak: not in reprs, events, messages, error messages or log records.
+
+Runs go over real HTTP to the local scripted server, whose error bodies echo the key back the
+way real providers do ("Incorrect API key provided: sk-..."), so redaction is what keeps it out.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+import pytest
+from sse_server import SSEServer
+
+import agentcore as ac
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+WAIT_S = 5.0
+KEY = "sk-live-SECRET0123456789abcdef"
+PLAIN_KEY = "live-SECRET0123456789abcdef"  # shaped like no known key: only exact redaction helps
+SECRET = "SECRET0123456789abcdef"  # the part of both keys that must never show
+
+
+def leaks(text: str, key: str) -> bool:
+    return key in text or SECRET in text
+
+
+def model_at(server: SSEServer, **fields: Any) -> ac.Model:
+    return ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai",
+                    f"{server.url}/v1", cost=ac.ModelCost(0.15, 0.6), **fields)
+
+
+def chunk(delta: dict[str, Any] | None, finish: str | None = None,
+          usage: dict[str, int] | None = None, **extra: Any) -> bytes:
+    choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
+    data = {"id": "chatcmpl-s", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-4o-mini", "choices": choices, "usage": usage, **extra}
+    return b"data: " + json.dumps(data).encode() + b"\n\n"
+
+
+def text_reply(text: str) -> bytes:
+    return (chunk({"role": "assistant", "content": text}) + chunk({}, "stop")
+            + chunk(None, usage={"prompt_tokens": 9, "completion_tokens": 3, "total_tokens": 12})
+            + b"data: [DONE]\n\n")
+
+
+def echo_401(key: str) -> str:
+    return json.dumps({"error": {
+        "message": f"Incorrect API key provided: {key}. You can find your API key at "
+                   "https://platform.openai.com/account/api-keys.",
+        "type": "invalid_request_error", "param": None, "code": "invalid_api_key"}})
+
+
+@attrs.define
+class Recorded:
+    """Everything a run exposed that could carry a key, as text."""
+
+    events: list[str] = attrs.Factory(list)
+    texts: list[str] = attrs.Factory(list)
+
+    def all_text(self) -> str:
+        return "\n".join(self.events + self.texts)
+
+
+def run_agent(agent: ac.Agent, caplog: pytest.LogCaptureFixture) -> tuple[Recorded, list[Any]]:
+    recorded = Recorded()
+    agent.subscribe(lambda event, signal: recorded.events.append(
+        f"{ac.to_json(event)}\n{event!r}"))
+    run = agent.prompt("What's the weather?")
+    messages = run.result(WAIT_S)
+    assert agent.wait_for_idle(WAIT_S)
+    recorded.texts += [ac.to_json(m) for m in agent.state.messages]
+    recorded.texts += [repr(agent), repr(run), repr(agent.state), str(agent.state)]
+    recorded.texts.append(caplog.text)
+    for record in caplog.records:
+        recorded.texts.append(record.getMessage())
+        recorded.texts.append(repr(record.args))
+    return recorded, messages
+
+
+KeySource = Callable[[pytest.MonkeyPatch, str], dict[str, Any]]
+
+
+def _by_option(monkeypatch: pytest.MonkeyPatch, key: str) -> dict[str, Any]:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return {"api_key": key}
+
+
+def _by_env(monkeypatch: pytest.MonkeyPatch, key: str) -> dict[str, Any]:
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    return {}
+
+
+def _by_hook(monkeypatch: pytest.MonkeyPatch, key: str) -> dict[str, Any]:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    return {"get_api_key": lambda provider: key}
+
+
+SOURCES = {"option": _by_option, "env": _by_env, "hook": _by_hook}
+
+
+@pytest.fixture(params=[(source, key) for source in SOURCES for key in (KEY, PLAIN_KEY)],
+                ids=lambda p: f"{p[0]}-{'sk' if p[1] == KEY else 'plain'}")
+def keyed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+          caplog: pytest.LogCaptureFixture) -> tuple[str, dict[str, Any]]:
+    """(key, Agent keyword arguments that supply it), with DEBUG logs captured everywhere."""
+    source, key = request.param
+    caplog.set_level(logging.DEBUG)
+    return key, SOURCES[source](monkeypatch, key)
+
+
+def assert_sent_only_in_the_header(server: SSEServer, key: str) -> None:
+    assert server.requests, "no request reached the server"
+    for request in server.requests:
+        assert request.header("Authorization") == f"Bearer {key}"
+        assert key.encode() not in request.body
+
+
+# --- reprs --------------------------------------------------------------------------------------
+
+
+def test_secrets_reprs_hide_the_key_and_auth_headers() -> None:
+    headers = {"Authorization": f"Bearer {KEY}", "x-api-key": KEY}
+    model = ac.Model("m", "M", "openai-completions", "openai", "https://api.openai.com/v1",
+                     headers=headers)
+    options = ac.StreamOptions(api_key=KEY, headers=headers)
+    config = ac.AgentLoopConfig(model=model, api_key=KEY, headers=headers)
+    agent = ac.Agent(model=model, api_key=KEY, headers=headers,
+                     get_api_key=lambda provider: KEY)
+    for value in (model, options, config, agent, agent.state):
+        assert not leaks(repr(value), KEY), type(value).__name__
+        assert not leaks(str(value), KEY), type(value).__name__
+    assert "'Authorization': '***'" in repr(options)  # the header names stay visible
+
+
+@pytest.mark.parametrize("bad", [KEY.encode(), bytearray(KEY.encode()), [KEY]])
+def test_secrets_a_key_of_the_wrong_type_is_not_echoed(bad: Any) -> None:
+    model = ac.Model("m", "M", "openai-completions", "openai", "https://api.openai.com/v1")
+    attempts: list[Callable[[], object]] = [
+        lambda: ac.StreamOptions(api_key=bad),
+        lambda: ac.AgentLoopConfig(model=model, api_key=bad),
+        lambda: ac.Agent(model=model, api_key=bad),
+        lambda: ac.StreamOptions(headers={"Authorization": bad}),
+        lambda: ac.AgentLoopConfig(model=model, headers={"Authorization": bad}),
+        lambda: ac.Agent(model=model, headers={"Authorization": bad}),
+        lambda: ac.Model("m", "M", "a", "p", "u", headers={"Authorization": bad}),
+    ]
+    for attempt in attempts:
+        with pytest.raises(TypeError) as raised:
+            attempt()
+        text = f"{raised.value}\n{raised.value!r}"
+        assert not leaks(text, KEY), text
+        assert type(bad).__name__ in str(raised.value)
+
+
+def test_secrets_setting_a_bad_key_on_an_agent_is_not_echoed() -> None:
+    agent = ac.Agent(model=ac.Model("m", "M", "a", "p", "u"))
+    with pytest.raises(TypeError) as raised:
+        agent.api_key = KEY.encode()  # type: ignore[assignment]
+    assert not leaks(str(raised.value), KEY)
+    with pytest.raises(TypeError) as raised:
+        agent.headers = {"Authorization": KEY.encode()}  # type: ignore[dict-item]
+    assert not leaks(str(raised.value), KEY)
+
+
+# --- runs ---------------------------------------------------------------------------------------
+
+
+def test_secrets_a_successful_run_with_tools_shows_no_key(
+    sse_server: SSEServer, keyed: tuple[str, dict[str, Any]], caplog: pytest.LogCaptureFixture
+) -> None:
+    key, kwargs = keyed
+    sse_server.sse(FIXTURES.joinpath("openai_completions/tool_calls.sse").read_bytes())
+    sse_server.sse(text_reply("Sunny in both."))
+    weather = ac.AgentTool("get_weather", "Weather for a city.", {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        lambda call_id, args, signal, on_update: ac.AgentToolResult(
+            [ac.TextContent(f"{args['city']}: sunny")]))
+    agent = ac.Agent(model=model_at(sse_server), tools=[weather], **kwargs)
+
+    recorded, messages = run_agent(agent, caplog)
+
+    assert messages[-1].text == "Sunny in both."
+    assert agent.state.error_message is None
+    assert_sent_only_in_the_header(sse_server, key)
+    assert len(recorded.events) > 10
+    assert any(r.levelno == logging.DEBUG for r in caplog.records)  # DEBUG really captured
+    assert not leaks(recorded.all_text(), key)
+
+
+def _stream_error(key: str) -> bytes:
+    return chunk({"role": "assistant", "content": "Once upon"}) + chunk(
+        None, error={"message": f"key {key} was revoked mid-stream", "type": "server_error"})
+
+
+FAILURES: dict[str, Callable[[SSEServer, str], None]] = {
+    "401 echoing the key": lambda server, key: server.status(401, echo_401(key)),
+    "html 403 echoing the key": lambda server, key: server.status(
+        403, f"<html><body>Forbidden for token {key}</body></html>",
+        headers={"Content-Type": "text/html"}),
+    "429 retry-after too long": lambda server, key: server.status(
+        429, echo_401(key), headers={"retry-after": "3600"}),
+    "error event in the stream": lambda server, key: server.sse(_stream_error(key)),
+    "stream without a finish": lambda server, key: server.sse(
+        chunk({"role": "assistant", "content": f"I saw {key}"}) + b"data: [DONE]\n\n"),
+}
+
+
+@pytest.mark.parametrize("failure", list(FAILURES))
+def test_secrets_a_failing_run_shows_no_key(
+    failure: str, sse_server: SSEServer, keyed: tuple[str, dict[str, Any]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    key, kwargs = keyed
+    FAILURES[failure](sse_server, key)
+    agent = ac.Agent(model=model_at(sse_server), max_retry_delay_ms=1000, **kwargs)
+
+    recorded, messages = run_agent(agent, caplog)
+
+    last = messages[-1]
+    assert last.stop_reason == ac.StopReason.ERROR
+    assert last.error_message
+    assert agent.state.error_message == last.error_message
+    assert_sent_only_in_the_header(sse_server, key)
+    if failure != "stream without a finish":  # there the key is in the model's own text
+        assert not leaks(recorded.all_text(), key), recorded.all_text()
+    else:
+        assert not leaks(last.error_message + caplog.text, key)
+        assert any(r.exc_info for r in caplog.records)  # the debug traceback was logged
+
+
+def test_secrets_redacted_error_messages_stay_useful(
+    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLAIN_KEY)
+    sse_server.status(401, echo_401(PLAIN_KEY))
+    reply = ac.complete(model_at(sse_server), ac.Context(None, [ac.UserMessage("hi")]))
+    assert reply.error_message == (
+        "401 Incorrect API key provided: ***. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.")
+
+
+def test_secrets_a_key_from_a_hook_of_the_wrong_type_is_not_echoed(
+    sse_server: SSEServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    agent = ac.Agent(model=model_at(sse_server), get_api_key=lambda provider: KEY.encode())
+    recorded, messages = run_agent(agent, caplog)
+    assert messages[-1].stop_reason == ac.StopReason.ERROR
+    assert "'api_key' must be a str" in (messages[-1].error_message or "")
+    assert not leaks(recorded.all_text(), KEY), recorded.all_text()
+    assert sse_server.requests == []
+
+
+def test_secrets_a_key_in_model_headers_is_redacted_when_echoed(
+    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    sse_server.status(401, echo_401(PLAIN_KEY))
+    model = model_at(sse_server, headers={"Authorization": f"Bearer {PLAIN_KEY}"})
+    recorded, messages = run_agent(ac.Agent(model=model), caplog)
+    assert sse_server.requests[0].header("Authorization") == f"Bearer {PLAIN_KEY}"
+    assert messages[-1].error_message.startswith("401 Incorrect API key provided: ***.")
+    assert not leaks(recorded.all_text(), PLAIN_KEY), recorded.all_text()
+
+
+def test_secrets_the_transcript_serializes_without_the_key(
+    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    sse_server.sse(text_reply("Hi."))
+    sse_server.status(401, echo_401(KEY))
+    agent = ac.Agent(model=model_at(sse_server))
+    agent.prompt("one").result(WAIT_S)
+    agent.prompt("two").result(WAIT_S)
+    assert [getattr(m, "stop_reason", None) for m in agent.state.messages] == [
+        None, "stop", None, "error"]
+    for message in agent.state.messages:
+        text = ac.to_json(message)
+        assert not leaks(text, KEY)
+        assert not leaks(json.dumps(ac.to_dict(message)), KEY)
+
+
+def test_secrets_the_local_placeholder_key_is_not_redacted(
+    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
+    sse_server.status(404, json.dumps({"error": {
+        "message": 'model "nonexistent" not found, try pulling it first'}}))
+    model = ac.Model("nonexistent", "x", "openai-completions", "ollama", f"{sse_server.url}/v1")
+    reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]))
+    assert sse_server.requests[0].header("Authorization") == "Bearer none"
+    assert reply.error_message == '404 model "nonexistent" not found, try pulling it first'

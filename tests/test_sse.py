@@ -1,0 +1,243 @@
+"""The SSE decoder, on hand-written streams, on every fixture file and on generated streams."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import random
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from agentcore.providers._sse import ServerSentEvent, SSEDecoder, iter_sse
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
+JSON_FIXTURES = sorted(FIXTURES.glob("**/http_*.json"))
+
+
+def E(data: str, event: str | None = None, id: str | None = None) -> ServerSentEvent:
+    return ServerSentEvent(event, data, id)
+
+
+def decode(*chunks: bytes) -> list[ServerSentEvent]:
+    return list(iter_sse(chunks))
+
+
+def bytewise(body: bytes) -> list[bytes]:
+    return [body[i : i + 1] for i in range(len(body))]
+
+
+def random_chunks(body: bytes, seed: int) -> list[bytes]:
+    rng, out, i = random.Random(seed), [], 0
+    while i < len(body):
+        size = rng.randint(1, 64)
+        out.append(body[i : i + size])
+        i += size
+    return out
+
+
+def fixture_id(path: pathlib.Path) -> str:
+    return str(path.relative_to(FIXTURES))
+
+
+def test_sse_lf_framing() -> None:
+    assert decode(b"data: one\n\ndata: two\n\n") == [E("one"), E("two")]
+
+
+def test_sse_crlf_framing() -> None:
+    assert decode(b"event: a\r\ndata: one\r\n\r\ndata: two\r\n\r\n") == [E("one", "a"), E("two")]
+
+
+def test_sse_cr_framing() -> None:
+    assert decode(b"event: a\rdata: one\r\rdata: two\r\r") == [E("one", "a"), E("two")]
+
+
+@pytest.mark.parametrize("cut", range(1, len(b"data: one\r\n\r\ndata: two\r\n\r\n")))
+def test_sse_crlf_split_across_reads_is_one_line_end(cut: int) -> None:
+    body = b"data: one\r\n\r\ndata: two\r\n\r\n"
+    assert decode(body[:cut], body[cut:]) == [E("one"), E("two")]
+
+
+def test_sse_cr_at_end_of_read_then_lf_is_one_line_end() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: one\r") == []
+    assert decoder.feed(b"\n") == []  # CRLF: one line end, the event is not complete yet
+    assert decoder.feed(b"\r\n") == [E("one")]
+    assert decoder.close() == []
+
+
+def test_sse_cr_at_end_of_read_then_cr_is_two_line_ends() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: one\r") == []
+    assert decoder.feed(b"\r") == []  # held: it may yet be the first half of a CRLF
+    assert decoder.feed(b"data: two\r\r") == [E("one")]
+    assert decoder.close() == [E("two")]
+
+
+def test_sse_comments_are_skipped() -> None:
+    body = b": OPENROUTER PROCESSING\n\n:\ndata: x\n: inside\ndata: y\n\n"
+    assert decode(body) == [E("x\ny")]
+
+
+def test_sse_comment_only_stream_gives_nothing() -> None:
+    assert decode(b": ping\n\n: ping\n\n") == []
+
+
+def test_sse_event_names_and_ids() -> None:
+    body = b"event: response.created\nid: 7\ndata: {}\n\ndata: plain\n\n"
+    # the name is per event; the last event id carries over, as the SSE specification says
+    assert decode(body) == [E("{}", "response.created", "7"), E("plain", None, "7")]
+
+
+def test_sse_event_name_without_data_is_dispatched() -> None:
+    assert decode(b"event: ping\n\n") == [E("", "ping")]
+
+
+def test_sse_multi_line_data_is_joined_with_newlines() -> None:
+    assert decode(b"data: a\ndata:\ndata:  b\n\n") == [E("a\n\n b")]
+
+
+def test_sse_no_space_after_colon() -> None:
+    assert decode(b"event:x\ndata:{\"a\":1}\n\n") == [E('{"a":1}', "x")]
+
+
+def test_sse_field_without_colon_has_empty_value() -> None:
+    assert decode(b"data\n\n") == [E("")]
+
+
+def test_sse_unknown_fields_are_ignored() -> None:
+    assert decode(b"retry: 100\nfoo: bar\ndata: x\n\n") == [E("x")]
+
+
+def test_sse_last_event_without_blank_line_counts_at_close() -> None:
+    assert decode(b"data: one\n\ndata: two") == [E("one"), E("two")]
+    assert decode(b"data: one\n\ndata: two\n") == [E("one"), E("two")]
+    assert decode(b"data: one\r\n\r\ndata: two\r") == [E("one"), E("two")]
+
+
+def test_sse_close_on_empty_decoder_gives_nothing() -> None:
+    assert SSEDecoder().close() == []
+    assert decode() == []
+
+
+def test_sse_done_marker_is_just_data() -> None:
+    assert decode(b"data: {}\n\ndata: [DONE]\n\ndata: after\n\n") == [
+        E("{}"), E("[DONE]"), E("after"),
+    ]
+
+
+def test_sse_utf8_split_across_reads() -> None:
+    body = "data: héllo wörld 日本語 🙂\n\n".encode()
+    expected = [E("héllo wörld 日本語 🙂")]
+    for cut in range(1, len(body)):
+        assert decode(body[:cut], body[cut:]) == expected
+    assert decode(*bytewise(body)) == expected
+
+
+def test_sse_invalid_utf8_is_replaced_not_raised() -> None:
+    assert decode(b"data: a\xffb\n\n") == [E("a\ufffdb")]
+
+
+def test_sse_feed_returns_events_as_they_complete() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"data: a\n") == []
+    assert decoder.feed(b"\ndata: b\n\nda") == [E("a"), E("b")]
+    assert decoder.feed(b"ta: c\n\n") == [E("c")]
+    assert decoder.close() == []
+
+
+def test_sse_fixture_files_exist() -> None:
+    names = {fixture_id(p) for p in SSE_FIXTURES}
+    assert {"openai_completions/text.sse", "openai_responses/text.sse"} <= names
+    assert len(names) >= 17
+
+
+@pytest.mark.parametrize("path", SSE_FIXTURES, ids=fixture_id)
+def test_sse_fixture_decodes_identically_however_split(path: pathlib.Path) -> None:
+    body = path.read_bytes()
+    whole = decode(body)
+    assert whole
+    assert decode(*bytewise(body)) == whole
+    for seed in range(5):
+        assert decode(*random_chunks(body, seed)) == whole
+    crlf = body.replace(b"\n", b"\r\n")
+    assert decode(crlf) == whole
+    assert decode(*bytewise(crlf)) == whole
+    assert decode(*random_chunks(crlf, 99)) == whole
+
+
+@pytest.mark.parametrize("path", SSE_FIXTURES, ids=fixture_id)
+def test_sse_fixture_events_are_well_formed(path: pathlib.Path) -> None:
+    events = decode(path.read_bytes())
+    if path.parent.name == "google":  # unnamed events, no [DONE]; a raw error tail is no event
+        assert all(e.event is None for e in events)
+        assert all(isinstance(json.loads(e.data), dict) for e in events)
+    elif path.parent.name == "openai_completions":
+        assert all(e.event is None for e in events)
+        if path.name not in ("error_openai.sse", "error_openrouter.sse"):
+            assert events[-1] == E("[DONE]")
+        payloads = [json.loads(e.data) for e in events if e.data != "[DONE]"]
+        assert all(isinstance(p, dict) for p in payloads)
+    else:
+        for event in events:
+            assert json.loads(event.data)["type"] == event.event
+
+
+def test_sse_completions_text_fixture_content() -> None:
+    events = decode((FIXTURES / "openai_completions/text.sse").read_bytes())
+    deltas = [json.loads(e.data)["choices"] for e in events[:-1]]
+    text = "".join(c[0]["delta"].get("content", "") for c in deltas if c)
+    assert text == "Hello test successful"
+    assert len(events) == 7
+
+
+def test_sse_responses_text_fixture_content() -> None:
+    events = decode((FIXTURES / "openai_responses/text.sse").read_bytes())
+    assert [e.event for e in events] == [
+        "response.created", "response.in_progress", "response.output_item.added",
+        "response.content_part.added", "response.output_text.delta",
+        "response.output_text.delta", "response.output_text.done",
+        "response.content_part.done", "response.output_item.done", "response.completed",
+    ]
+
+
+@pytest.mark.parametrize("path", JSON_FIXTURES, ids=fixture_id)
+def test_sse_http_error_fixtures_are_openai_error_bodies(path: pathlib.Path) -> None:
+    body = json.loads(path.read_bytes())
+    assert isinstance(body["error"]["message"], str)
+    assert 400 <= int(path.stem.removeprefix("http_")) < 600
+
+
+line_text = st.text(st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)))
+events_strategy = st.lists(
+    st.tuples(
+        st.none() | line_text,  # event name
+        st.lists(line_text, max_size=4),  # data lines
+        st.none() | line_text,  # a comment line before the event
+    ),
+    max_size=8,
+)
+
+
+def serialise(events: list[tuple[str | None, list[str], str | None]], eol: str) -> bytes:
+    out = []
+    for name, lines, comment in events:
+        if comment is not None:
+            out.append(f":{comment}{eol}")
+        if name is not None:
+            out.append(f"event: {name}{eol}")
+        out.extend(f"data: {line}{eol}" for line in lines)
+        out.append(eol)
+    return "".join(out).encode()
+
+
+@given(events=events_strategy, eol=st.sampled_from(["\n", "\r\n", "\r"]), data=st.data())
+def test_sse_any_events_any_split_decode_exactly(events, eol, data) -> None:
+    body = serialise(events, eol)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=12)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    expected = [E("\n".join(lines), name) for name, lines, _ in events
+                if name is not None or lines]
+    assert decode(*chunks) == expected
