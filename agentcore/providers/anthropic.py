@@ -1,0 +1,302 @@
+"""Anthropic Messages (`anthropic-messages`): `{base_url}/v1/messages`.
+
+Thinking blocks keep their signatures and are replayed to the same model; consecutive tool
+results travel in one user message; prompt caching follows `cache_retention`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from .._content import ImageContent, TextContent, ThinkingContent, ToolCall
+from .._context import Context
+from .._enums import StopReason, ThinkingLevel
+from .._events import AssistantMessageEvent
+from .._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
+from .._model import Model
+from .._options import StreamOptions
+from .._stream import AssistantMessageEventStream
+from .._usage import Usage
+from ._builder import ReplyBuilder
+from ._common import ProviderError, api_key_for, run, send
+from ._http import HttpError
+from ._sse import UNFRAMED, ServerSentEvent
+from ._transform import transform_messages
+from ._wire import dumps, sanitize
+
+__all__ = ["build_body", "headers_for", "stream_anthropic"]
+
+API_VERSION = "2023-06-01"
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+_STOP = {
+    "end_turn": StopReason.STOP, "pause_turn": StopReason.STOP,
+    "stop_sequence": StopReason.STOP, "max_tokens": StopReason.LENGTH,
+    "tool_use": StopReason.TOOL_USE,
+}
+_DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+_REDACTED = "[Reasoning redacted]"
+
+
+def _adaptive(model: Model) -> bool:
+    """Models that take an effort level instead of a thinking budget."""
+    return any(tag in model.id for tag in ("opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"))
+
+
+def _normalize_id(call_id: str, _: AssistantMessage) -> str:
+    return _UNSAFE_ID.sub("_", call_id)[:64]
+
+
+def _cache_control(model: Model, options: StreamOptions) -> dict[str, str] | None:
+    retention = options.cache_retention or "short"
+    if retention == "none":
+        return None
+    control = {"type": "ephemeral"}
+    if retention == "long" and "api.anthropic.com" in model.base_url:
+        control["ttl"] = "1h"
+    return control
+
+
+def _image(block: ImageContent) -> dict[str, Any]:
+    return {"type": "image",
+            "source": {"type": "base64", "media_type": block.mime_type, "data": block.data}}
+
+
+def _user(message: UserMessage, model: Model) -> dict[str, Any] | None:
+    if isinstance(message.content, str):
+        text = sanitize(message.content)
+        return {"role": "user", "content": text} if text.strip() else None
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"type": "text", "text": sanitize(block.text)})
+        elif "image" in model.input:
+            blocks.append(_image(block))
+    return {"role": "user", "content": blocks} if blocks else None
+
+
+def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
+    blocks: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                blocks.append({"type": "text", "text": sanitize(block.text)})
+        elif isinstance(block, ThinkingContent):
+            if block.redacted:
+                blocks.append({"type": "redacted_thinking", "data": block.thinking_signature})
+            elif not block.thinking.strip():
+                continue
+            elif not block.thinking_signature:  # e.g. cut off by an abort: unverifiable
+                blocks.append({"type": "text", "text": sanitize(block.thinking)})
+            else:
+                blocks.append({"type": "thinking", "thinking": sanitize(block.thinking),
+                               "signature": block.thinking_signature})
+        elif isinstance(block, ToolCall):
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name,
+                           "input": block.arguments})
+    return {"role": "assistant", "content": blocks} if blocks else None
+
+
+def _tool_result(result: ToolResultMessage, model: Model) -> dict[str, Any]:
+    text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
+    images = [b for b in result.content if isinstance(b, ImageContent)]
+    content: Any = text
+    if images and "image" in model.input:
+        content = [{"type": "text", "text": text or "(see attached image)"},
+                   *(_image(b) for b in images)]
+    elif images and not text:
+        content = "(see attached image)"
+    return {"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content,
+            "is_error": result.is_error}
+
+
+def _messages(messages: list[Message], model: Model) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in transform_messages(messages, model, _normalize_id):
+        if isinstance(message, ToolResultMessage):
+            result = _tool_result(message, model)
+            last = out[-1] if out else None
+            if (last is not None and last["role"] == "user" and isinstance(last["content"], list)
+                    and all(b.get("type") == "tool_result" for b in last["content"])):
+                last["content"].append(result)  # consecutive results share one user message
+            else:
+                out.append({"role": "user", "content": [result]})
+            continue
+        converted = (_user(message, model) if isinstance(message, UserMessage)
+                     else _assistant(message))
+        if converted is not None:
+            out.append(converted)
+    return out
+
+
+def _mark_cache(messages: list[dict[str, Any]], control: dict[str, str]) -> None:
+    if not messages or messages[-1]["role"] != "user":
+        return
+    last = messages[-1]
+    if isinstance(last["content"], str):
+        last["content"] = [{"type": "text", "text": last["content"]}]
+    if last["content"] and last["content"][-1].get("type") in ("text", "image", "tool_result"):
+        last["content"][-1] = {**last["content"][-1], "cache_control": control}
+
+
+def _thinking(body: dict[str, Any], model: Model, options: StreamOptions) -> bool:
+    """Add the thinking parameters; True when thinking is on."""
+    level = options.reasoning
+    if not model.reasoning or level is None or level is ThinkingLevel.OFF:
+        return False
+    if _adaptive(model):
+        effort = {"minimal": "low", "xhigh": "max" if "opus" in model.id else "high"}.get(
+            level.value, level.value)
+        body["thinking"] = {"type": "adaptive"}
+        body["output_config"] = {"effort": effort}
+        return True
+    budgets = {**_DEFAULT_BUDGETS, **(options.thinking_budgets or {})}
+    budget = budgets["high" if level is ThinkingLevel.XHIGH else level.value]
+    max_tokens = min(body["max_tokens"] + budget, model.max_tokens)
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - 1024)
+    body["max_tokens"] = max_tokens
+    body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    return True
+
+
+def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The request body for `context`."""
+    control = _cache_control(model, options)
+    max_tokens = options.max_tokens or min(model.max_tokens, 32_000)
+    body: dict[str, Any] = {"model": model.id,
+                            "messages": _messages(list(context.messages), model),
+                            "max_tokens": max_tokens, "stream": True}
+    if context.system_prompt:
+        system: dict[str, Any] = {"type": "text", "text": sanitize(context.system_prompt)}
+        if control:
+            system["cache_control"] = control
+        body["system"] = [system]
+    if control:
+        _mark_cache(body["messages"], control)
+    if context.tools:
+        body["tools"] = [{"name": t.name, "description": t.description, "input_schema": {
+            "type": "object", "properties": t.parameters.get("properties", {}),
+            "required": t.parameters.get("required", [])}} for t in context.tools]
+    thinking = _thinking(body, model, options)
+    if options.temperature is not None and not thinking:
+        body["temperature"] = options.temperature
+    user_id = (options.metadata or {}).get("user_id")
+    if isinstance(user_id, str):
+        body["metadata"] = {"user_id": user_id}
+    return body
+
+
+def headers_for(model: Model, key: str, interleaved: bool = True) -> dict[str, str]:
+    """The Anthropic headers: the key (or an OAuth token as a bearer), version and betas."""
+    betas = ["fine-grained-tool-streaming-2025-05-14"]
+    if interleaved and not _adaptive(model):
+        betas.append("interleaved-thinking-2025-05-14")
+    headers = {"anthropic-version": API_VERSION, "anthropic-beta": ",".join(betas)}
+    if "sk-ant-oat" in key:
+        headers["Authorization"] = f"Bearer {key}"
+    else:
+        headers["x-api-key"] = key
+    return headers
+
+
+def _usage(builder: ReplyBuilder, raw: dict[str, Any]) -> None:
+    """Update usage from `raw`, keeping fields it leaves out or sets to null (proxies do)."""
+
+    def pick(key: str, old: int) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) else old
+
+    current = builder.usage
+    builder.set_usage(Usage(input=pick("input_tokens", current.input),
+                            output=pick("output_tokens", current.output),
+                            cache_read=pick("cache_read_input_tokens", current.cache_read),
+                            cache_write=pick("cache_creation_input_tokens", current.cache_write)))
+
+
+def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
+        AssistantMessageEvent]:
+    for sse in events:
+        if not sse.data:
+            continue
+        if sse.event == UNFRAMED:
+            continue
+        data = json.loads(sse.data)
+        kind = data.get("type") or sse.event
+        if kind == "message_start":
+            message = data.get("message") or {}
+            builder.response_id = message.get("id")
+            _usage(builder, message.get("usage") or {})
+        elif kind == "content_block_start":
+            index, block = data.get("index"), data.get("content_block") or {}
+            btype = block.get("type")
+            if btype == "text":
+                yield from builder.text(index, block.get("text") or "")
+            elif btype == "thinking":
+                yield from builder.thinking(index, block.get("thinking") or "")
+            elif btype == "redacted_thinking":
+                yield from builder.thinking(index, _REDACTED, signature=block.get("data"),
+                                            redacted=True)
+            elif btype == "tool_use":
+                initial = block.get("input") or {}
+                yield from builder.tool_call(index, call_id=block.get("id"),
+                                             name=block.get("name"),
+                                             args_delta=dumps(initial) if initial else "")
+        elif kind == "content_block_delta":
+            index, delta = data.get("index"), data.get("delta") or {}
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                yield from builder.text(index, delta.get("text") or "")
+            elif dtype == "thinking_delta":
+                yield from builder.thinking(index, delta.get("thinking") or "")
+            elif dtype == "input_json_delta":
+                yield from builder.tool_call(index, args_delta=delta.get("partial_json") or "",
+                                             always_emit=True)
+            elif dtype == "signature_delta":
+                builder.append_signature(index, delta.get("signature") or "")
+        elif kind == "content_block_stop":
+            yield from builder.end(data.get("index"))
+        elif kind == "message_delta":
+            _usage(builder, data.get("usage") or {})  # first: an error reply keeps it too
+            reason = (data.get("delta") or {}).get("stop_reason")
+            if reason:
+                mapped = _STOP.get(reason)
+                if mapped is None:
+                    if reason == "refusal":
+                        raise ProviderError("The model refused to complete the request")
+                    if reason == "sensitive":
+                        raise ProviderError("Provider stopped with: sensitive")
+                    raise ProviderError(f"Unhandled stop reason: {reason}")
+                builder.stop_reason = mapped
+        elif kind == "error":
+            raise ProviderError(dumps(data))
+    if builder.stop_reason is None:
+        raise ProviderError("Anthropic stream ended without a stop reason")
+
+
+def _http_error(error: HttpError) -> str:
+    if error.status is None:
+        return str(error)
+    if not error.body:
+        return f"{error.status} status code (no body)"
+    try:
+        return f"{error.status} {dumps(json.loads(error.body))}"
+    except ValueError:
+        return str(error)
+
+
+def stream_anthropic(
+    model: Model, context: Context, options: StreamOptions
+) -> AssistantMessageEventStream:
+    """Stream a reply from `{base_url}/v1/messages`."""
+    key = api_key_for(model, options)
+
+    def connect() -> Any:
+        return send(f"{model.base_url.rstrip('/')}/v1/messages",
+                    build_body(model, context, options), headers_for(model, key), model,
+                    options, key)
+
+    return run(model, options, key, connect, _handle, _http_error)

@@ -1,0 +1,292 @@
+"""Google Gemini (`google-generative-ai`): `{base_url}/models/{id}:streamGenerateContent?alt=sse`.
+
+Gemini does not stream tool arguments and sends no call ids (we make unique ones); thought
+signatures are replayed to the same model only; a raw JSON error body may follow the events.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from .._content import ImageContent, TextContent, ThinkingContent, ToolCall
+from .._context import Context
+from .._enums import StopReason, ThinkingLevel
+from .._events import AssistantMessageEvent
+from .._messages import AssistantMessage, ToolResultMessage, UserMessage
+from .._model import Model
+from .._options import StreamOptions
+from .._stream import AssistantMessageEventStream
+from .._usage import Usage
+from ._builder import ReplyBuilder
+from ._common import ProviderError, api_key_for, default_max_tokens, run, send
+from ._http import HttpError
+from ._sse import UNFRAMED, ServerSentEvent
+from ._transform import transform_messages
+from ._wire import dumps, sanitize
+
+__all__ = ["build_body", "stream_google"]
+
+_BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+_SKIP_SIGNATURE = "skip_thought_signature_validator"
+_GEMINI3 = re.compile(r"gemini-3(\.\d+)?-(pro|flash)")
+_counter = itertools.count(1)
+_BUDGETS = {
+    "pro": {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768},
+    "flash": {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576},
+}
+
+
+def _gemini3(model: Model) -> bool:
+    return _GEMINI3.search(model.id.lower()) is not None
+
+
+def _sends_ids(model: Model) -> bool:
+    return model.id.startswith(("claude-", "gpt-oss-"))
+
+
+def _normalize_id(model: Model) -> Any:
+    def normalize(call_id: str, _: AssistantMessage) -> str:
+        return _UNSAFE_ID.sub("_", call_id)[:64] if _sends_ids(model) else call_id
+
+    return normalize
+
+
+def _signature(value: str | None, same: bool) -> str | None:
+    if not same or not value or len(value) % 4 or not _BASE64.fullmatch(value):
+        return None
+    return value
+
+
+def _inline(block: ImageContent) -> dict[str, Any]:
+    return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
+
+
+def _model_turn(message: AssistantMessage, model: Model) -> dict[str, Any] | None:
+    same = message.provider == model.provider and message.model == model.id
+    parts: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, TextContent):
+            if block.text.strip():
+                part: dict[str, Any] = {"text": sanitize(block.text)}
+                if sig := _signature(block.text_signature, same):
+                    part["thoughtSignature"] = sig
+                parts.append(part)
+        elif isinstance(block, ThinkingContent):
+            if not block.thinking.strip():
+                continue
+            if same:
+                part = {"thought": True, "text": sanitize(block.thinking)}
+                if sig := _signature(block.thinking_signature, same):
+                    part["thoughtSignature"] = sig
+            else:
+                part = {"text": sanitize(block.thinking)}
+            parts.append(part)
+        elif isinstance(block, ToolCall):
+            call: dict[str, Any] = {"name": block.name, "args": block.arguments}
+            if _sends_ids(model):
+                call["id"] = block.id
+            part = {"functionCall": call}
+            sig = _signature(block.thought_signature, same)
+            if sig is None and _gemini3(model):
+                sig = _SKIP_SIGNATURE
+            if sig:
+                part["thoughtSignature"] = sig
+            parts.append(part)
+    return {"role": "model", "parts": parts} if parts else None
+
+
+def _function_response(result: ToolResultMessage, model: Model) -> tuple[dict[str, Any],
+                                                                          list[dict[str, Any]]]:
+    text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
+    images = [_inline(b) for b in result.content
+              if isinstance(b, ImageContent) and "image" in model.input]
+    if not text and any(isinstance(b, ImageContent) for b in result.content):
+        text = "(see attached image)"
+    response: dict[str, Any] = {"name": result.tool_name,
+                                "response": {"error" if result.is_error else "output": text}}
+    if _sends_ids(model):
+        response["id"] = result.tool_call_id
+    extra: list[dict[str, Any]] = []
+    if images:
+        if _gemini3(model):
+            response["parts"] = images
+        else:
+            extra = images
+    return {"functionResponse": response}, extra
+
+
+def _contents(context: Context, model: Model) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    # Older models see result images in a user turn of their own, sent after the whole run of
+    # results: Gemini wants every response to one call turn in a single user turn.
+    image_turns: list[dict[str, Any]] = []
+    for message in transform_messages(context.messages, model, _normalize_id(model)):
+        if image_turns and not isinstance(message, ToolResultMessage):
+            out.extend(image_turns)
+            image_turns.clear()
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                parts: list[dict[str, Any]] = [{"text": sanitize(message.content)}]
+            else:
+                parts = [{"text": sanitize(b.text)} if isinstance(b, TextContent) else _inline(b)
+                         for b in message.content
+                         if isinstance(b, TextContent) or "image" in model.input]
+            if parts:
+                out.append({"role": "user", "parts": parts})
+        elif isinstance(message, AssistantMessage):
+            turn = _model_turn(message, model)
+            if turn is not None:
+                out.append(turn)
+        else:
+            part, images = _function_response(message, model)
+            last = out[-1] if out else None
+            if (last is not None and last["role"] == "user"
+                    and all("functionResponse" in p for p in last["parts"])):
+                last["parts"].append(part)  # consecutive results share one user turn
+            else:
+                out.append({"role": "user", "parts": [part]})
+            if images:
+                image_turns.append({"role": "user",
+                                    "parts": [{"text": "Tool result image:"}, *images]})
+    out.extend(image_turns)
+    return out
+
+
+def _thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | None:
+    level = options.reasoning
+    if not model.reasoning or level is None or level is ThinkingLevel.OFF:
+        return None
+    name = "high" if level is ThinkingLevel.XHIGH else level.value
+    if _gemini3(model):
+        if "flash" in model.id:
+            chosen = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM"}.get(name, "HIGH")
+        else:
+            chosen = "LOW" if name in ("minimal", "low") else "HIGH"
+        return {"includeThoughts": True, "thinkingLevel": chosen}
+    family = "pro" if "2.5-pro" in model.id else "flash" if "2.5-flash" in model.id else None
+    budget = -1 if family is None else _BUDGETS[family][name]
+    if options.thinking_budgets and name in options.thinking_budgets:
+        budget = options.thinking_budgets[name]
+    return {"includeThoughts": True, "thinkingBudget": budget}
+
+
+def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
+    """The request body for `context`."""
+    body: dict[str, Any] = {"contents": _contents(context, model)}
+    if context.system_prompt:
+        body["systemInstruction"] = {"parts": [{"text": sanitize(context.system_prompt)}]}
+    config: dict[str, Any] = {"maxOutputTokens": default_max_tokens(model, options)}
+    if options.temperature is not None:
+        config["temperature"] = options.temperature
+    thinking = _thinking_config(model, options)
+    if thinking is not None:
+        config["thinkingConfig"] = thinking
+    body["generationConfig"] = config
+    if context.tools:
+        body["tools"] = [{"functionDeclarations": [
+            {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
+            for t in context.tools]}]
+    return body
+
+
+_FINISH = {"STOP": StopReason.STOP, "MAX_TOKENS": StopReason.LENGTH}
+
+
+def _error_message(raw: dict[str, Any]) -> str:
+    error = raw.get("error") or {}
+    return f"got status: {error.get('status')}. {dumps(raw)}"
+
+
+def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
+        AssistantMessageEvent]:
+    used_ids: set[str] = set()
+    key = 0  # a new block key every time the kind of part changes
+    kind: str | None = None
+    for sse in events:
+        if not sse.data:
+            continue
+        try:
+            chunk = json.loads(sse.data)
+        except ValueError:
+            if sse.event == UNFRAMED:
+                continue
+            raise
+        if not isinstance(chunk, dict):
+            continue
+        if isinstance(chunk.get("error"), dict):
+            raise ProviderError(_error_message(chunk))
+        if chunk.get("responseId"):
+            builder.response_id = chunk["responseId"]
+        candidates = chunk.get("candidates") or []
+        candidate = candidates[0] if candidates else {}
+        for part in (candidate.get("content") or {}).get("parts") or []:
+            signature = part.get("thoughtSignature") or None
+            if "text" in part:
+                part_kind = "thinking" if part.get("thought") is True else "text"
+                if part_kind != kind:
+                    key, kind = key + 1, part_kind
+                if part_kind == "thinking":
+                    yield from builder.thinking(key, part.get("text") or "", signature=signature)
+                else:
+                    yield from builder.text(key, part.get("text") or "", signature=signature)
+                    if not part.get("text"):
+                        yield from builder.text_delta_event(key)
+            elif isinstance(part.get("functionCall"), dict):
+                call = part["functionCall"]
+                name = call.get("name") or ""
+                call_id = call.get("id")
+                if not call_id or call_id in used_ids:
+                    call_id = f"{name}_{int(time.time() * 1000)}_{next(_counter)}"
+                used_ids.add(call_id)
+                key, kind = key + 1, "toolCall"
+                yield from builder.tool_call(key, call_id=call_id, name=name,
+                                             args_delta=dumps(call.get("args") or {}),
+                                             thought_signature=signature)
+                yield from builder.end(key)
+                kind = None
+        usage = chunk.get("usageMetadata")
+        if usage:
+            cached = usage.get("cachedContentTokenCount") or 0
+            builder.set_usage(Usage(
+                input=max(0, (usage.get("promptTokenCount") or 0) - cached),
+                output=(usage.get("candidatesTokenCount") or 0)
+                + (usage.get("thoughtsTokenCount") or 0),
+                cache_read=cached))
+        finish = candidate.get("finishReason")
+        if finish:
+            reason = _FINISH.get(finish)
+            if reason is None:
+                raise ProviderError(f"Provider stopped with: {finish}")
+            builder.stop_reason = reason
+    if builder.stop_reason is None:
+        raise ProviderError("Google stream ended without a finish reason")
+
+
+def _http_error(error: HttpError) -> str:
+    if error.status is None:
+        return str(error)
+    try:
+        payload = json.loads(error.body)
+    except ValueError:
+        payload = {"error": {"message": error.body, "code": error.status, "status": "error"}}
+    return dumps(payload)
+
+
+def stream_google(
+    model: Model, context: Context, options: StreamOptions
+) -> AssistantMessageEventStream:
+    """Stream a reply from Gemini's `streamGenerateContent` endpoint."""
+    key = api_key_for(model, options)
+
+    def connect() -> Any:
+        url = f"{model.base_url.rstrip('/')}/models/{model.id}:streamGenerateContent?alt=sse"
+        return send(url, build_body(model, context, options), {"x-goog-api-key": key}, model,
+                    options, key)
+
+    return run(model, options, key, connect, _handle, _http_error)
