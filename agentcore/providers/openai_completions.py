@@ -22,8 +22,8 @@ from .._stream import AssistantMessageEventStream
 from .._usage import Usage
 from ._builder import ReplyBuilder
 from ._common import ProviderError, api_key_for, default_max_tokens, run, send
-from ._http import HttpError
 from ._openai_compat import Compat, resolve_compat
+from ._openai_errors import error_text, http_error, loads_or_none
 from ._sse import UNFRAMED, ServerSentEvent
 from ._transform import transform_messages
 from ._wire import dumps, sanitize, short_hash
@@ -216,23 +216,6 @@ def _usage(raw: dict[str, Any]) -> Usage:
                  cache_write=cache_write)
 
 
-def _loads_or_none(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
-
-
-def _error_text(error: Any) -> str:
-    if isinstance(error, dict):
-        message = error.get("message")
-        text = message if isinstance(message, str) else dumps(message if message else error)
-        raw = (error.get("metadata") or {}).get("raw") if isinstance(
-            error.get("metadata"), dict) else None
-        return f"{text}\n{raw}" if raw else text
-    return str(error)
-
-
 def _block_key(builder: ReplyBuilder, key: tuple[str, int],
                last: tuple[str, int] | None) -> tuple[str, int]:
     """`key`, or the next one if another block was written since (which closed `key`'s block).
@@ -255,9 +238,9 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
         if not sse.data:
             continue
         if sse.event == UNFRAMED:  # a raw error body after the events, or noise
-            chunk = _loads_or_none(sse.data)
+            chunk = loads_or_none(sse.data)
             if isinstance(chunk, dict) and chunk.get("error"):
-                raise ProviderError(_error_text(chunk["error"]))
+                raise ProviderError(error_text(chunk["error"]))
             continue
         chunk = _decode(sse.data)
         if not isinstance(chunk, dict):
@@ -274,9 +257,9 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
                     yield from builder.text(text_key, content)
                     continue
         if chunk.get("error"):
-            raise ProviderError(_error_text(chunk["error"]))
+            raise ProviderError(error_text(chunk["error"]))
         if chunk.get("object") == "error":
-            raise ProviderError(_error_text(chunk))
+            raise ProviderError(error_text(chunk))
         if chunk.get("id") and builder.response_id is None:
             builder.response_id = chunk["id"]
         choices = chunk.get("choices") or []
@@ -323,22 +306,6 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
                                          always_emit=True)
 
 
-def _http_error(error: HttpError) -> str:
-    if error.status is None:
-        return str(error)
-    if not error.body:
-        return f"{error.status} status code (no body)"
-    try:
-        payload = json.loads(error.body)
-    except ValueError:
-        return str(error)
-    if isinstance(payload, dict) and "error" in payload:
-        return f"{error.status} {_error_text(payload['error'])}"
-    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return f"{error.status} {payload['message']}"
-    return str(error)
-
-
 def stream_openai_completions(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
@@ -350,4 +317,4 @@ def stream_openai_completions(
         return send(f"{model.base_url.rstrip('/')}/chat/completions", body,
                     {"Authorization": f"Bearer {key}"}, model, options, key)
 
-    return run(model, options, key, connect, _handle, _http_error)
+    return run(model, options, key, connect, _handle, http_error)

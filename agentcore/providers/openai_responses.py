@@ -25,7 +25,7 @@ from .._stream import AssistantMessageEventStream
 from .._usage import Usage
 from ._builder import ReplyBuilder
 from ._common import ProviderError, api_key_for, default_max_tokens, run, send
-from ._http import HttpError
+from ._openai_errors import error_text, http_error
 from ._sse import UNFRAMED, ServerSentEvent
 from ._transform import is_same_model, transform_messages
 from ._wire import dumps, sanitize, short_hash
@@ -198,7 +198,7 @@ def _handle(model: Model, requested_tier: str | None) -> Any:
                 with contextlib.suppress(ValueError):
                     raw = json.loads(sse.data)
                     if isinstance(raw, dict) and isinstance(raw.get("error"), dict):
-                        raise ProviderError(_error_message(raw["error"]))
+                        raise ProviderError(error_text(raw["error"]))
                 continue
             event = json.loads(sse.data)
             if not isinstance(event, dict):
@@ -309,27 +309,6 @@ def _finish(builder: ReplyBuilder, response: dict[str, Any], model: Model,
         builder.stop_reason = StopReason.STOP
 
 
-def _error_message(error: dict[str, Any]) -> str:
-    """`error.message`; JSON of a non-string message, or of the whole error if it has none."""
-    message = error.get("message")
-    return message if isinstance(message, str) else dumps(message if message else error)
-
-
-def _http_error(error: HttpError) -> str:
-    if error.status is None:
-        return str(error)
-    if not error.body:
-        return f"{error.status} status code (no body)"
-    try:
-        payload = json.loads(error.body)
-    except ValueError:
-        return str(error)
-    inner = payload.get("error") if isinstance(payload, dict) else None
-    if isinstance(inner, dict):
-        return f"{error.status} {_error_message(inner)}"
-    return str(error)
-
-
 def stream_openai_responses(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
@@ -342,4 +321,4 @@ def stream_openai_responses(
                     {"Authorization": f"Bearer {key}"}, model, options, key)
 
     # Items may interleave (by output_index): each block closes at its output_item.done.
-    return run(model, options, key, connect, _handle(model, None), _http_error, auto_close=False)
+    return run(model, options, key, connect, _handle(model, None), http_error, auto_close=False)
