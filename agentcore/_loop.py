@@ -18,7 +18,7 @@ import attrs
 
 from ._abort import AbortController, AbortSignal
 from ._context import AgentContext, Context
-from ._enums import StopReason
+from ._enums import StopReason, ThinkingLevel
 from ._events import (
     AgentEndEvent,
     AgentEvent,
@@ -36,6 +36,7 @@ from ._events import (
 )
 from ._loop_types import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ._model import Model
 from ._options import StreamOptions
 from ._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
 from ._tool_exec import ToolBatch, own_executor
@@ -68,8 +69,8 @@ class _Run:
     sink: EventSink
     signal: AbortSignal
     stream_fn: StreamFn
-    model: Any = None
-    reasoning: Any = None
+    model: Model = attrs.field(init=False)  # prepare_next_turn may swap these two for the run
+    reasoning: ThinkingLevel | None = attrs.field(init=False)
     new_messages: list[AgentMessage] = attrs.field(factory=list)
     turn_open: bool = False
     _options: StreamOptions | None = None
