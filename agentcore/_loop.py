@@ -205,6 +205,7 @@ class _Run:
                     yield item
         finally:
             remove()
+            stream._close_source()  # a reply cut short must not keep its connection open
 
     def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         if not reply.tool_calls:

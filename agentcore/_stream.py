@@ -162,6 +162,15 @@ class EventStream(Generic[E, R]):
                     close()
             return event
 
+    def _close_source(self) -> None:
+        """Close a lazily fed stream's source (say, the HTTP response) if it has not ended."""
+        source = self._source
+        if source is not None and not self._done:
+            close = getattr(source, "close", None)
+            if close is not None:
+                with self._pull_lock:
+                    close()
+
     def _interrupt(self) -> None:
         """Wake a consumer blocked in `_get` (used by the loop when its run is aborted)."""
         with self._cond:

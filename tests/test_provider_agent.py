@@ -237,3 +237,20 @@ def test_agent_abort_while_the_server_streams_slowly(sse_server: SSEServer) -> N
     assert not state.is_streaming
     assert state.error_message == "Request was aborted"
     assert len(sse_server.requests) == 1  # no retry, no second model call
+
+
+def test_loop_sink_raising_mid_stream_closes_the_connection(sse_server: SSEServer) -> None:
+    piece = completions_text([" and"], (1, 1)).split(b"\n\n")[1] + b"\n\n"  # one text chunk
+    gone = sse_server.slow_sse([piece], interval_s=0.02)
+
+    class Stop(Exception):
+        pass
+
+    def sink(event: Any) -> None:
+        if event.type == "message_update":
+            raise Stop
+
+    config = ac.AgentLoopConfig(model=completions_model(sse_server), api_key=KEY)
+    with pytest.raises(Stop):
+        ac.run_agent_loop([ac.UserMessage("Tell me a story.")], ac.AgentContext(), config, sink)
+    assert gone.seen.wait(WAIT_S), "the reply cut short kept its connection open"
