@@ -75,6 +75,7 @@ from ._options import StreamOptions
 from ._overflow import is_context_overflow
 from ._serde import from_dict, from_json, to_dict, to_json
 from ._stream import AssistantMessageEventStream, EventStream
+from ._tool_decorator import tool
 from ._tools import AgentTool, AgentToolResult, Tool, validate_tool_arguments
 from ._usage import Cost, Usage
 from .providers._registry import StreamFn, complete, register_provider, stream, unregister_provider
@@ -176,6 +177,7 @@ __all__ = [
     "stream",
     "to_dict",
     "to_json",
+    "tool",
     "unregister_provider",
     "validate_tool_arguments",
 ]

@@ -1,7 +1,8 @@
 """The command line: `python -m agentcore COMMAND`.
 
 Each command is a subparser whose `handler(args) -> exit code` imports what it needs only when
-it runs, so `--help` stays fast and commands stay independent (`demo` today, `chat` later).
+it runs, so `--help` stays fast and commands stay independent (`demo`, and `chat`, whose
+parser also takes its REPL's command list from `_chat` for the help text).
 """
 
 from __future__ import annotations
@@ -45,44 +46,31 @@ def _http_url(text: str) -> str:
     return text
 
 
-def _fail(message: str) -> int:
-    print(f"python -m agentcore demo: error: {message}", file=sys.stderr)
+def _fail(message: str, command: str = "demo") -> int:
+    print(f"python -m agentcore {command}: error: {message}", file=sys.stderr)
     return 2
 
 
 def _resolve_model(args: argparse.Namespace) -> Model | str:
     """The model `--model`, `--base-url` and `--api` describe, or why there is none."""
-    import attrs
-
-    from ._errors import ModelNotFoundError
-    from ._model import Model
-    from .providers.models import get_model
+    from ._console import resolve_model
 
     provider, model_id = args.model
-    try:
-        model = get_model(provider, model_id)
-    except ModelNotFoundError as exc:
-        if args.base_url is None:
-            return f"{exc}; to use a model the catalogue lacks, also pass --base-url URL"
-        model = Model(model_id, model_id, "openai-completions", provider, args.base_url)
-    return attrs.evolve(model, base_url=args.base_url or model.base_url,
-                        api=args.api or model.api)
+    model = resolve_model(provider, model_id, args.base_url, args.api)
+    if isinstance(model, str):
+        return f"{model}; to use a model the catalogue lacks, also pass --base-url URL"
+    return model
 
 
 def _missing_key(model: Model) -> str | None:
     """Why the demo cannot call `model`: no API key in the environment (None when it can)."""
-    from ._errors import MissingApiKeyError
-    from .providers.models import env_var_for, get_env_api_key, require_api_key
+    from ._console import missing_key_variable
 
-    if get_env_api_key(model.provider) is not None:
+    variable = missing_key_variable(model)
+    if variable is None:
         return None
-    try:
-        require_api_key(model.provider, base_url=model.base_url)  # local servers need no key
-    except MissingApiKeyError:
-        variable = env_var_for(model.provider) or f"the API key of {model.provider!r}"
-        return (f"no API key for provider {model.provider!r}: set {variable} in the "
-                f"environment to run the demo on {model.provider}/{model.id}")
-    return None
+    return (f"no API key for provider {model.provider!r}: set {variable} in the "
+            f"environment to run the demo on {model.provider}/{model.id}")
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -113,6 +101,54 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _chat(args: argparse.Namespace) -> int:
+    from ._chat import DEFAULT_TOKENS_PER_SECOND, ChatOptions, run_chat
+    from ._console import missing_key_variable
+    from ._demo import SYSTEM_PROMPT
+    from ._enums import ThinkingLevel
+
+    model = None
+    if args.model is not None:
+        resolved = _resolve_model(args)
+        if isinstance(resolved, str):
+            return _fail(resolved, "chat")
+        variable = missing_key_variable(resolved)
+        if variable is None:
+            model = resolved
+        else:
+            print(f"agentcore chat: no API key for provider {resolved.provider!r} (set "
+                  f"{variable}); running offline on the faux model instead", file=sys.stderr)
+    elif args.base_url is not None or args.api is not None:
+        return _fail("--base-url and --api need --model PROVIDER/ID", "chat")
+    pace = args.tokens_per_second or DEFAULT_TOKENS_PER_SECOND
+    options = ChatOptions(
+        model=model, system_prompt=SYSTEM_PROMPT if args.system is None else args.system,
+        thinking_level=ThinkingLevel(args.thinking),
+        tokens_per_second=pace, base_url=args.base_url,
+        api=args.api, base_url_provider=args.model[0] if args.model else None,
+    )
+    return run_chat(options)
+
+
+def _add_model_arguments(parser: argparse.ArgumentParser, command: str) -> None:
+    parser.add_argument(
+        "--model", type=_model_ref, metavar="PROVIDER/ID",
+        help=f"{command} a real model from the catalogue, e.g. openai/gpt-4o-mini or "
+        "ollama/llama3.1:8b; its API key is read from the environment (e.g. OPENAI_API_KEY)",
+    )
+    parser.add_argument(
+        "--base-url", type=_http_url, metavar="URL",
+        help="send the requests to this server instead, e.g. http://localhost:11434/v1; a "
+        "PROVIDER/ID the catalogue lacks is then spoken to as an openai-completions model "
+        "(servers on this machine need no API key)",
+    )
+    parser.add_argument(
+        "--api", choices=_APIS, metavar="API",
+        help=f"the wire protocol to speak: {', '.join(_APIS)} (default: the catalogue's, "
+        "openai-completions for models it lacks)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser, one subparser per command.
 
@@ -133,28 +169,36 @@ def build_parser() -> argparse.ArgumentParser:
         "every tool call and the token usage and cost. By default it runs offline on a "
         "scripted faux model (no network, no API key); --model asks a real model instead.",
     )
-    demo.add_argument(
-        "--model", type=_model_ref, metavar="PROVIDER/ID",
-        help="ask a real model from the catalogue, e.g. openai/gpt-4o-mini or "
-        "ollama/llama3.1:8b; its API key is read from the environment (e.g. OPENAI_API_KEY)",
-    )
-    demo.add_argument(
-        "--base-url", type=_http_url, metavar="URL",
-        help="send the requests to this server instead, e.g. http://localhost:11434/v1; a "
-        "PROVIDER/ID the catalogue lacks is then spoken to as an openai-completions model "
-        "(servers on this machine need no API key)",
-    )
-    demo.add_argument(
-        "--api", choices=_APIS, metavar="API",
-        help=f"the wire protocol to speak: {', '.join(_APIS)} (default: the catalogue's, "
-        "openai-completions for models it lacks)",
-    )
+    _add_model_arguments(demo, "ask")
     demo.add_argument(
         "--tokens-per-second", type=_positive_float, metavar="N",
         help="how fast the scripted model streams (default: 150)",
     )
     demo.add_argument("--no-delay", action="store_true", help="stream without pauses")
     demo.set_defaults(handler=_demo)
+
+    from ._chat import HELP
+    from ._enums import ThinkingLevel
+
+    chat = commands.add_parser(
+        "chat",
+        help="chat with an agent in the terminal (offline unless --model is given)",
+        description="Chat with an agent that has a calculator and a clock. Each line you type\n"
+        "is a prompt; the reply streams as it arrives, with every tool call and the tokens\n"
+        "and cost of each prompt. Without --model, or without the model's API key, it runs\n"
+        "offline on a scripted faux model.",
+        epilog=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_model_arguments(chat, "talk to")
+    chat.add_argument("--system", metavar="TEXT", default=None,
+                      help="the system prompt (default: a concise assistant that uses its tools)")
+    chat.add_argument("--thinking", choices=[level.value for level in ThinkingLevel],
+                      default=ThinkingLevel.OFF.value, metavar="LEVEL",
+                      help="how hard a reasoning model thinks: "
+                      f"{', '.join(level.value for level in ThinkingLevel)} (default: off)")
+    chat.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
+    chat.set_defaults(handler=_chat)
     return parser
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -89,6 +89,16 @@ def _has_role(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
         raise TypeError(f"'{attribute.name}' must hold messages with a 'role', got {value!r}")
 
 
+def _tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
+    """A fresh list (typed, so `Agent(tools=[...])` type-checks for callers)."""
+    return list(value)
+
+
+def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
+    """A fresh list (typed, so `Agent(messages=[...])` type-checks for callers)."""
+    return list(value)
+
+
 def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any:
     if agent._run is not None:
         raise AgentBusyError(f"cannot set '{attribute.name}' while the agent is running")
@@ -131,11 +141,11 @@ class Agent:
                                                 converter=to_thinking_level,
                                                 validator=member_of(ThinkingLevel))
     tools: list[AgentTool] = attrs.field(
-        default=(), converter=list, validator=deep_iterable(instance_of(AgentTool)),
+        default=(), converter=_tool_list, validator=deep_iterable(instance_of(AgentTool)),
         on_setattr=attrs.setters.pipe(_copy_list, attrs.setters.validate),
     )
     messages: list[AgentMessage] = attrs.field(
-        default=(), converter=list, validator=deep_iterable(_has_role),
+        default=(), converter=_message_list, validator=deep_iterable(_has_role),
         on_setattr=attrs.setters.pipe(_idle_only, _copy_list, attrs.setters.validate),
     )
     steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,

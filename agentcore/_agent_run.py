@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,8 +12,11 @@ from typing import final
 from ._abort import AbortController, AbortSignal
 from ._events import AgentEvent
 from ._messages import AgentMessage
+from ._render import run_markdown
 
 __all__ = ["AgentRun"]
+
+_log = logging.getLogger(__name__)
 
 
 @final
@@ -32,6 +36,7 @@ class AgentRun:
         self._messages: list[AgentMessage] = []
         self._finished = False
         self._thread: threading.Thread | None = None
+        self._finishers: list[Callable[[], None]] = []  # run before result() returns
 
     @property
     def signal(self) -> AbortSignal:
@@ -54,6 +59,12 @@ class AgentRun:
         self._wait(lambda: self._finished, timeout)
         return list(self._messages)
 
+    def display(self, *, wait: bool = False) -> None:
+        """Show this run in Jupyter, updated in place as it goes; see `agentcore.notebook`."""
+        from .notebook import display  # notebook builds on this module: import it late
+
+        display(self, wait=wait)
+
     def __iter__(self) -> Iterator[AgentEvent]:
         index = 0
         while True:
@@ -68,6 +79,11 @@ class AgentRun:
     def __repr__(self) -> str:
         state = "done" if self._finished else "running"
         return f"<AgentRun {state}, {len(self._events)} events>"
+
+    def _repr_markdown_(self) -> str:
+        with self._cond:
+            events = list(self._events)
+        return run_markdown(events, abort_requested=self.signal.aborted)
 
     def _has_news(self, index: int) -> bool:
         return index < len(self._events) or self._finished
@@ -91,6 +107,11 @@ class AgentRun:
             self._cond.notify_all()
 
     def _finish(self, messages: list[AgentMessage]) -> None:
+        for finisher in list(self._finishers):  # e.g. a live display showing the final view
+            try:
+                finisher()
+            except Exception:
+                _log.exception("a finisher of %r raised", self)
         with self._cond:
             self._messages = messages
             self._finished = True

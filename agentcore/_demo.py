@@ -11,34 +11,25 @@ streamed text, each tool's start and end, and the run's token usage and cost.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import operator
-import os
 import re
 import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, TextIO
-from urllib.parse import urlsplit, urlunsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ._abort import AbortSignal
+from ._console import EventPrinter, format_cost, format_tokens, wants_color
+from ._console import public_url as _public_url
 from ._content import TextContent
 from ._context import AgentContext, Context
 from ._events import (
     AgentEndEvent,
     AgentEvent,
     MessageEndEvent,
-    MessageUpdateEvent,
-    TextDeltaEvent,
-    TextEndEvent,
-    TextStartEvent,
-    ThinkingDeltaEvent,
-    ThinkingEndEvent,
-    ThinkingStartEvent,
-    ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     TurnStartEvent,
 )
@@ -307,92 +298,35 @@ def _first_reply() -> AssistantMessage:
     ])
 
 
-_DIM, _RESET = "\x1b[2m", "\x1b[0m"
-
-
-class _Printer:
+class _Printer(EventPrinter):
     """The demo's event sink: prints the run as it happens (called on the run's thread)."""
 
     def __init__(self, out: TextIO, color: bool, prices: ModelCost) -> None:
-        self.out = out
-        self.color = color
+        super().__init__(out, color)
         self.prices = prices
-        self.started: dict[str, float] = {}
         self.turns = 0
         self.tool_calls = 0
         self.t0 = time.perf_counter()
 
-    def write(self, text: str, dim: bool = False) -> None:
-        if dim and self.color:
-            text = f"{_DIM}{text}{_RESET}"
-        self.out.write(text)
-        self.out.flush()
-
-    def line(self, text: str = "") -> None:
-        self.write(text + "\n")
-
     def __call__(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStartEvent):
             self.turns += 1
-        elif isinstance(event, MessageUpdateEvent):
-            self.stream(event.assistant_message_event)
-        elif isinstance(event, MessageEndEvent):
-            message = event.message
-            if isinstance(message, UserMessage):
-                self.line(f"you: {message.text}\n")
-            elif isinstance(message, AssistantMessage) and message.error_message:
-                self.line(f"error ({message.stop_reason.value}): {message.error_message}")
+        elif isinstance(event, MessageEndEvent) and isinstance(event.message, UserMessage):
+            self.line(f"you: {event.message.text}\n")
         elif isinstance(event, ToolExecutionStartEvent):
             self.tool_calls += 1
-            self.started[event.tool_call_id] = time.perf_counter()
-            self.line(f"  -> {event.tool_name}({json.dumps(event.args)})")
-        elif isinstance(event, ToolExecutionEndEvent):
-            now = time.perf_counter()
-            elapsed = now - self.started.pop(event.tool_call_id, now)
-            text = " ".join(getattr(b, "text", "[image]") for b in event.result.content)
-            status = "error" if event.is_error else "ok"
-            self.line(f"  <- {event.tool_name}: {text}  [{status}, {elapsed * 1000:.1f} ms]")
         elif isinstance(event, AgentEndEvent):
             self.summary(event.messages)
-
-    def stream(self, event: object) -> None:
-        if isinstance(event, ThinkingStartEvent):
-            self.write("thinking: ", dim=True)
-        elif isinstance(event, ThinkingDeltaEvent):
-            self.write(event.delta, dim=True)
-        elif isinstance(event, TextStartEvent):
-            self.write("assistant: ")
-        elif isinstance(event, TextDeltaEvent):
-            self.write(event.delta)
-        elif isinstance(event, (TextEndEvent, ThinkingEndEvent)):
-            self.line()
+        self.show(event)
 
     def summary(self, messages: list[AgentMessage]) -> None:
         replies = [m for m in messages if isinstance(m, AssistantMessage)]
         usage = sum((m.usage for m in replies), Usage())
-        cached = ""
-        if usage.cache_read or usage.cache_write:
-            cached = f", cache read {usage.cache_read}, cache write {usage.cache_write}"
         self.line()
         self.line(f"run: {self.turns} turns, {len(replies)} model calls, {self.tool_calls} tool "
                   f"calls in {time.perf_counter() - self.t0:.2f} s")
-        self.line(f"usage: input {usage.input} tokens, output {usage.output} tokens{cached}, "
-                  f"total {usage.total_tokens} tokens")
-        prices = self.prices
-        if prices == ModelCost():
-            self.line(f"cost: ${usage.cost.total:.6f} (the model has no prices)")
-        else:
-            self.line(f"cost: ${usage.cost.total:.6f} (at ${prices.input:.2f} in / "
-                      f"${prices.output:.2f} out per million tokens)")
-
-
-def _wants_color(out: TextIO) -> bool:
-    if os.environ.get("NO_COLOR"):
-        return False
-    try:
-        return out.isatty()
-    except (AttributeError, ValueError):
-        return False
+        self.line(f"usage: {format_tokens(usage)}, total {usage.total_tokens} tokens")
+        self.line(f"cost: {format_cost(usage, self.prices)}")
 
 
 def run_demo(
@@ -416,7 +350,7 @@ def run_demo(
                                   token_size=(1, 2))
     try:
         faux.set_responses([_first_reply(), _reply_after_tools, _final_answer])
-        printer = _Printer(stream, _wants_color(stream), DEMO_COST)
+        printer = _Printer(stream, wants_color(stream), DEMO_COST)
         printer.line(f"agentcore demo: an offline agent on the faux provider "
                      f"(model {model.id}, tools calculator and clock)\n")
         context = AgentContext(SYSTEM_PROMPT, [], [calculator_tool(), clock_tool()])
@@ -424,18 +358,6 @@ def run_demo(
         return run_agent_loop([UserMessage(QUESTION)], context, config, printer)
     finally:
         faux.unregister()
-
-
-def _public_url(url: str) -> str:
-    """`url` without any `user:password@` part, which may hold a credential."""
-    parts = urlsplit(url)
-    if parts.username is None and parts.password is None:
-        return url
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = f"{host}:{parts.port}" if parts.port is not None else host
-    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def run_model_demo(model: Model, out: TextIO | None = None) -> list[AgentMessage]:
@@ -452,7 +374,7 @@ def run_model_demo(model: Model, out: TextIO | None = None) -> list[AgentMessage
         The messages the run added (the question included).
     """
     stream = sys.stdout if out is None else out
-    printer = _Printer(stream, _wants_color(stream), model.cost)
+    printer = _Printer(stream, wants_color(stream), model.cost)
     printer.line(f"agentcore demo: {model.provider}/{model.id} ({model.api} at "
                  f"{_public_url(model.base_url)}), tools calculator and clock\n")
     context = AgentContext(SYSTEM_PROMPT, [], [calculator_tool(), clock_tool()])

@@ -34,6 +34,12 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _markdown(message: object) -> str:
+    from ._render import message_markdown  # _render builds on this module: import it late
+
+    return message_markdown(message)
+
+
 _str = instance_of(str)
 _opt_str = optional(_str)
 _timestamp = attrs.field(factory=now_ms, validator=strict_int)
@@ -61,6 +67,9 @@ class UserMessage:
         if isinstance(self.content, str):
             return self.content
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(self)
 
 
 @attrs.frozen
@@ -94,6 +103,9 @@ class AssistantMessage:
         """The tool calls, in order."""
         return [b for b in self.content if isinstance(b, ToolCall)]
 
+    def _repr_markdown_(self) -> str:
+        return _markdown(self)
+
 
 @attrs.frozen
 class ToolResultMessage:
@@ -116,6 +128,9 @@ class ToolResultMessage:
         """The text blocks joined."""
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
+    def _repr_markdown_(self) -> str:
+        return _markdown(self)
+
 
 @attrs.frozen
 class BashExecutionMessage:
@@ -130,6 +145,9 @@ class BashExecutionMessage:
     full_output_path: str | None = attrs.field(default=None, validator=_opt_str)
     timestamp: int = _timestamp
 
+    def _repr_markdown_(self) -> str:
+        return _markdown(self)
+
 
 @attrs.frozen
 class CompactionSummaryMessage:
@@ -140,6 +158,9 @@ class CompactionSummaryMessage:
     tokens_before: int = attrs.field(validator=instance_of(int))
     timestamp: int = _timestamp
 
+    def _repr_markdown_(self) -> str:
+        return _markdown(self)
+
 
 @attrs.frozen
 class BranchSummaryMessage:
@@ -149,6 +170,9 @@ class BranchSummaryMessage:
     summary: str = attrs.field(validator=_str)
     from_id: str = attrs.field(validator=_str)
     timestamp: int = _timestamp
+
+    def _repr_markdown_(self) -> str:
+        return _markdown(self)
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

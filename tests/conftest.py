@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import json
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from sse_server import SSEServer
@@ -48,3 +51,24 @@ def sse_server() -> Iterator[SSEServer]:
     finally:
         server.close()
     assert not server.errors, f"sse server failed: {server.errors!r}"
+
+
+@pytest.fixture
+def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Keep Jupyter inside tmp_path, with a `python3` kernel spec for this interpreter.
+
+    JUPYTER_PATH comes first in the kernel-spec search, so a user's own `python3` spec for
+    another interpreter cannot shadow it. JUPYTER_PLATFORM_DIRS opts in to the platformdirs
+    paths, which silences the DeprecationWarning some jupyter_core 5.x releases emit.
+    """
+    spec_dir = tmp_path / "jupyter" / "kernels" / "python3"
+    spec_dir.mkdir(parents=True)
+    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+            "display_name": "Python 3 (agentcore tests)", "language": "python"}
+    (spec_dir / "kernel.json").write_text(json.dumps(spec))
+    monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
+    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))
+    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
+    return "python3"

@@ -4,12 +4,10 @@ loop, inside a tool of another agent, in a Jupyter kernel; Ctrl-C while waiting 
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import textwrap
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -420,28 +418,6 @@ NOTEBOOK_CELLS = [
     print("notebook OK")
     """,
 ]
-
-
-@pytest.fixture
-def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Keep Jupyter inside tmp_path, with a `python3` kernel spec for this interpreter.
-
-    JUPYTER_PATH comes first in the kernel-spec search, so a user's own `python3` spec for
-    another interpreter cannot shadow it (in a virtualenv, ipykernel's own spec would do).
-    JUPYTER_PLATFORM_DIRS opts in to the platformdirs paths, which silences the
-    DeprecationWarning some jupyter_core 5.x releases emit about them.
-    """
-    spec_dir = tmp_path / "jupyter" / "kernels" / "python3"
-    spec_dir.mkdir(parents=True)
-    spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-            "display_name": "Python 3 (agentcore tests)", "language": "python"}
-    (spec_dir / "kernel.json").write_text(json.dumps(spec))
-    monkeypatch.setenv("JUPYTER_PLATFORM_DIRS", "1")
-    monkeypatch.setenv("JUPYTER_PATH", str(tmp_path / "jupyter"))
-    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / "runtime"))
-    monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))
-    monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
-    return "python3"
 
 
 def test_agent_in_a_jupyter_kernel(jupyter_env: str) -> None:

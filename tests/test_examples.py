@@ -1,19 +1,90 @@
-"""Every example runs offline and does what it says."""
+"""Every example runs offline and does what it says.
+
+Each example runs as a script in a subprocess (what a reader does), its output checked; each
+`main()` also runs in-process, so that the thread-leak check of `conftest.py` applies and no
+provider stays registered.
+"""
 
 from __future__ import annotations
 
+import ast
+import importlib.util
+import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from sse_server import SSEServer
+
+import agentcore as ac
+from agentcore.providers import _registry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+ALL_EXAMPLES = ["abort.py", "callback_events.py", "custom_stream_fn.py", "local_server.py",
+                "loop.py", "quickstart.py", "steering.py", "tools.py"]
 
 
-def run_example(name: str) -> str:
-    done = subprocess.run([sys.executable, str(EXAMPLES / name)], capture_output=True, text=True,
-                          timeout=60, check=False)
+def _env(**changes: str) -> dict[str, str]:
+    """The environment without proxies or a real local server, plus `changes`."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.lower().endswith("_proxy") and not k.startswith("OLLAMA_")}
+    env["NO_PROXY"] = "127.0.0.1,localhost"
+    env.update(changes)
+    return env
+
+
+def run_example(name: str, *args: str, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run([sys.executable, str(EXAMPLES / name), *args], capture_output=True,
+                          text=True, timeout=60, check=False, env=env or _env())
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
     return done.stdout
+
+
+def load_example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}", EXAMPLES / name)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _apis() -> set[str]:
+    with _registry._lock:
+        return set(_registry._providers)
+
+
+# --- all of them ----------------------------------------------------------------------------------
+
+
+def test_every_example_is_listed_here() -> None:
+    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == ALL_EXAMPLES
+
+
+@pytest.mark.parametrize("name", ALL_EXAMPLES)
+def test_example_main_runs_in_process_and_cleans_up(
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for key in [k for k in os.environ if k.lower().endswith("_proxy") or k.startswith("OLLAMA_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setattr(sys, "argv", [name])
+    module = load_example(name)
+    assert module.__doc__
+    before = _apis()
+    module.main()
+    assert _apis() == before  # every faux provider was unregistered
+    assert capsys.readouterr().out.strip()
+    # ... and the autouse fixture checks that no thread outlives the example
+
+
+# --- one by one -----------------------------------------------------------------------------------
 
 
 def test_quickstart_answers_with_the_tool_result() -> None:
@@ -26,3 +97,178 @@ def test_loop_example_answers_with_the_tool_result() -> None:
     out = run_example("loop.py").splitlines()
     assert out[-1] == "2 + 40 = 42"
     assert out[0] == "agent_start"
+
+
+def test_tools_example_runs_a_parallel_then_a_sequential_batch() -> None:
+    out = run_example("tools.py").splitlines()
+    parallel = out[1 : out.index("sequential batch:")]
+    sequential = out[out.index("sequential batch:") + 1 :]
+    assert out[0] == "parallel batch:"
+    # parallel: every call starts (in source order) before any ends; ends come as they finish
+    assert parallel[:3] == [f"  start weather {{'city': '{city}'}}"
+                            for city in ("Paris", "Tokyo", "Lima")]
+    assert sorted(parallel[3:6]) == ["  end   weather -> Lima: 16°C, foggy",
+                                     "  end   weather -> Paris: 18°C, cloudy",
+                                     "  end   weather -> Tokyo: 24°C, sunny"]
+    assert parallel[6] == "assistant: Tokyo is the warmest (24°C), Lima the coolest (16°C)."
+    # sequential: each call ends before the next starts
+    assert sequential == [
+        "  start save_note {'text': 'Tokyo: 24°C'}",
+        "  end   save_note -> saved note #1",
+        "  start save_note {'text': 'Lima: 16°C'}",
+        "  end   save_note -> saved note #2",
+        "assistant: Both noted.",
+        "notes: ['Tokyo: 24°C', 'Lima: 16°C']",
+    ]
+
+
+def test_tools_example_builds_its_tools_with_the_decorator() -> None:
+    tools = load_example("tools.py")
+    assert isinstance(tools.weather, ac.AgentTool)
+    assert tools.weather.parameters["properties"]["city"]["enum"] == ["Paris", "Tokyo", "Lima"]
+    assert "signal" not in tools.weather.parameters["properties"]
+    assert tools.save_note.execution_mode == ac.ToolExecutionMode.SEQUENTIAL
+
+
+def test_callback_events_example_prints_the_stream_and_counts_loop_events() -> None:
+    example = load_example("callback_events.py")
+    out = run_example("callback_events.py").splitlines()
+    assert out[:-1] == ["[agent_start]", "(thinking) A haiku: five, seven, five syllables.",
+                        *example.HAIKU.splitlines(), "[agent_end]"]
+    prefix = "run_agent_loop events: "
+    assert out[-1].startswith(prefix)
+    counts = ast.literal_eval(out[-1][len(prefix) :])
+    assert counts == {"agent_start": 1, "turn_start": 1, "message_start": 2, "message_end": 2,
+                      "message_update": 3, "turn_end": 1, "agent_end": 1}
+
+
+def test_callback_events_example_prints_text_in_pieces_as_it_arrives(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    writes: list[str] = []
+
+    class Recorder:
+        def write(self, text: str) -> int:
+            writes.append(text)
+            return len(text)
+
+        def flush(self) -> None:
+            pass
+
+    example = load_example("callback_events.py")
+    monkeypatch.setattr(sys, "stdout", Recorder())
+    assert example.main() == example.HAIKU
+    streamed = writes[writes.index("(thinking) ") + 1 : writes.index("[agent_end]")]
+    assert "".join(streamed).endswith(example.HAIKU + "\n")
+    deltas = [piece for piece in streamed if piece.strip()]
+    assert len(deltas) >= 6  # thinking and haiku came in small deltas (<= 5 tokens), not whole
+    assert max(len(piece) for piece in deltas) <= 20
+
+
+def test_steering_example_injects_the_steering_then_the_follow_up() -> None:
+    assert run_example("steering.py").splitlines() == [
+        "      user: Summarize the quarterly report.",
+        " assistant: -> read_report()",
+        "toolResult: Q3: revenue +12%, costs flat, 3 new clients.",
+        "      user: Keep it under ten words. (steering)",
+        " assistant: Revenue up 12%, costs flat.",
+        "      user: Now say it in French. (follow-up)",
+        " assistant: Chiffre d'affaires +12 %, coûts stables.",
+        "one run, 3 turns",
+    ]
+
+
+def test_abort_example_stops_mid_stream_then_takes_a_new_prompt() -> None:
+    out = run_example("abort.py").splitlines()
+    assert out[:2] == ["stop_reason: aborted", "error_message: Request was aborted"]
+    kept = re.fullmatch(r"kept (\d+) of (\d+) characters: '(.*)'", out[2])
+    assert kept is not None
+    assert 40 < int(kept[1]) < int(kept[2])
+    assert kept[3].startswith("Once upon a time, in a thread pool far away,")
+    assert out[3:] == ["next prompt: stop: Yes, I'm still here.",
+                       "transcript: ['user', 'assistant', 'user', 'assistant']"]
+
+
+def test_custom_stream_fn_example_answers_with_its_rules() -> None:
+    assert run_example("custom_stream_fn.py").splitlines() == [
+        "      user: What is 19 + 23 + 100?",
+        " assistant: Let me add those. -> add({'numbers': [19, 23, 100]})",
+        "toolResult: 142",
+        " assistant: The sum is 142.",
+        "      user: Hello!",
+        " assistant: Give me some numbers and I will add them up.",
+    ]
+
+
+def test_custom_stream_fn_example_speaks_the_event_protocol() -> None:
+    example = load_example("custom_stream_fn.py")
+    model = ac.Model("adder-1", "Adder", "rules", "local", "none")
+    context = ac.Context(None, [ac.UserMessage("add 1 and 2")])
+    events = list(example.rule_based_model(model, context, ac.StreamOptions()))
+    assert [e.type for e in events] == [
+        "start", "text_start", "text_delta", "text_delta", "text_delta", "text_delta", "text_end",
+        "toolcall_start", "toolcall_end", "done",
+    ]
+    final = events[-1].message
+    assert final.stop_reason == ac.StopReason.TOOL_USE
+    assert final.text == "Let me add those."
+    assert [(c.name, c.arguments) for c in final.tool_calls] == [("add", {"numbers": [1, 2]})]
+    assert events[4].partial.text == "Let me add "
+
+    aborted = ac.AbortController()
+    aborted.abort()
+    events = list(example.rule_based_model(model, context, ac.StreamOptions(signal=aborted.signal)))
+    assert [e.type for e in events] == ["start", "text_start", "error"]
+    assert events[-1].error.stop_reason == ac.StopReason.ABORTED
+
+
+def test_local_server_example_runs_against_its_stand_in_server() -> None:
+    out = run_example("local_server.py").splitlines()
+    assert re.fullmatch(r"server: stand-in at http://127\.0\.0\.1:\d+/v1", out[0])
+    assert out[1:] == ["you: What is 19 + 23?", '  -> add({"a": 19, "b": 23})', "  <- 42",
+                       "assistant: The answer is 42.", "server: stopped"]
+
+
+def _completions_sse(deltas: list[dict[str, Any]], finish: str) -> bytes:
+    def chunk(delta: dict[str, Any], reason: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": reason}
+        return f"data: {json.dumps({'id': 'chatcmpl-1', 'choices': [choice]})}\n\n"
+
+    events = [chunk({"role": "assistant"}), *map(chunk, deltas), chunk({}, finish)]
+    return "".join([*events, "data: [DONE]\n\n"]).encode()
+
+
+@pytest.mark.parametrize("how", ["env", "flag"])
+def test_local_server_example_talks_to_a_real_server_when_given_one(
+    sse_server: SSEServer, how: str
+) -> None:
+    call = {"index": 0, "id": "call_7", "type": "function",
+            "function": {"name": "add", "arguments": '{"a": 19, "b": 23}'}}
+    sse_server.sse(_completions_sse([{"tool_calls": [call]}], "tool_calls"), chunking="random")
+    sse_server.sse(_completions_sse([{"content": "19 + 23 "}, {"content": "= 42"}], "stop"))
+    if how == "env":  # Ollama's own URL, without /v1
+        out = run_example("local_server.py",
+                          env=_env(OLLAMA_BASE_URL=sse_server.url, OLLAMA_MODEL="qwen2.5:7b"))
+    else:
+        out = run_example("local_server.py", "--base-url", f"{sse_server.url}/v1",
+                          "--model", "qwen2.5:7b")
+    assert out.splitlines() == [f"server: {sse_server.url}/v1", "you: What is 19 + 23?",
+                                '  -> add({"a": 19, "b": 23})', "  <- 42",
+                                "assistant: 19 + 23 = 42"]
+    assert [r.path for r in sse_server.requests] == ["/v1/chat/completions"] * 2
+    first, second = (r.json for r in sse_server.requests)
+    assert first["model"] == "qwen2.5:7b"
+    assert [t["function"]["name"] for t in first["tools"]] == ["add"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert (second["messages"][3]["tool_call_id"], second["messages"][3]["content"]) == (
+        "call_7", "42")
+
+
+def test_readme_quickstart_runs_as_written() -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    code = readme.split("## Quickstart", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.strip().splitlines()) <= 15  # the quickstart stays short
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "2 + 40 = 42"

@@ -158,6 +158,7 @@ EXPECTED_ALL = [
     "stream",
     "to_dict",
     "to_json",
+    "tool",
     "unregister_provider",
     "validate_tool_arguments",
 ]

@@ -1,0 +1,260 @@
+"""Markdown views of messages and runs, for rich display in Jupyter (`_repr_markdown_`).
+
+Pure functions of values; no IPython here (`agentcore.notebook` does the displaying). Whatever
+came from a user, a model or a tool is escaped, so it shows as the text it is and never becomes
+markup, math or raw HTML: prose is backslash-escaped with `<`, `>`, `&` as entities, names and
+ids go in code spans, arguments and tool output in fenced code blocks. The only HTML is the
+`<details>` written here around thinking.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+
+from ._content import ImageContent, TextContent, ThinkingContent, ToolCall
+from ._enums import StopReason
+from ._events import (
+    AgentEndEvent,
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+)
+from ._messages import (
+    AgentMessage,
+    AssistantMessage,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    ToolResultMessage,
+    UserMessage,
+)
+from ._tools import AgentToolResult
+from ._usage import Usage
+
+__all__ = ["OUTPUT_CLIP", "escape_markdown", "message_markdown", "run_markdown", "usage_markdown"]
+
+OUTPUT_CLIP = 2_000
+"""How many characters of tool and shell output a run's view shows (a message's shows all)."""
+
+_INLINE = re.compile(r"([\\`*_{}\[\]()!|~$^])")  # markup anywhere in a line; `$` starts math
+_HTML = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+_BLOCK_START = re.compile(r"[#+\-=]|\d{1,9}[.)]")  # headings, list items, setext underlines
+_BLANK_LINES = re.compile(r"\n(?:[ \t]*\n)+")
+_BACKTICKS = re.compile(r"`+")
+_RULE = "\n\n---\n\n"
+
+
+def escape_markdown(text: str) -> str:
+    """`text` as Markdown that renders as exactly that text, its line breaks kept."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip("\n")
+    paragraphs = _BLANK_LINES.split(text)
+    return "\n\n".join("\\\n".join(map(_escape_line, p.split("\n"))) for p in paragraphs)
+
+
+def _escape_line(line: str) -> str:
+    body = line.lstrip(" \t")
+    indent = line[: len(line) - len(body)].replace("\t", "    ")
+    body = _INLINE.sub(r"\\\1", body.rstrip()).translate(_HTML)
+    start = _BLOCK_START.match(body)
+    if start:  # only a line's first character can start a block; escape its last mark char
+        end = start.end() - 1
+        body = body[:end] + "\\" + body[end:]
+    return "&nbsp;" * len(indent) + body  # leading spaces would otherwise make a code block
+
+
+def _code(text: str) -> str:
+    """`text` as an inline code span (on one line)."""
+    text = text.replace("\n", " ")
+    if not text:
+        return "*(empty)*"
+    fence = "`" * (max(map(len, _BACKTICKS.findall(text)), default=0) + 1)
+    pad = " " if text[0] in "` " or text[-1] in "` " else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def _code_block(text: str, info: str = "") -> str:
+    fence = "`" * max(3, max(map(len, _BACKTICKS.findall(text)), default=0) + 1)
+    body = text.removesuffix("\n")
+    return f"{fence}{info}\n{body}\n{fence}"
+
+
+def _clip(text: str, limit: int | None) -> tuple[str, str]:
+    """`text` cut to `limit` characters, and a note saying how much was cut (or "")."""
+    if limit is None or len(text) <= limit:
+        return text, ""
+    return text[:limit], f"\n\n*… {len(text) - limit:,} more characters*"
+
+
+def _output(text: str, limit: int | None) -> str:
+    if not text:
+        return "*(no output)*"
+    shown, note = _clip(text, limit)
+    return _code_block(shown, "text") + note
+
+
+def _image(block: ImageContent) -> str:
+    return f"*\\[image: {escape_markdown(block.mime_type)}, {len(block.data) * 3 // 4:,} bytes\\]*"
+
+
+def _cost(dollars: float) -> str:
+    return "\\$0" if dollars == 0 else f"\\${dollars:,.4f}"
+
+
+def usage_markdown(usage: Usage) -> str:
+    """One line: tokens in, out, cached and in total, and the cost in USD."""
+    parts = [f"{usage.input:,} in", f"{usage.output:,} out"]
+    if usage.cache_read:
+        parts.append(f"{usage.cache_read:,} cache read")
+    if usage.cache_write:
+        parts.append(f"{usage.cache_write:,} cache write")
+    tokens = f"tokens: {', '.join(parts)} ({usage.total_tokens:,} total)"
+    return f"{tokens} · cost {_cost(usage.cost.total)}"
+
+
+def _header(label: str, *notes: str) -> str:
+    return " · ".join((f"**{label}**", *notes))
+
+
+def _user_content(content: str | Sequence[TextContent | ImageContent], limit: int | None,
+                  code: bool) -> str:
+    if isinstance(content, str):
+        content = [TextContent(content)]
+    parts: list[str] = []
+    text = "".join(b.text for b in content if isinstance(b, TextContent))
+    if code:
+        parts.append(_output(text, limit))
+    elif text:
+        parts.append(escape_markdown(text))
+    parts.extend(_image(b) for b in content if isinstance(b, ImageContent))
+    return "\n\n".join(parts)
+
+
+def _thinking(block: ThinkingContent, open_: bool) -> str:
+    if block.redacted:
+        return "*thinking (redacted)*"
+    quoted = "\n".join(f"> {line}".rstrip() for line in escape_markdown(block.thinking).split("\n"))
+    details = "<details open>" if open_ else "<details>"
+    return f"{details}<summary>thinking</summary>\n\n{quoted}\n\n</details>"
+
+
+def _assistant(m: AssistantMessage, streaming: bool) -> str:
+    notes = [_code(f"{m.provider}/{m.model}")]
+    notes.append("*streaming…*" if streaming else f"stop: {_code(str(m.stop_reason))}")
+    parts = [_header("Assistant", *notes)]
+    content = list(m.content)  # a streaming partial's list may grow on the run's thread
+    for i, block in enumerate(content):
+        if isinstance(block, TextContent) and block.text:
+            parts.append(escape_markdown(block.text))
+        elif isinstance(block, ThinkingContent):
+            parts.append(_thinking(block, open_=streaming and i == len(content) - 1))
+        elif isinstance(block, ToolCall):
+            args = json.dumps(block.arguments, indent=2, ensure_ascii=False, default=repr)
+            parts.append(f"{_header('Tool call', _code(block.name), _code(block.id))}\n\n"
+                         f"{_code_block(args, 'json')}")
+    if m.error_message:
+        parts.append(f"**Error:** {escape_markdown(m.error_message)}")
+    if not streaming:
+        parts.append(f"*{usage_markdown(m.usage)}*")
+    return "\n\n".join(parts)
+
+
+def _tool_result(m: ToolResultMessage, limit: int | None) -> str:
+    header = _header("Tool result", _code(m.tool_name), _code(m.tool_call_id),
+                     *(["**error**"] if m.is_error else []))
+    return f"{header}\n\n{_user_content(m.content, limit, code=True)}"
+
+
+def _bash(m: BashExecutionMessage, limit: int | None) -> str:
+    status = "cancelled" if m.cancelled else f"exit code {m.exit_code}"
+    parts = [_header("Shell", _code(f"$ {m.command}"), status), _output(m.output, limit)]
+    if m.truncated:
+        where = f": full output in {_code(m.full_output_path)}" if m.full_output_path else ""
+        parts.append(f"*output truncated{where}*")
+    return "\n\n".join(parts)
+
+
+def message_markdown(message: object, *, clip: int | None = None,
+                     streaming: bool = False) -> str:
+    """A message as Markdown: its role, text, thinking, tool calls or results, and usage.
+
+    Tool and shell output longer than `clip` characters is cut. `streaming` marks an assistant
+    reply still being written: its latest thinking shows open and it has no usage line yet.
+    An application's own message kinds show their role and `repr`.
+    """
+    if isinstance(message, UserMessage):
+        return f"**User**\n\n{_user_content(message.content, None, code=False)}"
+    if isinstance(message, AssistantMessage):
+        return _assistant(message, streaming)
+    if isinstance(message, ToolResultMessage):
+        return _tool_result(message, clip)
+    if isinstance(message, BashExecutionMessage):
+        return _bash(message, clip)
+    if isinstance(message, CompactionSummaryMessage):
+        header = _header("Compaction summary", f"{message.tokens_before:,} tokens before")
+        return f"{header}\n\n{escape_markdown(message.summary)}"
+    if isinstance(message, BranchSummaryMessage):
+        header = _header("Branch summary", f"from {_code(message.from_id)}")
+        return f"{header}\n\n{escape_markdown(message.summary)}"
+    role = escape_markdown(str(getattr(message, "role", type(message).__name__)))
+    return f"**{role}**\n\n{_code_block(repr(message))}"
+
+
+def _status(messages: Sequence[AgentMessage], ended: bool, abort_requested: bool) -> str:
+    if not ended:
+        return "⏹ aborting…" if abort_requested else "⏳ running"
+    replies = [m for m in messages if isinstance(m, AssistantMessage)]
+    reason = replies[-1].stop_reason if replies else None
+    if reason == StopReason.ABORTED:
+        return "⏹ aborted"
+    if reason == StopReason.ERROR:
+        return "❌ failed"
+    return "✅ done"
+
+
+def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
+                 clip: int | None = OUTPUT_CLIP) -> str:
+    """A run as Markdown, from its events so far: status, transcript and usage totals.
+
+    The status is running (aborting once `abort_requested`), then done, aborted or failed by
+    the run's last reply. Below the messages the run added come the reply being streamed and
+    the tools still running, with their latest progress.
+    """
+    messages: list[AgentMessage] = []
+    streaming: AgentMessage | None = None
+    running: dict[str, tuple[str, AgentToolResult | None]] = {}  # call id -> (tool, progress)
+    ended = False
+    for event in events:
+        if isinstance(event, (MessageStartEvent, MessageUpdateEvent)):
+            streaming = event.message
+        elif isinstance(event, MessageEndEvent):
+            messages.append(event.message)
+            streaming = None
+        elif isinstance(event, ToolExecutionStartEvent):
+            running[event.tool_call_id] = (event.tool_name, None)
+        elif isinstance(event, ToolExecutionUpdateEvent):
+            running[event.tool_call_id] = (event.tool_name, event.partial_result)
+        elif isinstance(event, ToolExecutionEndEvent):
+            running.pop(event.tool_call_id, None)
+        elif isinstance(event, AgentEndEvent):
+            ended = True
+    total = sum((m.usage for m in messages
+                 if isinstance(m, (AssistantMessage, ToolResultMessage)) and m.usage is not None),
+                Usage())
+    count = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
+    parts = [_header("Agent run", _status(messages, ended, abort_requested), count,
+                     usage_markdown(total))]
+    parts.extend(message_markdown(m, clip=clip) for m in messages)
+    if streaming is not None:
+        parts.append(message_markdown(streaming, clip=clip, streaming=True))
+    for call_id, (name, progress) in running.items():
+        view = _header("Running tool", _code(name), _code(call_id))
+        if progress is not None and progress.content:
+            view += "\n\n" + _user_content(progress.content, clip, code=True)
+        parts.append(view)
+    return _RULE.join(parts)
