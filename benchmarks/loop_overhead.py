@@ -120,16 +120,18 @@ def run_floor(turns: int = TURNS) -> float:
     return time.perf_counter() - start
 
 
-_IMPORT_LINE = re.compile(r"^import time:\s*(\d+)\s*\|\s*(\d+)\s*\|\s*agentcore\s*$", re.M)
+def import_time_ms(package: str = "agentcore", env: dict[str, str] | None = None) -> float:
+    """Cumulative `-X importtime` of a top-level package, in ms (one fresh interpreter).
 
-
-def import_time_ms() -> float:
-    """Cumulative `-X importtime` of the `agentcore` package, in ms (one fresh interpreter)."""
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", "import agentcore"],
-                          capture_output=True, text=True, check=True, timeout=60)
-    match = _IMPORT_LINE.search(done.stderr)
+    `env` replaces the child's environment (default: this process's).
+    """
+    done = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {package}"],
+                          capture_output=True, text=True, check=True, timeout=60, env=env)
+    line = re.compile(rf"^import time:\s*(\d+)\s*\|\s*(\d+)\s*\|\s*{re.escape(package)}\s*$",
+                      re.M)
+    match = line.search(done.stderr)
     if match is None:
-        raise RuntimeError("no 'agentcore' line in the -X importtime output")
+        raise RuntimeError(f"no {package!r} line in the -X importtime output")
     return int(match[2]) / 1000
 
 

@@ -111,10 +111,15 @@ def serve(chunks: int) -> None:
 
 
 @contextlib.contextmanager
-def server_process(chunks: int) -> Iterator[str]:
-    """Start `serve` in a child process; yield its base URL (`http://127.0.0.1:PORT`)."""
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", "--chunks", str(chunks)],
-                            stdout=subprocess.PIPE, text=True)
+def server_process(chunks: int, argv: list[str] | None = None) -> Iterator[str]:
+    """Start `serve` in a child process; yield its base URL (`http://127.0.0.1:PORT`).
+
+    `argv` replaces the child's command line: any server that prints its port on its first line
+    of stdout and runs until terminated.
+    """
+    if argv is None:
+        argv = [sys.executable, __file__, "--serve", "--chunks", str(chunks)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         ready, _, _ = select.select([proc.stdout], [], [], SERVER_START_TIMEOUT_S)
