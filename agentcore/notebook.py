@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -86,7 +87,7 @@ def _publisher(ipython: Any) -> _Publish:
         nonlocal handle
         if shell is None:  # plain Python, where IPython's display would print a dict
             if final:
-                print(markdown)
+                sys.stdout.write(markdown + "\n")
         elif getattr(shell, "kernel", None) is None:  # a terminal shell prints every update
             if final:
                 ipython.display.display(_bundle(markdown, markdown), raw=True)

@@ -400,7 +400,7 @@ def test_anthropic_request_url_headers_and_body(sse_server) -> None:
 
 
 def test_anthropic_oauth_token_is_sent_as_a_bearer(sse_server) -> None:
-    token = "sk-ant-oat01-abcdefghijklmnop"
+    token = "sk-ant-oat01-fake"  # an obvious fake with the OAuth prefix
     request = sent(sse_server, Context(None, [UserMessage("hi")]), api_key=token)
     assert request.header("authorization") == f"Bearer {token}"
     assert request.header("x-api-key") is None

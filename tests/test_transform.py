@@ -55,7 +55,7 @@ def user(content: Any) -> UserMessage:
 
 
 def no_result(call_id: str, name: str = "f") -> ToolResultMessage:
-    return ToolResultMessage(call_id, name, [T(NO_RESULT_TEXT)], is_error=True)
+    return ToolResultMessage(call_id, name, [T(NO_RESULT_TEXT)], is_error=True, timestamp=0)
 
 
 def strip_times(messages: list[Any]) -> list[Any]:
@@ -64,7 +64,7 @@ def strip_times(messages: list[Any]) -> list[Any]:
     for message in messages:
         if isinstance(message, ToolResultMessage) and message.text == NO_RESULT_TEXT:
             message = ToolResultMessage(message.tool_call_id, message.tool_name,
-                                        message.content, is_error=message.is_error)
+                                        message.content, is_error=message.is_error, timestamp=0)
         out.append(message)
     return out
 
