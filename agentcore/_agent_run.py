@@ -37,6 +37,7 @@ class AgentRun:
         self._finished = False
         self._thread: threading.Thread | None = None
         self._finishers: list[Callable[[], None]] = []  # run before result() returns
+        self._finishing = False
 
     @property
     def signal(self) -> AbortSignal:
@@ -107,7 +108,10 @@ class AgentRun:
             self._cond.notify_all()
 
     def _finish(self, messages: list[AgentMessage]) -> None:
-        for finisher in list(self._finishers):  # e.g. a live display showing the final view
+        with self._cond:  # from here on, a finisher added is too late: its owner checks this
+            self._finishing = True
+            finishers = list(self._finishers)
+        for finisher in finishers:  # e.g. a live display showing the final view
             try:
                 finisher()
             except Exception:

@@ -120,8 +120,14 @@ def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
     thread = threading.Thread(target=_follow, args=(run, publish, len(events)), name=name)
     thread.start()
     # The run waits for the final view before `result()` returns, so that even a notebook
-    # executed headless (nbclient, papermill) saves the finished view.
-    run._finishers.append(lambda: thread.join(FINAL_VIEW_TIMEOUT_S))
+    # executed headless (nbclient, papermill) saves the finished view. A run already
+    # finishing is past waiting for anything: then this cell waits the instant it takes.
+    with run._cond:
+        late = run._finishing
+        if not late:
+            run._finishers.append(lambda: thread.join(FINAL_VIEW_TIMEOUT_S))
+    if late:
+        thread.join(FINAL_VIEW_TIMEOUT_S)
     if wait:
         run.result()  # a KeyboardInterrupt here aborts the run; the thread shows the end
         thread.join()
