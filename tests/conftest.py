@@ -9,7 +9,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,3 +72,34 @@ def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "config"))
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     return "python3"
+
+
+@pytest.fixture
+def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Backoff sleeps become instant; the list records the attempt number of each."""
+    from agentcore.providers import _http
+
+    calls: list[int] = []
+
+    def instant(attempt: int) -> float:
+        calls.append(attempt)
+        return 0.0
+
+    monkeypatch.setattr(_http, "_backoff", instant)
+    return calls
+
+
+@pytest.fixture
+def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
+    """Start helper threads; every one is joined (with a timeout) at teardown."""
+    threads: list[threading.Thread] = []
+
+    def start(fn: Callable[[], None]) -> None:
+        thread = threading.Thread(target=fn, name="test-helper")
+        threads.append(thread)
+        thread.start()
+
+    yield start
+    for thread in threads:
+        thread.join(5.0)
+        assert not thread.is_alive()

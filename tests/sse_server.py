@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
-__all__ = ["Disconnect", "RecordedRequest", "SSEServer", "split_body"]
+__all__ = ["Disconnect", "RecordedRequest", "SSEServer", "free_port", "split_body"]
 
 Chunking = Literal["whole", "bytewise", "random"]
 _Script = Callable[["_Handler"], None]
@@ -301,3 +301,10 @@ def _fallback(text: str) -> _Script:
         h.wfile.write(data)
 
     return run
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 with nothing listening (for connection-refused tests)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])

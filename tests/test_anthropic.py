@@ -34,7 +34,6 @@ from agentcore import (
     Usage,
     UserMessage,
 )
-from agentcore.providers import _http
 from agentcore.providers.anthropic import build_body, headers_for
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "anthropic"
@@ -695,18 +694,6 @@ def test_anthropic_on_payload_replaces_the_body(sse_server) -> None:
 # --- errors, retries, abort ---------------------------------------------------------------------
 
 
-@pytest.fixture
-def instant_backoff(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    calls: list[int] = []
-
-    def instant(attempt: int) -> float:
-        calls.append(attempt)
-        return 0.0
-
-    monkeypatch.setattr(_http, "_backoff", instant)
-    return calls
-
-
 @pytest.mark.parametrize("status", [400, 529])
 def test_anthropic_http_error_is_a_lone_error_event(sse_server, status) -> None:
     body = fixture(f"http_{status}.json")
@@ -732,7 +719,7 @@ def test_anthropic_context_overflow_message_keeps_the_provider_text(sse_server) 
     (529, fixture("http_529.json")),
     (503, b"upstream connect error or disconnect/reset before headers"),
 ])
-def test_anthropic_retries_then_streams(sse_server, instant_backoff, status, body) -> None:
+def test_anthropic_retries_then_streams(sse_server, backoffs, status, body) -> None:
     sse_server.status(status, body, {"Retry-After": "0"})
     sse_server.sse(fixture("text.sse"))
     events, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]),
@@ -741,7 +728,7 @@ def test_anthropic_retries_then_streams(sse_server, instant_backoff, status, bod
     assert untimed(final) == TEXT_REPLY
     assert len(sse_server.requests) == 2
     assert sse_server.requests[0].json == sse_server.requests[1].json
-    assert instant_backoff == []  # the server's delay was used
+    assert backoffs == []  # the server's delay was used
 
 
 def test_anthropic_abort_mid_stream(sse_server) -> None:

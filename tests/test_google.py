@@ -12,7 +12,7 @@ import pathlib
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -50,7 +50,6 @@ from agentcore import (
     UserMessage,
     calculate_cost,
 )
-from agentcore.providers import _http
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "google"
 SSE_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.sse"))
@@ -896,35 +895,6 @@ def test_google_request_on_payload_replaces_the_body(sse_server) -> None:
 
 
 # --- errors, retries, abort ----------------------------------------------------------------
-
-
-@pytest.fixture
-def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Backoff sleeps become instant; the list records the attempt number of each."""
-    calls: list[int] = []
-
-    def instant(attempt: int) -> float:
-        calls.append(attempt)
-        return 0.0
-
-    monkeypatch.setattr(_http, "_backoff", instant)
-    return calls
-
-
-@pytest.fixture
-def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
-    """Start helper threads; every one is joined (with a timeout) at teardown."""
-    threads: list[threading.Thread] = []
-
-    def start(fn: Callable[[], None]) -> None:
-        thread = threading.Thread(target=fn, name="test-helper")
-        threads.append(thread)
-        thread.start()
-
-    yield start
-    for thread in threads:
-        thread.join(WAIT_S)
-        assert not thread.is_alive()
 
 
 def lone_error(recorded: Run, reason: StopReason, message: str, model_id: str) -> None:

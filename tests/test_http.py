@@ -6,13 +6,12 @@ import email.utils
 import json
 import pathlib
 import re
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 
 import pytest
-from sse_server import SSEServer
+from sse_server import SSEServer, free_port
 
 from agentcore import AbortController
 from agentcore.providers import _http
@@ -59,41 +58,6 @@ def failure(request: HttpRequest) -> HttpError:
     with pytest.raises(HttpError) as info:
         read_events(request)
     return info.value
-
-
-@pytest.fixture
-def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Backoff sleeps become instant; the list records the attempt number of each."""
-    calls: list[int] = []
-
-    def instant(attempt: int) -> float:
-        calls.append(attempt)
-        return 0.0
-
-    monkeypatch.setattr(_http, "_backoff", instant)
-    return calls
-
-
-@pytest.fixture
-def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
-    """Start helper threads; every one is joined (with a timeout) at teardown."""
-    threads: list[threading.Thread] = []
-
-    def start(fn: Callable[[], None]) -> None:
-        thread = threading.Thread(target=fn, name="test-helper")
-        threads.append(thread)
-        thread.start()
-
-    yield start
-    for thread in threads:
-        thread.join(WAIT_S)
-        assert not thread.is_alive()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.parametrize("chunking", ["whole", "bytewise", "random"])

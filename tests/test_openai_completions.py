@@ -10,19 +10,16 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import attrs
 import pytest
-from sse_server import RecordedRequest, SSEServer
+from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
-from agentcore.providers import _http
 from agentcore.providers._wire import short_hash
 from agentcore.providers.openai_completions import build_body
 
@@ -187,41 +184,6 @@ def check_invariants(run: Run) -> None:
     for block in run.message.content:
         if isinstance(block, ac.ToolCall):
             assert isinstance(block.arguments, dict)
-
-
-@pytest.fixture
-def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Backoff sleeps become instant; the list records the attempt number of each."""
-    calls: list[int] = []
-
-    def instant(attempt: int) -> float:
-        calls.append(attempt)
-        return 0.0
-
-    monkeypatch.setattr(_http, "_backoff", instant)
-    return calls
-
-
-@pytest.fixture
-def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
-    """Start helper threads; every one is joined (with a timeout) at teardown."""
-    threads: list[threading.Thread] = []
-
-    def start(fn: Callable[[], None]) -> None:
-        thread = threading.Thread(target=fn, name="test-helper")
-        threads.append(thread)
-        thread.start()
-
-    yield start
-    for thread in threads:
-        thread.join(WAIT_S)
-        assert not thread.is_alive()
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # --- 1. fixture replay ----------------------------------------------------------------------------
