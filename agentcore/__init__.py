@@ -6,51 +6,83 @@ repeats until the work is done, telling the caller everything that happens as ev
 
 from __future__ import annotations
 
-from ._abort import AbortController, AbortSignal
-from ._agent import Agent, AgentState
-from ._agent_run import AgentRun
-from ._content import ImageContent, TextContent, ThinkingContent, ToolCall
-from ._context import AgentContext, Context
-from ._enums import QueueMode, StopReason, ThinkingLevel, ToolExecutionMode
-from ._errors import (
+from ._agent import Agent, AgentRun, AgentState
+from ._core import (
+    AbortController,
     AbortError,
+    AbortSignal,
     AgentBusyError,
+    AgentContext,
     AgentcoreError,
-    MissingApiKeyError,
-    ModelNotFoundError,
-    ProviderNotFoundError,
-    SerializationError,
-    ToolArgumentsError,
-)
-from ._events import (
     AgentEndEvent,
     AgentEvent,
+    AgentMessage,
     AgentStartEvent,
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
     AssistantMessageEvent,
+    AssistantMessageEventStream,
+    BashExecutionMessage,
+    BranchSummaryMessage,
+    CompactionSummaryMessage,
+    Context,
+    Cost,
     DoneEvent,
     ErrorEvent,
     EventSink,
+    EventStream,
+    ImageContent,
+    Message,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    MissingApiKeyError,
+    Model,
+    ModelCost,
+    ModelNotFoundError,
+    ProviderNotFoundError,
+    QueueMode,
+    SerializationError,
     StartEvent,
+    StopReason,
+    StreamOptions,
+    TextContent,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
+    ThinkingContent,
     ThinkingDeltaEvent,
     ThinkingEndEvent,
+    ThinkingLevel,
     ThinkingStartEvent,
+    Tool,
+    ToolArgumentsError,
+    ToolCall,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
     ToolExecutionEndEvent,
+    ToolExecutionMode,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    Usage,
+    UserMessage,
+    calculate_cost,
+    default_convert_to_llm,
+    from_dict,
+    from_json,
+    is_context_overflow,
+    to_dict,
+    to_json,
+    validate_tool_arguments,
 )
-from ._loop import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
-from ._loop_types import (
+from ._core._version import __version__
+from ._function_tools import tool
+from ._loop import (
     AfterToolCallContext,
     AfterToolCallResult,
     AgentLoopConfig,
@@ -58,30 +90,13 @@ from ._loop_types import (
     BeforeToolCallContext,
     BeforeToolCallResult,
     PrepareNextTurnContext,
+    agent_loop,
+    agent_loop_continue,
+    run_agent_loop,
+    run_agent_loop_continue,
 )
-from ._messages import (
-    AgentMessage,
-    AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    Message,
-    ToolResultMessage,
-    UserMessage,
-    default_convert_to_llm,
-)
-from ._model import Model, ModelCost, calculate_cost
-from ._options import StreamOptions
-from ._overflow import is_context_overflow
-from ._serde import from_dict, from_json, to_dict, to_json
-from ._stream import AssistantMessageEventStream, EventStream
-from ._tool_decorator import tool
-from ._tools import AgentTool, AgentToolResult, Tool, validate_tool_arguments
-from ._usage import Cost, Usage
 from .providers._registry import StreamFn, complete, register_provider, stream, unregister_provider
 from .providers.models import get_env_api_key, get_model, get_models, get_providers
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AbortController",

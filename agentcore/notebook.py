@@ -29,9 +29,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ._agent_run import AgentRun
-from ._events import AgentEndEvent, AgentEvent
-from ._render import message_markdown, run_markdown
+from ._agent import AgentRun
+from ._core import AgentEndEvent, AgentEvent, message_markdown, run_markdown
 
 __all__ = ["display"]
 

@@ -47,18 +47,27 @@ from typing import Any, TypeVar, final
 
 import attrs
 
-from ._abort import AbortSignal
-from ._agent import Agent
-from ._agent_run import AgentRun
-from ._content import AssistantContent, TextContent, ThinkingContent, ToolCall
-from ._context import Context
-from ._errors import ProviderNotFoundError
-from ._events import AgentEvent, MessageUpdateEvent, TextDeltaEvent
-from ._messages import AssistantMessage, Message, ToolResultMessage
-from ._model import Model
-from ._options import StreamOptions
-from ._stream import AssistantMessageEventStream, EventStream
-from ._tools import Tool
+from ._agent import Agent, AgentRun
+from ._core import (
+    AbortSignal,
+    AgentEvent,
+    AssistantContent,
+    AssistantMessage,
+    AssistantMessageEventStream,
+    Context,
+    EventStream,
+    Message,
+    MessageUpdateEvent,
+    Model,
+    ProviderNotFoundError,
+    StreamOptions,
+    TextContent,
+    TextDeltaEvent,
+    ThinkingContent,
+    Tool,
+    ToolCall,
+    ToolResultMessage,
+)
 from .providers._registry import register_provider
 from .providers.faux import (
     FauxProvider,

@@ -16,8 +16,8 @@ import pytest
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore import __main__ as cli
-from agentcore._chat import ChatOptions, _expression, offline_reply, run_chat
+from agentcore import _cli as cli
+from agentcore._cli._chat import ChatOptions, _expression, offline_reply, run_chat
 
 FAST = ("--tokens-per-second", "5000")
 USAGE = re.compile(r"^\[input (\d+) tokens, output (\d+) tokens, cost \$(\d+\.\d{6}) "

@@ -13,8 +13,8 @@ import pytest
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore import __main__ as cli
-from agentcore._demo import (
+from agentcore import _cli as cli
+from agentcore._cli._demo import (
     DEFAULT_TOKENS_PER_SECOND,
     QUESTION,
     _public_url,

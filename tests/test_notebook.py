@@ -18,7 +18,7 @@ import pytest
 
 import agentcore as ac
 from agentcore import notebook
-from agentcore._render import escape_markdown, message_markdown, run_markdown, usage_markdown
+from agentcore._core._render import escape_markdown, message_markdown, run_markdown, usage_markdown
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,

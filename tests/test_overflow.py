@@ -8,7 +8,7 @@ import pytest
 
 import agentcore as ac
 from agentcore import AssistantMessage, StopReason, TextContent, Usage, UserMessage
-from agentcore._overflow import is_context_overflow
+from agentcore._core._overflow import is_context_overflow
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 WINDOW = 200_000

@@ -61,13 +61,13 @@ from agentcore import (
     TurnStartEvent,
     Usage,
     UserMessage,
-    _serde,
     from_dict,
     from_json,
     to_dict,
     to_json,
 )
-from agentcore._content import AssistantContent, UserContent
+from agentcore._core import _serde
+from agentcore._core._content import AssistantContent, UserContent
 
 TS = 1_700_000_000_000
 USAGE = Usage(10, 5, 2, 1, 18, Cost(0.1, 0.2, 0.01, 0.02, 0.33))

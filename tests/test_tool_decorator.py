@@ -27,7 +27,7 @@ from agentcore import (
     tool,
     validate_tool_arguments,
 )
-from agentcore._tool_decorator import NO_OUTPUT, FunctionTool
+from agentcore._function_tools._decorator import NO_OUTPUT, FunctionTool
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
 

@@ -12,26 +12,31 @@ from typing import Any
 
 import attrs
 
-from .._content import AssistantContent, TextContent, ThinkingContent, ToolCall
-from .._enums import StopReason
-from .._events import (
+from .._core import (
+    AssistantContent,
+    AssistantMessage,
     AssistantMessageEvent,
     DoneEvent,
     ErrorEvent,
+    Model,
     StartEvent,
+    StopReason,
+    TextContent,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
+    ThinkingContent,
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
+    ToolCall,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    Usage,
+    calculate_cost,
+    now_ms,
 )
-from .._messages import AssistantMessage, now_ms
-from .._model import Model, calculate_cost
-from .._usage import Usage
 from ._partial_json import parse_partial_json
 
 __all__ = ["ReplyBuilder"]

@@ -8,12 +8,14 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from .._enums import ThinkingLevel
-from .._events import AssistantMessageEvent
-from .._model import Model
-from .._options import StreamOptions
-from .._secrets import is_credential_header
-from .._stream import AssistantMessageEventStream
+from .._core import (
+    AssistantMessageEvent,
+    AssistantMessageEventStream,
+    Model,
+    StreamOptions,
+    ThinkingLevel,
+    is_credential_header,
+)
 from ._builder import ReplyBuilder
 from ._http import HttpError, HttpRequest, RequestAborted, iter_events, open_stream, redact
 from ._sse import ServerSentEvent

@@ -22,7 +22,7 @@ from typing import Any
 
 import attrs
 
-from .._abort import AbortSignal
+from .._core import AbortSignal
 from ._sse import UNFRAMED, ServerSentEvent, SSEDecoder
 
 __all__ = [

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .._model import Model
+from .._core import Model
 
 __all__ = ["Compat", "resolve_compat"]
 

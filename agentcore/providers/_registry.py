@@ -11,14 +11,17 @@ import logging
 import threading
 from collections.abc import Callable
 
-from .._context import Context
-from .._enums import StopReason
-from .._errors import AgentcoreError, ProviderNotFoundError
-from .._events import ErrorEvent
-from .._messages import AssistantMessage
-from .._model import Model
-from .._options import StreamOptions
-from .._stream import AssistantMessageEventStream
+from .._core import (
+    AgentcoreError,
+    AssistantMessage,
+    AssistantMessageEventStream,
+    Context,
+    ErrorEvent,
+    Model,
+    ProviderNotFoundError,
+    StopReason,
+    StreamOptions,
+)
 
 __all__ = ["StreamFn", "complete", "register_provider", "stream", "unregister_provider"]
 

@@ -18,10 +18,18 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from .._content import ImageContent, TextContent, ThinkingContent, ToolCall
-from .._enums import StopReason
-from .._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from .._model import Model
+from .._core import (
+    AssistantMessage,
+    ImageContent,
+    Message,
+    Model,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 
 __all__ = ["NO_RESULT_TEXT", "is_same_model", "transform_messages"]
 

@@ -11,15 +11,24 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .._content import ImageContent, TextContent, ThinkingContent, ToolCall
-from .._context import Context
-from .._enums import StopReason, ThinkingLevel
-from .._events import AssistantMessageEvent
-from .._messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from .._model import Model
-from .._options import StreamOptions
-from .._stream import AssistantMessageEventStream
-from .._usage import Usage
+from .._core import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    AssistantMessageEventStream,
+    Context,
+    ImageContent,
+    Message,
+    Model,
+    StopReason,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from ._builder import ReplyBuilder
 from ._common import ProviderError, api_key_for, run, send
 from ._http import HttpError

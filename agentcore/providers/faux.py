@@ -21,29 +21,35 @@ from typing import Any
 
 import attrs
 
-from .._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
-from .._context import Context
-from .._enums import StopReason
-from .._events import (
+from .._core import (
+    AssistantContent,
+    AssistantMessage,
     AssistantMessageEvent,
+    AssistantMessageEventStream,
+    Context,
     DoneEvent,
     ErrorEvent,
+    ImageContent,
+    Model,
     StartEvent,
+    StopReason,
+    StreamOptions,
+    TextContent,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
+    ThinkingContent,
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
+    ToolCall,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    Usage,
+    calculate_cost,
+    now_ms,
 )
-from .._messages import AssistantMessage, now_ms
-from .._model import Model, calculate_cost
-from .._options import StreamOptions
-from .._stream import AssistantMessageEventStream
-from .._usage import Usage
 from ._registry import register_provider, unregister_provider
 
 __all__ = [
@@ -178,7 +184,7 @@ class FauxProvider:
         for m in self.models:
             if m.id == id:
                 return m
-        from .._errors import ModelNotFoundError
+        from .._core import ModelNotFoundError
 
         raise ModelNotFoundError(f"faux provider {self.provider!r} has no model {id!r}")
 

@@ -32,8 +32,7 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._errors import MissingApiKeyError, ModelNotFoundError, SerializationError
-from .._model import Model, ModelCost
+from .._core import MissingApiKeyError, Model, ModelCost, ModelNotFoundError, SerializationError
 
 __all__ = [
     "env_var_for",

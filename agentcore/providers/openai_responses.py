@@ -14,15 +14,23 @@ from typing import Any
 
 import attrs
 
-from .._content import ImageContent, TextContent, ThinkingContent, ToolCall
-from .._context import Context
-from .._enums import StopReason, ThinkingLevel
-from .._events import AssistantMessageEvent
-from .._messages import AssistantMessage, ToolResultMessage, UserMessage
-from .._model import Model
-from .._options import StreamOptions
-from .._stream import AssistantMessageEventStream
-from .._usage import Usage
+from .._core import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    AssistantMessageEventStream,
+    Context,
+    ImageContent,
+    Model,
+    StopReason,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
 from ._builder import ReplyBuilder
 from ._common import ProviderError, api_key_for, default_max_tokens, run, send
 from ._openai_errors import error_text, http_error

@@ -16,31 +16,36 @@ from typing import Any
 
 import attrs
 
-from ._abort import AbortController, AbortSignal
-from ._context import AgentContext, Context
-from ._enums import StopReason, ThinkingLevel
-from ._events import (
+from .._core import (
+    AbortController,
+    AbortSignal,
+    AgentContext,
     AgentEndEvent,
     AgentEvent,
+    AgentMessage,
     AgentStartEvent,
+    AssistantMessage,
     AssistantMessageEvent,
+    Context,
     DoneEvent,
     ErrorEvent,
     EventSink,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    Model,
     StartEvent,
+    StopReason,
+    StreamOptions,
+    ThinkingLevel,
+    ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
 )
-from ._loop_types import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
-from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
-from ._model import Model
-from ._options import StreamOptions
-from ._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
+from .._core._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
+from ..providers._registry import StreamFn
+from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._tool_exec import ToolBatch, own_executor
-from .providers._registry import StreamFn
 
 __all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
 
@@ -305,7 +310,7 @@ def _start(
     if stream_fn is not None and not callable(stream_fn):
         raise TypeError(f"'stream_fn' must be callable or None, got {stream_fn!r}")
     if stream_fn is None:
-        from .providers._registry import stream as default_stream
+        from ..providers._registry import stream as default_stream
 
         stream_fn = default_stream
     snapshot = AgentContext(context.system_prompt, list(context.messages), list(context.tools))

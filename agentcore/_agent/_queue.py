@@ -11,7 +11,7 @@ import threading
 from collections import deque
 from typing import Any
 
-from ._enums import QueueMode
+from .._core import QueueMode
 
 __all__ = ["MessageQueue"]
 

@@ -20,7 +20,30 @@ from typing import TextIO
 
 import attrs
 
-from ._agent import Agent
+from .._agent import Agent
+from .._core import (
+    AgentEvent,
+    AgentMessage,
+    AssistantContent,
+    AssistantMessage,
+    Context,
+    MessageEndEvent,
+    Model,
+    StreamOptions,
+    ThinkingLevel,
+    ToolCall,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+)
+from ..providers.faux import (
+    FauxProvider,
+    faux_assistant_message,
+    faux_text,
+    faux_thinking,
+    faux_tool_call,
+    register_faux_provider,
+)
 from ._console import (
     EventPrinter,
     format_cost,
@@ -30,23 +53,7 @@ from ._console import (
     resolve_model,
     wants_color,
 )
-from ._content import AssistantContent, ToolCall
-from ._context import Context
 from ._demo import DEMO_COST, SYSTEM_PROMPT, calculator_tool, clock_tool
-from ._enums import ThinkingLevel
-from ._events import AgentEvent, MessageEndEvent
-from ._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
-from ._model import Model
-from ._options import StreamOptions
-from ._usage import Usage
-from .providers.faux import (
-    FauxProvider,
-    faux_assistant_message,
-    faux_text,
-    faux_thinking,
-    faux_tool_call,
-    register_faux_provider,
-)
 
 __all__ = ["DEFAULT_TOKENS_PER_SECOND", "HELP", "ChatOptions", "offline_reply", "run_chat"]
 

@@ -7,8 +7,8 @@ from typing import Any
 import attrs
 from attrs.validators import and_, deep_iterable, ge, instance_of, optional
 
-from ._secrets import secret_headers
 from ._usage import Cost, Usage, count, not_bool
+from ._validators import secret_headers
 
 __all__ = ["Model", "ModelCost", "calculate_cost"]
 

@@ -21,32 +21,38 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from ._abort import AbortSignal
-from ._console import EventPrinter, format_cost, format_tokens, wants_color
-from ._console import public_url as _public_url
-from ._content import TextContent
-from ._context import AgentContext, Context
-from ._events import (
+from .._core import (
+    AbortSignal,
+    AgentContext,
     AgentEndEvent,
     AgentEvent,
+    AgentMessage,
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
+    Context,
     MessageEndEvent,
+    Model,
+    ModelCost,
+    StreamOptions,
+    TextContent,
     ToolExecutionStartEvent,
+    ToolResultMessage,
+    ToolUpdate,
     TurnStartEvent,
+    Usage,
+    UserMessage,
 )
-from ._loop import run_agent_loop
-from ._loop_types import AgentLoopConfig
-from ._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
-from ._model import Model, ModelCost
-from ._options import StreamOptions
-from ._tools import AgentTool, AgentToolResult, ToolUpdate
-from ._usage import Usage
-from .providers.faux import (
+from .._loop import AgentLoopConfig, run_agent_loop
+from ..providers.faux import (
     faux_assistant_message,
     faux_text,
     faux_thinking,
     faux_tool_call,
     register_faux_provider,
 )
+from ._console import EventPrinter, format_cost, format_tokens, wants_color
+from ._console import public_url as _public_url
 
 __all__ = [
     "DEFAULT_TOKENS_PER_SECOND",

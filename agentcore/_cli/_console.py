@@ -14,10 +14,13 @@ from typing import Any, TextIO
 
 import attrs
 
-from ._events import (
+from .._core import (
     AgentEvent,
+    AssistantMessage,
     MessageEndEvent,
     MessageUpdateEvent,
+    Model,
+    ModelCost,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
@@ -26,10 +29,8 @@ from ._events import (
     ThinkingStartEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
+    Usage,
 )
-from ._messages import AssistantMessage
-from ._model import Model, ModelCost
-from ._usage import Usage
 
 __all__ = [
     "EventPrinter",
@@ -173,8 +174,8 @@ def resolve_model(
     With a `base_url`, a model the catalogue lacks is spoken to as an openai-completions model
     (Ollama, vLLM, llama.cpp, LM Studio and most local servers).
     """
-    from ._errors import ModelNotFoundError
-    from .providers.models import get_model
+    from .._core import ModelNotFoundError
+    from ..providers.models import get_model
 
     try:
         model = get_model(provider, model_id)
@@ -191,8 +192,8 @@ def missing_key_variable(model: Model) -> str | None:
 
     Local servers (a local provider, or a base URL on this machine) need no key.
     """
-    from ._errors import MissingApiKeyError
-    from .providers.models import env_var_for, get_env_api_key, require_api_key
+    from .._core import MissingApiKeyError
+    from ..providers.models import env_var_for, get_env_api_key, require_api_key
 
     if get_env_api_key(model.provider) is not None:
         return None

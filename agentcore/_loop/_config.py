@@ -9,37 +9,35 @@ from typing import Any
 import attrs
 from attrs.validators import deep_iterable, in_, instance_of, is_callable, optional
 
-from ._abort import AbortSignal
-from ._content import ImageContent, TextContent, ToolCall
-from ._context import AgentContext
-from ._enums import (
-    ThinkingLevel,
-    ToolExecutionMode,
-    member_of,
-    to_thinking_level,
-    to_tool_execution_mode,
-)
-from ._messages import (
+from .._core import (
+    AbortSignal,
+    AgentContext,
     AgentMessage,
+    AgentToolResult,
     AssistantMessage,
-    Message,
-    ToolResultMessage,
-    default_convert_to_llm,
-)
-from ._model import Model
-from ._options import (
     CacheRetention,
+    ImageContent,
+    Message,
+    Model,
     OnPayload,
     OnResponse,
     StreamOptions,
+    TextContent,
+    ThinkingLevel,
+    ToolCall,
+    ToolExecutionMode,
+    ToolResultMessage,
+    Usage,
+    default_convert_to_llm,
+    member_of,
     opt_budgets,
     opt_count,
     opt_headers,
     opt_number,
+    secret_str,
+    to_thinking_level,
+    to_tool_execution_mode,
 )
-from ._secrets import secret_str
-from ._tools import AgentToolResult
-from ._usage import Usage
 
 __all__ = [
     "AfterToolCallContext",

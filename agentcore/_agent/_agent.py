@@ -17,43 +17,41 @@ from typing import Any
 import attrs
 from attrs.validators import deep_iterable, in_, instance_of, is_callable, optional
 
-from ._abort import AbortController, AbortSignal
-from ._agent_run import AgentRun
-from ._content import ImageContent, TextContent
-from ._context import AgentContext
-from ._enums import (
-    QueueMode,
-    StopReason,
-    ThinkingLevel,
-    ToolExecutionMode,
-    member_of,
-    to_thinking_level,
-    to_tool_execution_mode,
-)
-from ._errors import AgentBusyError
-from ._events import (
+from .._core import (
+    AbortController,
+    AbortSignal,
+    AgentBusyError,
+    AgentContext,
     AgentEndEvent,
     AgentEvent,
+    AgentMessage,
+    AgentTool,
+    AssistantMessage,
+    ImageContent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    Model,
+    QueueMode,
+    StopReason,
+    TextContent,
+    ThinkingLevel,
     ToolExecutionEndEvent,
+    ToolExecutionMode,
     ToolExecutionStartEvent,
-    TurnEndEvent,
-)
-from ._loop import run_agent_loop, run_agent_loop_continue
-from ._loop_types import AgentLoopConfig
-from ._messages import (
-    AgentMessage,
-    AssistantMessage,
     ToolResultMessage,
+    TurnEndEvent,
     UserMessage,
     default_convert_to_llm,
+    member_of,
+    secret_headers,
+    secret_str,
+    to_thinking_level,
+    to_tool_execution_mode,
 )
-from ._model import Model
+from .._loop import AgentLoopConfig, run_agent_loop, run_agent_loop_continue
 from ._queue import MessageQueue
-from ._secrets import secret_headers, secret_str
-from ._tools import AgentTool
+from ._run import AgentRun
 
 __all__ = ["Agent", "AgentState"]
 

@@ -15,27 +15,32 @@ from typing import Any
 
 import attrs
 
-from ._abort import AbortSignal
-from ._content import TextContent, ToolCall
-from ._context import AgentContext
-from ._enums import StopReason, ToolExecutionMode
-from ._events import (
+from .._core import (
+    AbortSignal,
+    AgentContext,
     AgentEvent,
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
     MessageEndEvent,
     MessageStartEvent,
+    StopReason,
+    TextContent,
+    ToolCall,
     ToolExecutionEndEvent,
+    ToolExecutionMode,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
+    ToolResultMessage,
+    validate_tool_arguments,
 )
-from ._loop_types import (
+from ._config import (
     AfterToolCallContext,
     AfterToolCallResult,
     AgentLoopConfig,
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from ._messages import AssistantMessage, ToolResultMessage
-from ._tools import AgentTool, AgentToolResult, validate_tool_arguments
 
 __all__ = ["ToolBatch"]
 

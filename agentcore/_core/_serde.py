@@ -31,8 +31,8 @@ from ._errors import SerializationError
 from ._events import AgentEvent, AssistantMessageEvent
 from ._messages import AgentMessage, Message
 from ._model import Model
-from ._secrets import redact_headers
 from ._tools import AgentTool
+from ._validators import redact_headers
 
 if TYPE_CHECKING:
     from cattrs import Converter

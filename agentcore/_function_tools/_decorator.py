@@ -33,11 +33,17 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 import attrs
 from attrs.validators import is_callable
 
-from ._abort import AbortSignal
-from ._content import ImageContent, TextContent
+from .._core import (
+    AbortSignal,
+    AgentTool,
+    AgentToolResult,
+    ImageContent,
+    TextContent,
+    ToolExecutionMode,
+    ToolUpdate,
+)
 from ._docstring import humanise, parse_docstring
-from ._enums import ToolExecutionMode
-from ._tool_schema import (
+from ._schema import (
     Convert,
     UnsupportedError,
     add_default,
@@ -45,7 +51,6 @@ from ._tool_schema import (
     object_schema,
     property_spec,
 )
-from ._tools import AgentTool, AgentToolResult, ToolUpdate
 
 __all__ = ["NO_OUTPUT", "FunctionTool", "tool"]
 

@@ -9,10 +9,7 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import final
 
-from ._abort import AbortController, AbortSignal
-from ._events import AgentEvent
-from ._messages import AgentMessage
-from ._render import run_markdown
+from .._core import AbortController, AbortSignal, AgentEvent, AgentMessage, run_markdown
 
 __all__ = ["AgentRun"]
 
@@ -62,7 +59,7 @@ class AgentRun:
 
     def display(self, *, wait: bool = False) -> None:
         """Show this run in Jupyter, updated in place as it goes; see `agentcore.notebook`."""
-        from .notebook import display  # notebook builds on this module: import it late
+        from ..notebook import display  # notebook builds on this module: import it late
 
         display(self, wait=wait)
 

@@ -1,0 +1,15 @@
+"""Layer 3, the facade: `Agent`, its background `AgentRun`s and the message queues.
+
+Builds on `_loop` and `_core`.
+"""
+
+from __future__ import annotations
+
+from ._agent import Agent, AgentState
+from ._run import AgentRun
+
+__all__ = [
+    "Agent",
+    "AgentRun",
+    "AgentState",
+]

@@ -1,0 +1,12 @@
+"""Layer 1: `@tool`, which makes an `AgentTool` from a typed, documented function.
+
+Builds on `_core` only; the loop and the providers never need it.
+"""
+
+from __future__ import annotations
+
+from ._decorator import tool
+
+__all__ = [
+    "tool",
+]
