@@ -43,6 +43,9 @@ from .._core import (
     TurnEndEvent,
     UserMessage,
     default_convert_to_llm,
+    describe,
+    error_reply,
+    has_role,
     member_of,
     secret_headers,
     secret_str,
@@ -80,11 +83,6 @@ def _copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise TypeError(f"'{attribute.name}' must be a list, got {value!r}")
     return list(value)
-
-
-def _has_role(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
-    if not isinstance(getattr(value, "role", None), str):
-        raise TypeError(f"'{attribute.name}' must hold messages with a 'role', got {value!r}")
 
 
 def _tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
@@ -143,7 +141,7 @@ class Agent:
         on_setattr=attrs.setters.pipe(_copy_list, attrs.setters.validate),
     )
     messages: list[AgentMessage] = attrs.field(
-        default=(), converter=_message_list, validator=deep_iterable(_has_role),
+        default=(), converter=_message_list, validator=deep_iterable(has_role),
         on_setattr=attrs.setters.pipe(_idle_only, _copy_list, attrs.setters.validate),
     )
     steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
@@ -430,10 +428,8 @@ class Agent:
             run._finish(messages)
 
     def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
-        reason = StopReason.ABORTED if run.signal.aborted else StopReason.ERROR
-        text = str(exc) or type(exc).__name__
-        failure = AssistantMessage([], model.api, model.provider, model.id, stop_reason=reason,
-                                   error_message=text)
+        text = describe(exc)
+        failure = error_reply(model, text, aborted=run.signal.aborted)
         added: list[AgentMessage] = [*self._unanswered(text), failure]
         for message in added:
             self._handle(run, MessageStartEvent(message))

@@ -19,6 +19,7 @@ from ._enums import (
     to_tool_execution_mode,
 )
 from ._errors import (
+    ABORTED_TEXT,
     AbortError,
     AgentBusyError,
     AgentcoreError,
@@ -27,6 +28,7 @@ from ._errors import (
     ProviderNotFoundError,
     SerializationError,
     ToolArgumentsError,
+    describe,
 )
 from ._events import (
     AgentEndEvent,
@@ -56,6 +58,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._messages import (
+    LLM_TYPES,
     AgentMessage,
     AssistantMessage,
     BashExecutionMessage,
@@ -65,6 +68,7 @@ from ._messages import (
     ToolResultMessage,
     UserMessage,
     default_convert_to_llm,
+    error_reply,
     now_ms,
 )
 from ._model import Model, ModelCost, calculate_cost
@@ -84,9 +88,21 @@ from ._serde import from_dict, from_json, to_dict, to_json
 from ._stream import AssistantMessageEventStream, EventStream
 from ._tools import AgentTool, AgentToolResult, Tool, ToolUpdate, validate_tool_arguments
 from ._usage import Cost, Usage
-from ._validators import is_credential_header, secret_headers, secret_str
+from ._validators import (
+    count,
+    has_role,
+    is_credential_header,
+    not_bool,
+    redact_headers,
+    secret_headers,
+    secret_str,
+    strict_int,
+    string,
+)
 
 __all__ = [
+    "ABORTED_TEXT",
+    "LLM_TYPES",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -156,21 +172,29 @@ __all__ = [
     "Usage",
     "UserMessage",
     "calculate_cost",
+    "count",
     "default_convert_to_llm",
+    "describe",
+    "error_reply",
     "from_dict",
     "from_json",
+    "has_role",
     "is_context_overflow",
     "is_credential_header",
     "member_of",
     "message_markdown",
+    "not_bool",
     "now_ms",
     "opt_budgets",
     "opt_count",
     "opt_headers",
     "opt_number",
+    "redact_headers",
     "run_markdown",
     "secret_headers",
     "secret_str",
+    "strict_int",
+    "string",
     "to_dict",
     "to_json",
     "to_thinking_level",

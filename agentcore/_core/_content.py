@@ -7,9 +7,11 @@ from typing import Any, ClassVar
 import attrs
 from attrs.validators import instance_of, optional
 
+from ._validators import string
+
 __all__ = ["ImageContent", "TextContent", "ThinkingContent", "ToolCall"]
 
-_str = instance_of(str)
+_str = string
 _opt_str = optional(instance_of(str))
 
 

@@ -16,6 +16,14 @@ Failures of models, tools and hooks are not raised: they become messages (see th
 
 from __future__ import annotations
 
+ABORTED_TEXT = "Request was aborted"
+"""The error text of a reply that ended because its run was aborted."""
+
+
+def describe(exc: BaseException) -> str:
+    """The text a failure becomes in a message: its message, else the exception's type name."""
+    return str(exc) or type(exc).__name__
+
 
 class AgentcoreError(Exception):
     """Root of every exception agentcore raises on purpose."""

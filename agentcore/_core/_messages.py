@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
@@ -12,9 +12,11 @@ from attrs.validators import deep_iterable, instance_of, optional
 
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._enums import StopReason, member_of, to_stop_reason
-from ._usage import Usage, strict_int
+from ._usage import Usage
+from ._validators import strict_int, string
 
 __all__ = [
+    "LLM_TYPES",
     "AgentMessage",
     "AssistantMessage",
     "BashExecutionMessage",
@@ -24,6 +26,7 @@ __all__ = [
     "ToolResultMessage",
     "UserMessage",
     "default_convert_to_llm",
+    "error_reply",
 ]
 
 _log = logging.getLogger(__name__)
@@ -40,8 +43,8 @@ def _markdown(message: object) -> str:
     return message_markdown(message)
 
 
-_str = instance_of(str)
-_opt_str = optional(_str)
+_str = string
+_opt_str = optional(string)
 _timestamp = attrs.field(factory=now_ms, validator=strict_int)
 _user_blocks = deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list))
 
@@ -179,6 +182,7 @@ Message = UserMessage | AssistantMessage | ToolResultMessage
 """What a provider accepts: user, assistant and tool-result messages."""
 
 if TYPE_CHECKING:
+    from ._model import Model
 
     class _CustomMessage(Protocol):
         """Any application message class with a class-level `role` string."""
@@ -215,7 +219,18 @@ def _bash_text(m: BashExecutionMessage) -> str:
     )
 
 
-_LLM_TYPES = frozenset((UserMessage, AssistantMessage, ToolResultMessage))
+LLM_TYPES = frozenset((UserMessage, AssistantMessage, ToolResultMessage))
+"""The message classes a provider accepts."""
+
+
+def error_reply(
+    model: Model, text: str, *, aborted: bool = False, content: Sequence[AssistantContent] = ()
+) -> AssistantMessage:
+    """The assistant message a failed or aborted model call ends as, keeping `content` so far."""
+    return AssistantMessage(
+        list(content), model.api, model.provider, model.id,
+        stop_reason=StopReason.ABORTED if aborted else StopReason.ERROR, error_message=text,
+    )
 
 
 def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
@@ -226,7 +241,7 @@ def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
     a tag; anything else is dropped (logged at debug level).
     """
     items = list(messages)
-    if _LLM_TYPES.issuperset(map(type, items)):  # the common case: nothing to convert
+    if LLM_TYPES.issuperset(map(type, items)):  # the common case: nothing to convert
         return items  # type: ignore[return-value]  # checked just above
     out: list[Message] = []
     for m in items:

@@ -7,12 +7,12 @@ from typing import Any
 import attrs
 from attrs.validators import and_, deep_iterable, ge, instance_of, optional
 
-from ._usage import Cost, Usage, count, not_bool
-from ._validators import secret_headers
+from ._usage import Cost, Usage
+from ._validators import count, not_bool, secret_headers, string
 
 __all__ = ["Model", "ModelCost", "calculate_cost"]
 
-_str = instance_of(str)
+_str = string
 _price: Any = and_(instance_of((int, float)), not_bool, ge(0))
 
 

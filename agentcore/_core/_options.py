@@ -11,8 +11,7 @@ from attrs.validators import deep_mapping, in_, instance_of, is_callable, option
 from ._abort import AbortSignal
 from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
-from ._usage import count
-from ._validators import secret_headers, secret_str
+from ._validators import count, secret_headers, secret_str
 
 __all__ = ["StreamOptions"]
 

@@ -17,13 +17,14 @@ from ._content import ImageContent, TextContent, ToolCall
 from ._enums import ToolExecutionMode, member_of, to_tool_execution_mode
 from ._errors import ToolArgumentsError
 from ._usage import Usage
+from ._validators import string
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 __all__ = ["AgentTool", "AgentToolResult", "Tool", "validate_tool_arguments"]
 
-_str = instance_of(str)
+_str = string
 
 
 def _check_schema(_: object, attribute: attrs.Attribute[Any], value: dict[str, Any]) -> None:

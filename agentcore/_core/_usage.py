@@ -5,21 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from attrs.validators import and_, ge, instance_of
+from attrs.validators import and_, instance_of
+
+from ._validators import count, not_bool
 
 __all__ = ["Cost", "Usage"]
 
-
-def not_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """Attrs validator rejecting `True`/`False` where a number is meant."""
-    if isinstance(value, bool):  # bool is an int subclass, but True is never a count or price
-        raise TypeError(f"'{attribute.name}' must be a number, not a bool, got {value!r}")
-
-
-strict_int = and_(instance_of(int), not_bool)
-"""Attrs validator: an `int` that is not a `bool`."""
-count = and_(strict_int, ge(0))
-"""Attrs validator: a non-negative `int` that is not a `bool`."""
 _money: Any = and_(instance_of((int, float)), not_bool)
 
 

@@ -1,8 +1,9 @@
-"""Attrs validators for fields that may hold secrets: API keys and HTTP header values.
+"""The attrs validators the value classes share: numbers, roles, secrets.
 
-attrs' own `instance_of` puts the rejected value in its message, and a key of the wrong type
-(`bytes` read from a file, say) would then reach tracebacks, logs and, through a run's
-error message, the transcript. These name the field and the type, never the value.
+Secrets (API keys, HTTP header values) get validators of their own: attrs' `instance_of` puts
+the rejected value in its message, and a key of the wrong type (`bytes` read from a file, say)
+would then reach tracebacks, logs and, through a run's error message, the transcript. Those
+name the field and the type, never the value.
 """
 
 from __future__ import annotations
@@ -11,8 +12,40 @@ import re
 from typing import Any
 
 import attrs
+from attrs.validators import and_, ge, instance_of
 
-__all__ = ["is_credential_header", "redact_headers", "secret_headers", "secret_str"]
+__all__ = [
+    "count",
+    "has_role",
+    "is_credential_header",
+    "not_bool",
+    "redact_headers",
+    "secret_headers",
+    "secret_str",
+    "strict_int",
+    "string",
+]
+
+string = instance_of(str)
+"""Attrs validator: a `str`."""
+
+
+def not_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator rejecting `True`/`False` where a number is meant."""
+    if isinstance(value, bool):  # bool is an int subclass, but True is never a count or price
+        raise TypeError(f"'{attribute.name}' must be a number, not a bool, got {value!r}")
+
+
+strict_int = and_(instance_of(int), not_bool)
+"""Attrs validator: an `int` that is not a `bool`."""
+count = and_(strict_int, ge(0))
+"""Attrs validator: a non-negative `int` that is not a `bool`."""
+
+
+def has_role(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator: a message, that is an object with a str `role`."""
+    if not isinstance(getattr(value, "role", None), str):
+        raise TypeError(f"'{attribute.name}' must hold messages with a 'role', got {value!r}")
 
 _CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie", re.IGNORECASE)
 

@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from .._core import (
+    ABORTED_TEXT,
     AbortController,
     AbortSignal,
     AgentContext,
@@ -24,6 +25,7 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AgentStartEvent,
+    AssistantContent,
     AssistantMessage,
     AssistantMessageEvent,
     Context,
@@ -41,6 +43,8 @@ from .._core import (
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    describe,
+    error_reply,
 )
 from .._core._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
 from ..providers._registry import StreamFn
@@ -53,8 +57,6 @@ _log = logging.getLogger(__name__)
 
 ABORT_GRACE_S = 1.0
 """How long an aborted run waits for its model stream to end by itself before giving up."""
-
-_ABORTED_TEXT = "Request was aborted"
 
 
 class _SinkError(Exception):
@@ -136,7 +138,7 @@ class _Run:
         """Stream one assistant reply into the context and return the final message."""
         partial: AssistantMessage | None = None
         if self.signal.aborted:
-            final = self._error_message(_ABORTED_TEXT, [])
+            final = self._error_reply(ABORTED_TEXT)
         else:
             try:
                 final = None
@@ -161,8 +163,7 @@ class _Run:
                 raise
             except Exception as exc:
                 _log.debug("model call failed", exc_info=True)
-                final = self._error_message(str(exc) or type(exc).__name__,
-                                            partial.content if partial else [])
+                final = self._error_reply(describe(exc), partial.content if partial else [])
         assert final is not None
         if partial is not None:
             self.context.messages[-1] = final
@@ -205,7 +206,7 @@ class _Run:
                 if item is _INTERRUPTED:
                     timeout = ABORT_GRACE_S
                 elif item is _TIMEOUT:
-                    raise RuntimeError(_ABORTED_TEXT)
+                    raise RuntimeError(ABORTED_TEXT)
                 else:
                     yield item
         finally:
@@ -257,7 +258,7 @@ class _Run:
 
     def _fail(self, exc: Exception) -> list[AgentMessage]:
         """End the run with an error message for an exception from a hook or the loop."""
-        message = self._error_message(str(exc) or type(exc).__name__, [])
+        message = self._error_reply(describe(exc))
         try:
             if not self.turn_open:
                 self._emit(TurnStartEvent())
@@ -267,11 +268,8 @@ class _Run:
         except _SinkError as wrapped:
             raise wrapped.original from None
 
-    def _error_message(self, text: str, content: list[Any]) -> AssistantMessage:
-        reason = StopReason.ABORTED if self.signal.aborted else StopReason.ERROR
-        model = self.model
-        return AssistantMessage(list(content), model.api, model.provider, model.id,
-                                stop_reason=reason, error_message=text)
+    def _error_reply(self, text: str, content: Sequence[AssistantContent] = ()) -> AssistantMessage:
+        return error_reply(self.model, text, aborted=self.signal.aborted, content=content)
 
     def _emit(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStartEvent):

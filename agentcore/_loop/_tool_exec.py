@@ -32,6 +32,7 @@ from .._core import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     ToolResultMessage,
+    describe,
     validate_tool_arguments,
 )
 from ._config import (
@@ -46,7 +47,7 @@ __all__ = ["ToolBatch"]
 
 _log = logging.getLogger(__name__)
 
-ABORTED_TEXT = "Operation aborted"
+CALL_ABORTED_TEXT = "Operation aborted"
 LENGTH_TEXT = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its '
     "arguments may be truncated. Re-issue the tool call with complete arguments."
@@ -56,10 +57,6 @@ LENGTH_TEXT = (
 def error_result(text: str, terminate: bool | None = None) -> AgentToolResult:
     """A tool result that reports a failure to the model."""
     return AgentToolResult([TextContent(text)], terminate=terminate)
-
-
-def _describe(exc: BaseException) -> str:
-    return str(exc) or type(exc).__name__
 
 
 @attrs.define(eq=False)
@@ -137,7 +134,7 @@ class ToolBatch:
     def _prepare(self, c: _Call) -> bool:
         """Find, reshape, validate and vet the call; False when it already has its result."""
         if self._aborted():
-            self._finish(c, error_result(ABORTED_TEXT), True)
+            self._finish(c, error_result(CALL_ABORTED_TEXT), True)
             return False
         tool = next((t for t in self.context.tools if t.name == c.call.name), None)
         if tool is None:
@@ -156,10 +153,10 @@ class ToolBatch:
                     BeforeToolCallContext(self.message, c.call, args, self.context), self.signal
                 )
         except Exception as exc:
-            self._finish(c, error_result(_describe(exc)), True)
+            self._finish(c, error_result(describe(exc)), True)
             return False
         if self._aborted():  # the hook may have taken a while
-            self._finish(c, error_result(ABORTED_TEXT), True)
+            self._finish(c, error_result(CALL_ABORTED_TEXT), True)
             return False
         if isinstance(verdict, BeforeToolCallResult) and verdict.block:
             text = verdict.reason or "Tool execution was blocked"
@@ -196,7 +193,7 @@ class ToolBatch:
                 sink_error.append(exc)
 
         if self._aborted():
-            self._finish(c, error_result(ABORTED_TEXT), True)
+            self._finish(c, error_result(CALL_ABORTED_TEXT), True)
             return
         try:
             result = tool.execute(c.call.id, c.args, self.signal, on_update)
@@ -204,7 +201,7 @@ class ToolBatch:
         except KeyboardInterrupt:
             raise  # the user stopping the program, not a tool failure
         except BaseException as exc:  # as on a worker thread (sys.exit() included): the result
-            outcome: tuple[AgentToolResult, bool] = (error_result(_describe(exc)), True)
+            outcome: tuple[AgentToolResult, bool] = (error_result(describe(exc)), True)
         else:
             outcome = (result, False)
         finally:
@@ -256,9 +253,9 @@ class ToolBatch:
                 continue
             count -= 1
             if kind == "aborted":
-                self._finish(c, error_result(ABORTED_TEXT), True)
+                self._finish(c, error_result(CALL_ABORTED_TEXT), True)
             elif kind == "raised":
-                self._after(c, error_result(_describe(payload)), True)
+                self._after(c, error_result(describe(payload)), True)
             else:
                 self._after(c, payload, False)
 
@@ -272,7 +269,7 @@ class ToolBatch:
                     self.signal,
                 )
             except Exception as exc:
-                result, is_error = error_result(_describe(exc)), True
+                result, is_error = error_result(describe(exc)), True
             else:
                 if isinstance(override, AfterToolCallResult):
                     result, is_error = _apply(result, is_error, override)
