@@ -7,7 +7,8 @@
 
 `display(run)` shows one `text/markdown` output (the view `AgentRun._repr_markdown_` gives) and
 updates it in place as the run's events arrive. A helper thread follows the run and ends with
-it; it waits on the run's own event log, so it needs no agent, no listener and no polling.
+it; it waits on the run's event log (`AgentRun.wait_for_news`), so it needs no agent, no
+listener and no polling.
 Updates come at most ten times a second (less often for long transcripts, so that roughly a
 megabyte a second at most goes to the browser), and once more, at once, when the run ends.
 
@@ -26,11 +27,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any
 
 from ._agent import AgentRun
-from ._core import AgentEndEvent, AgentEvent, message_markdown, run_markdown
+from ._core import AgentEvent, message_markdown, run_markdown
 
 __all__ = ["display"]
 
@@ -109,23 +109,17 @@ def _bundle(markdown: str, plain: str) -> dict[str, str]:
 
 
 def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
-    with run._cond:
-        events = list(run._events)
-        ended = _has_ended(run)
+    events, ended = run.snapshot()
     publish(_view(run, events), ended)  # here, so that the output belongs to the calling cell
     if ended:
         return
-    name = f"{run._thread.name}-display" if run._thread is not None else "agentcore-display"
-    thread = threading.Thread(target=_follow, args=(run, publish, len(events)), name=name)
+    thread = threading.Thread(target=_follow, args=(run, publish, len(events)),
+                              name=f"{run.name}-display")
     thread.start()
     # The run waits for the final view before `result()` returns, so that even a notebook
     # executed headless (nbclient, papermill) saves the finished view. A run already
     # finishing is past waiting for anything: then this cell waits the instant it takes.
-    with run._cond:
-        late = run._finishing
-        if not late:
-            run._finishers.append(lambda: thread.join(FINAL_VIEW_TIMEOUT_S))
-    if late:
+    if not run.add_finisher(lambda: thread.join(FINAL_VIEW_TIMEOUT_S)):
         thread.join(FINAL_VIEW_TIMEOUT_S)
     if wait:
         run.result()  # a KeyboardInterrupt here aborts the run; the thread shows the end
@@ -133,23 +127,17 @@ def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
 
 
 def _follow(run: AgentRun, publish: _Publish, shown: int) -> None:
-    """Publish views of `run` until it has ended: throttled, then the final one at once.
-
-    Waits on the run's own condition (the one its event log is appended under) for news.
-    """
-    cond = run._cond
+    """Publish views of `run` until it has ended: throttled, then the final one at once."""
     next_at = 0.0
     try:
         while True:
-            with cond:
-                cond.wait_for(partial(run._has_news, shown))
-                delay = next_at - time.monotonic()
-                if delay > 0:  # throttled: gather events until the next slot or the end
-                    cond.wait_for(lambda: _has_ended(run), delay)
-                if len(run._events) == shown:  # finished, everything shown
-                    return
-                events = list(run._events)  # rendered outside the lock the run records under
-                ended = _has_ended(run)
+            run.wait_for_news(shown)
+            delay = next_at - time.monotonic()
+            if delay > 0:  # throttled: gather events until the next slot or the end
+                run.wait_for_end(delay)
+            events, ended = run.snapshot()  # rendered outside the lock the run records under
+            if len(events) == shown:  # finished, everything shown
+                return
             shown = len(events)
             view = _view(run, events)
             publish(view, ended)
@@ -158,10 +146,6 @@ def _follow(run: AgentRun, publish: _Publish, shown: int) -> None:
             next_at = time.monotonic() + max(MIN_INTERVAL_S, len(view) / BYTES_PER_S)
     except Exception:  # a broken display must not take anything else down
         _log.exception("agentcore.notebook: stopped updating the display of %r", run)
-
-
-def _has_ended(run: AgentRun) -> bool:
-    return run._finished or (bool(run._events) and isinstance(run._events[-1], AgentEndEvent))
 
 
 def _view(run: AgentRun, events: Sequence[AgentEvent]) -> str:

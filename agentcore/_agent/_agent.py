@@ -15,9 +15,10 @@ from concurrent.futures import Executor
 from typing import Any
 
 import attrs
-from attrs.validators import deep_iterable, in_, instance_of, is_callable, optional
+from attrs.validators import deep_iterable, instance_of, is_callable
 
 from .._core import (
+    OPTION,
     AbortController,
     AbortSignal,
     AgentBusyError,
@@ -27,32 +28,51 @@ from .._core import (
     AgentMessage,
     AgentTool,
     AssistantMessage,
+    CacheRetention,
     ImageContent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
     Model,
+    OnPayload,
+    OnResponse,
     QueueMode,
     StopReason,
+    StreamOptions,
     TextContent,
     ThinkingLevel,
     ToolExecutionEndEvent,
     ToolExecutionMode,
     ToolExecutionStartEvent,
     ToolResultMessage,
+    Transport,
     TurnEndEvent,
     UserMessage,
     default_convert_to_llm,
     describe,
     error_reply,
+    flat_options,
     has_role,
     member_of,
-    secret_headers,
-    secret_str,
+    to_queue_mode,
     to_thinking_level,
     to_tool_execution_mode,
 )
-from .._loop import AgentLoopConfig, run_agent_loop, run_agent_loop_continue
+from .._loop import (
+    AfterToolCall,
+    AgentLoopConfig,
+    BeforeToolCall,
+    ConvertToLlm,
+    GetApiKey,
+    PrepareNextTurn,
+    ShouldStopAfterTurn,
+    TransformContext,
+    executor,
+    hook,
+    run_agent_loop,
+    run_agent_loop_continue,
+)
+from ..providers._registry import StreamFn
 from ._queue import MessageQueue
 from ._run import AgentRun
 
@@ -101,17 +121,18 @@ def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any
     return value
 
 
-_hook = optional(is_callable())
-_opt_int = optional(instance_of(int))
 _setters = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate)
 
 
-def _to_queue_mode(value: Any) -> Any:
-    """A `QueueMode` from its string, or `value` unchanged for `member_of` to reject by name."""
-    try:
-        return QueueMode(value)
-    except (ValueError, TypeError):
-        return value
+def _agent_options(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, StreamOptions):
+        raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
+    if value.signal is not None:
+        raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
+                         "(agent.signal, run.abort())")
+    if value.reasoning is not None:
+        raise ValueError(f"'{attribute.name}.reasoning' must be None: set the agent's "
+                         "'thinking_level' instead")
 
 
 def _as_message(value: Any, name: str) -> AgentMessage:
@@ -123,6 +144,7 @@ def _as_message(value: Any, name: str) -> AgentMessage:
 
 
 @attrs.define(eq=False, repr=False, on_setattr=_setters)
+@flat_options
 class Agent:
     """An agent: a model, tools and a transcript, with runs on a background thread.
 
@@ -145,47 +167,41 @@ class Agent:
         on_setattr=attrs.setters.pipe(_idle_only, _copy_list, attrs.setters.validate),
     )
     steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
-                                           converter=_to_queue_mode,
+                                           converter=to_queue_mode,
                                            validator=member_of(QueueMode))
     follow_up_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
-                                            converter=_to_queue_mode,
+                                            converter=to_queue_mode,
                                             validator=member_of(QueueMode))
     tool_execution: ToolExecutionMode = attrs.field(default=ToolExecutionMode.PARALLEL,
                                                     converter=to_tool_execution_mode,
                                                     validator=member_of(ToolExecutionMode))
-    stream_fn: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    convert_to_llm: Callable[..., Any] = attrs.field(default=default_convert_to_llm,
-                                                     validator=is_callable())
-    transform_context: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    get_api_key: Callable[[str], str | None] | None = attrs.field(default=None, validator=_hook)
-    before_tool_call: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    after_tool_call: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    prepare_next_turn: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    should_stop_after_turn: Callable[..., Any] | None = attrs.field(default=None,
-                                                                    validator=_hook)
-    on_payload: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    on_response: Callable[..., Any] | None = attrs.field(default=None, validator=_hook)
-    session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
-    thinking_budgets: dict[str, int] | None = attrs.field(default=None,
-                                                          validator=optional(instance_of(dict)))
-    transport: str = attrs.field(default="sse", validator=instance_of(str))
-    max_retry_delay_ms: int | None = attrs.field(default=None, validator=_opt_int)
-    tool_executor: Executor | None = attrs.field(default=None,
-                                                 validator=optional(instance_of(Executor)))
-    api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
-    max_tokens: int | None = attrs.field(default=None, validator=_opt_int)
-    temperature: float | None = attrs.field(default=None,
-                                            validator=optional(instance_of((int, float))))
-    cache_retention: str | None = attrs.field(
-        default=None, validator=optional(in_(("none", "short", "long")))
-    )
-    headers: dict[str, str] | None = attrs.field(default=None, validator=secret_headers,
-                                                 repr=False)
-    metadata: dict[str, Any] | None = attrs.field(default=None,
-                                                  validator=optional(instance_of(dict)))
-    max_retries: int | None = attrs.field(default=None, validator=_opt_int)
-    timeout: float | None = attrs.field(default=None,
-                                        validator=optional(instance_of((int, float))))
+    stream_fn: StreamFn | None = attrs.field(default=None, validator=hook)
+    convert_to_llm: ConvertToLlm = attrs.field(default=default_convert_to_llm,
+                                               validator=is_callable())
+    transform_context: TransformContext | None = attrs.field(default=None, validator=hook)
+    get_api_key: GetApiKey | None = attrs.field(default=None, validator=hook)
+    before_tool_call: BeforeToolCall | None = attrs.field(default=None, validator=hook)
+    after_tool_call: AfterToolCall | None = attrs.field(default=None, validator=hook)
+    prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, validator=hook)
+    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None,
+                                                                     validator=hook)
+    tool_executor: Executor | None = attrs.field(default=None, validator=executor)
+    options: StreamOptions = attrs.field(factory=StreamOptions, validator=_agent_options,
+                                         kw_only=True)
+    on_payload: OnPayload | None = OPTION
+    on_response: OnResponse | None = OPTION
+    session_id: str | None = OPTION
+    thinking_budgets: dict[str, int] | None = OPTION
+    transport: Transport = OPTION
+    max_retry_delay_ms: int | None = OPTION
+    api_key: str | None = OPTION
+    max_tokens: int | None = OPTION
+    temperature: float | None = OPTION
+    cache_retention: CacheRetention | None = OPTION
+    headers: dict[str, str] | None = OPTION
+    metadata: dict[str, Any] | None = OPTION
+    max_retries: int | None = OPTION
+    timeout: float | None = OPTION
 
     _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock,
                                          on_setattr=attrs.setters.NO_OP)
@@ -202,12 +218,10 @@ class Agent:
                                            on_setattr=attrs.setters.NO_OP)
     _error_message: str | None = attrs.field(init=False, default=None,
                                              on_setattr=attrs.setters.NO_OP)
-    _idle: threading.Condition = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
         self._follow_up = MessageQueue(self._lock)
-        self._idle = threading.Condition(self._lock)
 
     def __repr__(self) -> str:
         busy = "running" if self._run is not None else "idle"
@@ -328,7 +342,7 @@ class Agent:
         """Abort the active run; does nothing when idle."""
         run = self._run
         if run is not None:
-            run._controller.abort()
+            run.abort()
 
     def wait_for_idle(self, timeout: float | None = None) -> bool:
         """Wait until no run is active; False if `timeout` seconds passed first."""
@@ -356,21 +370,21 @@ class Agent:
     # --- the run's thread ---------------------------------------------------------------------
 
     def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool) -> AgentRun:
-        controller = AbortController()
-        run = AgentRun(controller, controller.abort)
+        # Everything that can fail comes before the agent is marked busy.
+        config = self._config(skip_first_steering)
+        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
+        stream_fn = self.stream_fn
+        run = AgentRun(AbortController())
         self._run = run
         self._is_streaming = True
         self._streaming_message = None
         self._error_message = None
-        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
-        config = self._config(skip_first_steering)
-        stream_fn = self.stream_fn
-        thread = threading.Thread(
-            target=self._main, args=(run, prompts, context, config, stream_fn),
-            name=f"agentcore-run-{next(_run_numbers)}",
-        )
-        run._thread = thread
-        thread.start()
+        try:
+            run.start(lambda: self._main(run, prompts, context, config, stream_fn),
+                      name=f"agentcore-run-{next(_run_numbers)}")
+        except BaseException:  # no thread to be had: the agent stays idle and usable
+            self._run, self._is_streaming = None, False
+            raise
         return run
 
     def _config(self, skip_first_steering: bool) -> AgentLoopConfig:
@@ -393,19 +407,12 @@ class Agent:
             before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
             prepare_next_turn=self.prepare_next_turn,
             should_stop_after_turn=self.should_stop_after_turn,
-            reasoning=self.thinking_level, session_id=self.session_id,
-            on_payload=self.on_payload, on_response=self.on_response, transport=self.transport,
-            thinking_budgets=self.thinking_budgets, max_retry_delay_ms=self.max_retry_delay_ms,
-            max_retries=self.max_retries, max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            cache_retention=self.cache_retention,  # type: ignore[arg-type]
-            headers=self.headers, metadata=self.metadata, timeout=self.timeout,
-            api_key=self.api_key,
+            options=self.options, reasoning=self.thinking_level,
         )
 
     def _main(
         self, run: AgentRun, prompts: list[AgentMessage] | None, context: AgentContext,
-        config: AgentLoopConfig, stream_fn: Any,
+        config: AgentLoopConfig, stream_fn: StreamFn | None,
     ) -> None:
         messages: list[AgentMessage] = []
         try:
@@ -425,7 +432,7 @@ class Agent:
                 self._streaming_message = None
                 self._pending = frozenset()
                 self._run = None
-            run._finish(messages)
+            run.finish(messages)
 
     def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
         text = describe(exc)
@@ -459,7 +466,7 @@ class Agent:
         with self._lock:
             self._reduce(event)
             listeners = list(self._listeners)
-        run._record(event)
+        run.publish(event)
         for listener in listeners:
             try:
                 listener(event, run.signal)

@@ -1,4 +1,10 @@
-"""`AgentRun`: a handle on one background run of an `Agent`."""
+"""`AgentRun`: a handle on one background run of an `Agent`.
+
+A run has one producer, the `Agent` that started it, and any number of consumers. The
+producer uses `start`, `publish` and `finish`, as an executor uses `Future.set_result`; the
+consumers wait on the run through `result`, iteration, `snapshot`, `wait_for_news` and
+`add_finisher`. One Condition guards the event log; nothing outside this class touches it.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +12,16 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
-from functools import partial
 from typing import final
 
-from .._core import AbortController, AbortSignal, AgentEvent, AgentMessage, run_markdown
+from .._core import (
+    AbortController,
+    AbortSignal,
+    AgentEndEvent,
+    AgentEvent,
+    AgentMessage,
+    run_markdown,
+)
 
 __all__ = ["AgentRun"]
 
@@ -25,21 +37,25 @@ class AgentRun:
     while waiting aborts the run, then propagates.
     """
 
-    def __init__(self, controller: AbortController, on_abort: Callable[[], None]) -> None:
+    def __init__(self, controller: AbortController) -> None:
         self._controller = controller
-        self._on_abort = on_abort
         self._cond = threading.Condition(threading.Lock())
         self._events: list[AgentEvent] = []
         self._messages: list[AgentMessage] = []
         self._finished = False
-        self._thread: threading.Thread | None = None
-        self._finishers: list[Callable[[], None]] = []  # run before result() returns
-        self._finishing = False
+        self._finishing = False  # from here on, add_finisher refuses: finishers are running
+        self._finishers: list[Callable[[], None]] = []
+        self._name = "agentcore-run"
 
     @property
     def signal(self) -> AbortSignal:
         """This run's abort signal."""
         return self._controller.signal
+
+    @property
+    def name(self) -> str:
+        """The name of the run's thread."""
+        return self._name
 
     def done(self) -> bool:
         """Whether the run has fully ended (its `agent_end` listeners included)."""
@@ -47,14 +63,15 @@ class AgentRun:
 
     def abort(self) -> None:
         """Stop the run: the model stream is cancelled and no further tool or model call starts."""
-        self._on_abort()
+        self._controller.abort()
 
     def result(self, timeout: float | None = None) -> list[AgentMessage]:
         """Wait for the run to end and return the messages it added.
 
         Raises `TimeoutError` if it has not ended within `timeout` seconds.
         """
-        self._wait(lambda: self._finished, timeout)
+        if not self._wait(lambda: self._finished, timeout):
+            raise TimeoutError(f"the run did not end within {timeout} s")
         return list(self._messages)
 
     def display(self, *, wait: bool = False) -> None:
@@ -64,14 +81,14 @@ class AgentRun:
         display(self, wait=wait)
 
     def __iter__(self) -> Iterator[AgentEvent]:
-        index = 0
+        seen = 0
         while True:
-            self._wait(partial(self._has_news, index), None)
+            self.wait_for_news(seen)
             with self._cond:
-                fresh = self._events[index:]
+                fresh = self._events[seen:]
             if not fresh:
                 return
-            index += len(fresh)
+            seen += len(fresh)
             yield from fresh
 
     def __repr__(self) -> str:
@@ -79,33 +96,48 @@ class AgentRun:
         return f"<AgentRun {state}, {len(self._events)} events>"
 
     def _repr_markdown_(self) -> str:
-        with self._cond:
-            events = list(self._events)
+        events, _ = self.snapshot()
         return run_markdown(events, abort_requested=self.signal.aborted)
 
-    def _has_news(self, index: int) -> bool:
-        return index < len(self._events) or self._finished
+    def snapshot(self) -> tuple[list[AgentEvent], bool]:
+        """The events so far, and whether the run has emitted its last one (`agent_end`)."""
+        with self._cond:
+            return list(self._events), self._ended()
 
-    def _wait(self, ready: Callable[[], bool], timeout: float | None) -> None:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        try:
-            with self._cond:
-                while not ready():
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        raise TimeoutError(f"the run did not end within {timeout} s")
-                    self._cond.wait(left)
-        except KeyboardInterrupt:
-            self.abort()
-            raise
+    def wait_for_news(self, seen: int, timeout: float | None = None) -> bool:
+        """Wait until the run has more than `seen` events or has finished; False on timeout."""
+        return self._wait(lambda: seen < len(self._events) or self._finished, timeout)
 
-    def _record(self, event: AgentEvent) -> None:
+    def wait_for_end(self, timeout: float | None = None) -> bool:
+        """Wait until the run has emitted its last event; False on timeout."""
+        return self._wait(self._ended, timeout)
+
+    def add_finisher(self, finisher: Callable[[], None]) -> bool:
+        """Have `finisher()` run on the run's thread before `result()` returns.
+
+        Returns False, without adding it, when the run is already finishing (too late).
+        A finisher that raises is logged and skipped.
+        """
+        with self._cond:
+            if self._finishing:
+                return False
+            self._finishers.append(finisher)
+            return True
+
+    def start(self, target: Callable[[], None], name: str) -> None:
+        """Producer: run `target` on a new, non-daemon thread called `name`."""
+        self._name = name
+        threading.Thread(target=target, name=name).start()
+
+    def publish(self, event: AgentEvent) -> None:
+        """Producer: append `event` to the run's log and wake the consumers."""
         with self._cond:
             self._events.append(event)
             self._cond.notify_all()
 
-    def _finish(self, messages: list[AgentMessage]) -> None:
-        with self._cond:  # from here on, a finisher added is too late: its owner checks this
+    def finish(self, messages: list[AgentMessage]) -> None:
+        """Producer: run the finishers, then end the run with `messages` as its result."""
+        with self._cond:
             self._finishing = True
             finishers = list(self._finishers)
         for finisher in finishers:  # e.g. a live display showing the final view
@@ -117,3 +149,21 @@ class AgentRun:
             self._messages = messages
             self._finished = True
             self._cond.notify_all()
+
+    def _ended(self) -> bool:
+        return self._finished or (bool(self._events) and isinstance(self._events[-1],
+                                                                    AgentEndEvent))
+
+    def _wait(self, ready: Callable[[], bool], timeout: float | None) -> bool:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            with self._cond:
+                while not ready():
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._cond.wait(left)
+        except KeyboardInterrupt:
+            self.abort()
+            raise
+        return True

@@ -15,6 +15,7 @@ from ._enums import (
     ThinkingLevel,
     ToolExecutionMode,
     member_of,
+    to_queue_mode,
     to_thinking_level,
     to_tool_execution_mode,
 )
@@ -73,14 +74,13 @@ from ._messages import (
 )
 from ._model import Model, ModelCost, calculate_cost
 from ._options import (
+    OPTION,
     CacheRetention,
     OnPayload,
     OnResponse,
     StreamOptions,
-    opt_budgets,
-    opt_count,
-    opt_headers,
-    opt_number,
+    Transport,
+    flat_options,
 )
 from ._overflow import is_context_overflow
 from ._render import message_markdown, run_markdown
@@ -103,6 +103,7 @@ from ._validators import (
 __all__ = [
     "ABORTED_TEXT",
     "LLM_TYPES",
+    "OPTION",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -167,6 +168,7 @@ __all__ = [
     "ToolExecutionUpdateEvent",
     "ToolResultMessage",
     "ToolUpdate",
+    "Transport",
     "TurnEndEvent",
     "TurnStartEvent",
     "Usage",
@@ -176,6 +178,7 @@ __all__ = [
     "default_convert_to_llm",
     "describe",
     "error_reply",
+    "flat_options",
     "from_dict",
     "from_json",
     "has_role",
@@ -185,10 +188,6 @@ __all__ = [
     "message_markdown",
     "not_bool",
     "now_ms",
-    "opt_budgets",
-    "opt_count",
-    "opt_headers",
-    "opt_number",
     "redact_headers",
     "run_markdown",
     "secret_headers",
@@ -197,6 +196,7 @@ __all__ = [
     "string",
     "to_dict",
     "to_json",
+    "to_queue_mode",
     "to_thinking_level",
     "to_tool_execution_mode",
     "validate_tool_arguments",

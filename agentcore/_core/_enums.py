@@ -67,6 +67,11 @@ def to_thinking_level(value: Any) -> Any:
     return _member(ThinkingLevel, value)
 
 
+def to_queue_mode(value: Any) -> Any:
+    """Attrs converter: a `QueueMode` from its string (see `member_of`)."""
+    return _member(QueueMode, value)
+
+
 def to_tool_execution_mode(value: Any) -> Any:
     """Attrs converter: a `ToolExecutionMode` from its string (see `member_of`)."""
     return _member(ToolExecutionMode, value)

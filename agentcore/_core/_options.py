@@ -1,9 +1,16 @@
-"""Options for one model request."""
+"""Options for model requests, declared once.
+
+`StreamOptions` is the one declaration of every provider option: its type, default, validator
+and repr. `AgentLoopConfig` and `Agent` hold one nested `options: StreamOptions` (as httpx passes
+one `Timeout` around) and keep the flat keyword arguments users write (`max_tokens=...`) as
+aliases of its fields, made by `flat_options`: the aliases hold no state and have no validators
+of their own, and an alias whose type differs from the field it stands for fails at import.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 from attrs.validators import deep_mapping, in_, instance_of, is_callable, optional
@@ -13,21 +20,26 @@ from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
 from ._validators import count, secret_headers, secret_str
 
-__all__ = ["StreamOptions"]
+__all__ = ["OPTION", "StreamOptions", "flat_options"]
 
 CacheRetention = Literal["none", "short", "long"]
+Transport = Literal["sse"]
 OnPayload = Callable[[Any, Model], Any]
 OnResponse = Callable[[int, Mapping[str, str]], None]
 
-# Shared with AgentLoopConfig, so that a bad option fails when the config is built.
-opt_count: Any = optional(count)
-opt_budgets: Any = optional(deep_mapping(instance_of(str), count, instance_of(dict)))
-opt_number = optional(instance_of((int, float)))
-opt_headers: Any = secret_headers  # names a bad value's type, never the value
+_opt_count: Any = optional(count)
+_opt_number = optional(instance_of((int, float)))
+_hook = optional(is_callable())
 
 
 def _redacted_headers(headers: dict[str, str] | None) -> str:
     return "None" if headers is None else "{" + ", ".join(f"{k!r}: '***'" for k in headers) + "}"
+
+
+def _transport(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value != "sse":
+        raise ValueError(f"'{attribute.name}' must be 'sse' (the only transport agentcore "
+                         f"speaks: HTTP with server-sent events), got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -36,6 +48,7 @@ class StreamOptions:
 
     `api_key` and header values never appear in the repr. `on_payload(payload, model)` may
     return a replacement request body; `on_response(status, headers)` sees each response.
+    `transport` is `"sse"`, the one transport there is; anything else is rejected.
     """
 
     api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
@@ -45,24 +58,90 @@ class StreamOptions:
         default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
     )
     thinking_budgets: dict[str, int] | None = attrs.field(
-        default=None, validator=opt_budgets
+        default=None, validator=optional(deep_mapping(instance_of(str), count, instance_of(dict)))
     )
-    max_tokens: int | None = attrs.field(default=None, validator=opt_count)
-    temperature: float | None = attrs.field(default=None, validator=opt_number)
+    max_tokens: int | None = attrs.field(default=None, validator=_opt_count)
+    temperature: float | None = attrs.field(default=None, validator=_opt_number)
     session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
     cache_retention: CacheRetention | None = attrs.field(
         default=None, validator=optional(in_(("none", "short", "long")))
     )
-    headers: dict[str, str] | None = attrs.field(
-        default=None,
-        validator=opt_headers,
-        repr=_redacted_headers,
-    )
+    headers: dict[str, str] | None = attrs.field(default=None, validator=secret_headers,
+                                                 repr=_redacted_headers)
     metadata: dict[str, Any] | None = attrs.field(default=None,
                                                   validator=optional(instance_of(dict)))
-    on_payload: OnPayload | None = attrs.field(default=None, validator=optional(is_callable()))
-    on_response: OnResponse | None = attrs.field(default=None, validator=optional(is_callable()))
-    max_retry_delay_ms: int | None = attrs.field(default=None, validator=opt_count)
-    max_retries: int | None = attrs.field(default=None, validator=opt_count)
-    transport: str = attrs.field(default="sse", validator=instance_of(str))
-    timeout: float | None = attrs.field(default=None, validator=opt_number)
+    on_payload: OnPayload | None = attrs.field(default=None, validator=_hook)
+    on_response: OnResponse | None = attrs.field(default=None, validator=_hook)
+    max_retry_delay_ms: int | None = attrs.field(default=None, validator=_opt_count)
+    max_retries: int | None = attrs.field(default=None, validator=_opt_count)
+    transport: Transport = attrs.field(default="sse", validator=_transport)
+    timeout: float | None = attrs.field(default=None, validator=_opt_number)
+
+
+class _Alias:
+    """A flat attribute standing for the field of the same name in `obj.options`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj.options, self.name)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.options = attrs.evolve(obj.options, **{self.name: value})
+
+
+class _OptionMarker:
+    def __repr__(self) -> str:
+        return "OPTION"
+
+
+OPTION: Any = _OptionMarker()
+"""Marks a flat alias of a `StreamOptions` field in a class decorated by `flat_options`.
+
+Written `max_tokens: int | None = OPTION`: the annotation is what type checkers see (they take
+the alias for a keyword argument with a default); `flat_options` turns it into an alias.
+"""
+
+
+C = TypeVar("C", bound=type)
+_FIELDS = {f.name: f for f in attrs.fields(StreamOptions)}
+
+
+def flat_options(cls: C) -> C:
+    """Give an attrs class with an `options: StreamOptions` field its flat option aliases.
+
+    Apply it below `@attrs.define`/`@attrs.frozen`. It hides the `OPTION` attributes
+    from attrs and adds an `__init__` that folds flat keyword arguments into `options` (they
+    win over the fields of an `options` given too) before attrs' own `__attrs_init__` runs, so
+    a bad option raises, naming its field, before the object exists. `attrs.evolve(obj,
+    max_tokens=5)` works the same way. Raises `TypeError` at import when an alias names no
+    option or declares another type than the option's.
+    """
+    # attrs reads the class's own annotation dict: the aliases must leave that very dict.
+    annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+    names = tuple(name for name, value in vars(cls).items() if value is OPTION)
+    for name in names:
+        setattr(cls, name, _Alias(name))
+        declared = annotations.pop(name, None)
+        field = _FIELDS.get(name)
+        if field is None or declared != field.type:
+            raise TypeError(f"{cls.__name__}.{name}: an option alias must name a StreamOptions "
+                            f"field and repeat its type {getattr(field, 'type', None)!r}, "
+                            f"got {declared!r}")
+
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        flat = {name: kwargs.pop(name) for name in names if name in kwargs}
+        if flat:
+            options = kwargs.get("options")
+            base = options if isinstance(options, StreamOptions) else StreamOptions()
+            kwargs["options"] = attrs.evolve(base, **flat)
+        self.__attrs_init__(*args, **kwargs)
+
+    cls.__init__ = __init__  # type: ignore[misc]
+    cls.__option_aliases__ = names  # type: ignore[attr-defined]
+    return cls

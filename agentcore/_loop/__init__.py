@@ -6,26 +6,44 @@ Builds on `_core` and `providers`; knows nothing of the `Agent` that drives it.
 from __future__ import annotations
 
 from ._config import (
+    AfterToolCall,
     AfterToolCallContext,
     AfterToolCallResult,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
+    BeforeToolCall,
     BeforeToolCallContext,
     BeforeToolCallResult,
+    ConvertToLlm,
+    GetApiKey,
+    PrepareNextTurn,
     PrepareNextTurnContext,
+    ShouldStopAfterTurn,
+    TransformContext,
+    executor,
+    hook,
 )
 from ._loop import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 
 __all__ = [
+    "AfterToolCall",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
+    "BeforeToolCall",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "ConvertToLlm",
+    "GetApiKey",
+    "PrepareNextTurn",
     "PrepareNextTurnContext",
+    "ShouldStopAfterTurn",
+    "TransformContext",
     "agent_loop",
     "agent_loop_continue",
+    "executor",
+    "hook",
     "run_agent_loop",
     "run_agent_loop_continue",
 ]

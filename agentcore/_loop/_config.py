@@ -7,9 +7,10 @@ from concurrent.futures import Executor
 from typing import Any
 
 import attrs
-from attrs.validators import deep_iterable, in_, instance_of, is_callable, optional
+from attrs.validators import deep_iterable, instance_of, is_callable, optional
 
 from .._core import (
+    OPTION,
     AbortSignal,
     AgentContext,
     AgentMessage,
@@ -27,26 +28,32 @@ from .._core import (
     ToolCall,
     ToolExecutionMode,
     ToolResultMessage,
+    Transport,
     Usage,
     default_convert_to_llm,
+    flat_options,
     member_of,
-    opt_budgets,
-    opt_count,
-    opt_headers,
-    opt_number,
-    secret_str,
     to_thinking_level,
     to_tool_execution_mode,
 )
 
 __all__ = [
+    "AfterToolCall",
     "AfterToolCallContext",
     "AfterToolCallResult",
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
+    "BeforeToolCall",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
+    "ConvertToLlm",
+    "GetApiKey",
+    "PrepareNextTurn",
     "PrepareNextTurnContext",
+    "ShouldStopAfterTurn",
+    "TransformContext",
+    "executor",
+    "hook",
 ]
 
 
@@ -122,93 +129,83 @@ class AgentLoopTurnUpdate:
     )
 
 
-_hook = optional(is_callable())
+hook = optional(is_callable())
+"""Attrs validator of an optional hook."""
+executor = optional(instance_of(Executor))
+"""Attrs validator of an optional `concurrent.futures.Executor`."""
+
+ConvertToLlm = Callable[[list[AgentMessage]], Sequence[Message]]
+TransformContext = Callable[[list[AgentMessage], AbortSignal], Sequence[AgentMessage]]
+GetApiKey = Callable[[str], str | None]
+BeforeToolCall = Callable[[BeforeToolCallContext, AbortSignal], BeforeToolCallResult | None]
+AfterToolCall = Callable[[AfterToolCallContext, AbortSignal], AfterToolCallResult | None]
+PrepareNextTurn = Callable[[PrepareNextTurnContext, AbortSignal], AgentLoopTurnUpdate | None]
+ShouldStopAfterTurn = Callable[[PrepareNextTurnContext], bool]
+
+
+def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, StreamOptions):
+        raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
+    if value.signal is not None:
+        raise ValueError(f"'{attribute.name}.signal' must be None: pass the run's signal to "
+                         "run_agent_loop(signal=...)")
 
 
 @attrs.frozen(kw_only=True)
+@flat_options
 class AgentLoopConfig:
     """Everything a run needs besides its context: the model, hooks and provider options.
 
     Hooks run on the run's thread (`before_tool_call`/`after_tool_call` too); a hook that
     raises becomes an error message or an error tool result, never an exception. The provider
-    options (`reasoning` … `api_key`) are passed through to the stream function;
-    `get_api_key(provider)` is asked before every model call and wins over `api_key`.
+    options are one `options: StreamOptions`, passed to the stream function with the run's
+    signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
+    read them back as attributes. `get_api_key(provider)` is asked before every model call and
+    wins over `api_key`.
     """
 
     model: Model = attrs.field(validator=instance_of(Model))
-    convert_to_llm: Callable[[list[AgentMessage]], Sequence[Message]] = attrs.field(
-        default=default_convert_to_llm, validator=is_callable()
-    )
-    transform_context: (
-        Callable[[list[AgentMessage], AbortSignal], Sequence[AgentMessage]] | None
-    ) = attrs.field(default=None, validator=_hook)
-    get_api_key: Callable[[str], str | None] | None = attrs.field(default=None, validator=_hook)
+    convert_to_llm: ConvertToLlm = attrs.field(default=default_convert_to_llm,
+                                               validator=is_callable())
+    transform_context: TransformContext | None = attrs.field(default=None, validator=hook)
+    get_api_key: GetApiKey | None = attrs.field(default=None, validator=hook)
     get_steering_messages: Callable[[], Sequence[AgentMessage]] | None = attrs.field(
-        default=None, validator=_hook
+        default=None, validator=hook
     )
     get_follow_up_messages: Callable[[], Sequence[AgentMessage]] | None = attrs.field(
-        default=None, validator=_hook
+        default=None, validator=hook
     )
     tool_execution: ToolExecutionMode = attrs.field(
         default=ToolExecutionMode.PARALLEL,
         converter=to_tool_execution_mode,
         validator=member_of(ToolExecutionMode),
     )
-    tool_executor: Executor | None = attrs.field(default=None,
-                                                 validator=optional(instance_of(Executor)))
-    before_tool_call: (
-        Callable[[BeforeToolCallContext, AbortSignal], BeforeToolCallResult | None] | None
-    ) = attrs.field(default=None, validator=_hook)
-    after_tool_call: (
-        Callable[[AfterToolCallContext, AbortSignal], AfterToolCallResult | None] | None
-    ) = attrs.field(default=None, validator=_hook)
-    prepare_next_turn: (
-        Callable[[PrepareNextTurnContext, AbortSignal], AgentLoopTurnUpdate | None] | None
-    ) = attrs.field(default=None, validator=_hook)
-    should_stop_after_turn: Callable[[PrepareNextTurnContext], bool] | None = attrs.field(
-        default=None, validator=_hook
-    )
-    reasoning: ThinkingLevel | None = attrs.field(
-        default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
-    )
-    session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
-    on_payload: OnPayload | None = attrs.field(default=None, validator=_hook)
-    on_response: OnResponse | None = attrs.field(default=None, validator=_hook)
-    transport: str = attrs.field(default="sse", validator=instance_of(str))
-    thinking_budgets: dict[str, int] | None = attrs.field(default=None, validator=opt_budgets)
-    max_retry_delay_ms: int | None = attrs.field(default=None, validator=opt_count)
-    max_retries: int | None = attrs.field(default=None, validator=opt_count)
-    max_tokens: int | None = attrs.field(default=None, validator=opt_count)
-    temperature: float | None = attrs.field(default=None, validator=opt_number)
-    cache_retention: CacheRetention | None = attrs.field(
-        default=None, validator=optional(in_(("none", "short", "long")))
-    )
-    headers: dict[str, str] | None = attrs.field(default=None, validator=opt_headers,
-                                                 repr=False)
-    metadata: dict[str, Any] | None = attrs.field(default=None,
-                                                  validator=optional(instance_of(dict)))
-    timeout: float | None = attrs.field(default=None, validator=opt_number)
-    api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
+    tool_executor: Executor | None = attrs.field(default=None, validator=executor)
+    before_tool_call: BeforeToolCall | None = attrs.field(default=None, validator=hook)
+    after_tool_call: AfterToolCall | None = attrs.field(default=None, validator=hook)
+    prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, validator=hook)
+    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None,
+                                                                     validator=hook)
+    options: StreamOptions = attrs.field(factory=StreamOptions, validator=_no_signal)
+    reasoning: ThinkingLevel | None = OPTION
+    session_id: str | None = OPTION
+    on_payload: OnPayload | None = OPTION
+    on_response: OnResponse | None = OPTION
+    transport: Transport = OPTION
+    thinking_budgets: dict[str, int] | None = OPTION
+    max_retry_delay_ms: int | None = OPTION
+    max_retries: int | None = OPTION
+    max_tokens: int | None = OPTION
+    temperature: float | None = OPTION
+    cache_retention: CacheRetention | None = OPTION
+    headers: dict[str, str] | None = OPTION
+    metadata: dict[str, Any] | None = OPTION
+    timeout: float | None = OPTION
+    api_key: str | None = OPTION
 
     def stream_options(
         self, signal: AbortSignal, api_key: str | None, reasoning: ThinkingLevel | None
     ) -> StreamOptions:
         """The provider options for one model call of a run."""
-        return StreamOptions(
-            api_key=api_key,
-            signal=signal,
-            reasoning=None if reasoning is ThinkingLevel.OFF else reasoning,
-            thinking_budgets=self.thinking_budgets,
-            max_tokens=self.max_tokens,
-            temperature=self.temperature,
-            session_id=self.session_id,
-            cache_retention=self.cache_retention,
-            headers=self.headers,
-            metadata=self.metadata,
-            on_payload=self.on_payload,
-            on_response=self.on_response,
-            max_retry_delay_ms=self.max_retry_delay_ms,
-            max_retries=self.max_retries,
-            transport=self.transport,
-            timeout=self.timeout,
-        )
+        return attrs.evolve(self.options, signal=signal, api_key=api_key,
+                            reasoning=None if reasoning is ThinkingLevel.OFF else reasoning)
