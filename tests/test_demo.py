@@ -14,16 +14,9 @@ from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore import _cli as cli
-from agentcore._cli._demo import (
-    DEFAULT_TOKENS_PER_SECOND,
-    QUESTION,
-    _public_url,
-    calculate,
-    calculator_tool,
-    clock_tool,
-    current_time,
-    run_demo,
-)
+from agentcore._cli._console import public_url
+from agentcore._cli._demo import DEFAULT_TOKENS_PER_SECOND, QUESTION, run_demo
+from agentcore._cli._demo_tools import calculate, calculator_tool, clock_tool, current_time
 from agentcore.providers import _registry
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
@@ -540,4 +533,4 @@ def test_demo_cli_model_usage_errors_exit_2(
     ],
 )
 def test_demo_public_url_drops_credentials(url: str, shown: str) -> None:
-    assert _public_url(url) == shown
+    assert public_url(url) == shown

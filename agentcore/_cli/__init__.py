@@ -104,7 +104,7 @@ def _chat_command(args: argparse.Namespace) -> int:
     from .._core import ThinkingLevel
     from ._chat import DEFAULT_TOKENS_PER_SECOND, ChatOptions, run_chat
     from ._console import missing_key_variable
-    from ._demo import SYSTEM_PROMPT
+    from ._demo_tools import SYSTEM_PROMPT
 
     model = None
     if args.model is not None:

@@ -53,7 +53,7 @@ from ._console import (
     resolve_model,
     wants_color,
 )
-from ._demo import DEMO_COST, SYSTEM_PROMPT, calculator_tool, clock_tool
+from ._demo_tools import DEMO_COST, SYSTEM_PROMPT, calculator_tool, clock_tool
 
 __all__ = ["DEFAULT_TOKENS_PER_SECOND", "HELP", "ChatOptions", "offline_reply", "run_chat"]
 
@@ -96,8 +96,6 @@ class ChatOptions:
     api: str | None = None
     base_url_provider: str | None = None
 
-
-# --- the offline model ----------------------------------------------------------------------
 
 _EXPRESSION = re.compile(r"[-+(]*\d[\d.\s()+\-*/%^]*")
 _OPERATOR = re.compile(r"\d\s*\)*\s*(?:\*\*|//|[-+*/%^])\s*[-+(]*\s*\d")
@@ -210,8 +208,6 @@ def _register_offline(tokens_per_second: float | None) -> FauxProvider:
     faux.set_responses([reply])
     return faux
 
-
-# --- the REPL -------------------------------------------------------------------------------
 
 
 class _Chat:
