@@ -1,7 +1,9 @@
-"""The public surface, pinned: `__all__`, docstrings, wire tags, enums, errors, import cost."""
+"""The public surface, pinned: `__all__`, public submodules, docstrings, wire tags, enums,
+errors, the command line and import cost."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import inspect
 import json
@@ -202,9 +204,6 @@ ASSISTANT_MESSAGE_EVENT_TYPES = {
 }
 
 
-# --- __all__ and docstrings ------------------------------------------------------------------
-
-
 def test_all_is_pinned_and_sorted() -> None:
     assert agentcore.__all__ == EXPECTED_ALL
     assert sorted(EXPECTED_ALL) == EXPECTED_ALL
@@ -281,9 +280,6 @@ def test_public_functions_are_defined_in_agentcore() -> None:
     assert foreign == []
 
 
-# --- wire tags -------------------------------------------------------------------------------
-
-
 def test_content_type_tags_are_pinned() -> None:
     assert {cls: cls.type for cls in (TextContent, ThinkingContent, ImageContent, ToolCall)} == {
         TextContent: "text",
@@ -355,9 +351,6 @@ def test_wire_tags_are_class_level_not_fields() -> None:
     assert "type" not in AgentStartEvent.__init__.__code__.co_varnames
 
 
-# --- enums -----------------------------------------------------------------------------------
-
-
 def test_enum_values_are_pinned() -> None:
     assert {e.__name__: {m.name: m.value for m in e} for e in (
         StopReason, ThinkingLevel, ToolExecutionMode, QueueMode
@@ -385,9 +378,6 @@ def test_enum_values_are_pinned() -> None:
 def test_enums_are_str_enums() -> None:
     for enum in (StopReason, ThinkingLevel, ToolExecutionMode, QueueMode):
         assert issubclass(enum, str)
-
-
-# --- the error tree --------------------------------------------------------------------------
 
 
 def test_every_public_error_derives_from_agentcore_error() -> None:
@@ -418,8 +408,6 @@ def test_errors_also_derive_from_the_matching_builtin() -> None:
     assert issubclass(ProviderNotFoundError, LookupError)
     assert issubclass(ModelNotFoundError, LookupError)
 
-
-# --- import cost and packaging ---------------------------------------------------------------
 
 _IMPORT_PROBE = textwrap.dedent(
     """
@@ -485,3 +473,177 @@ def test_mypy_strict_passes_on_the_package() -> None:
 def test_ruff_passes_on_package_and_tests() -> None:
     proc = _run_tool("ruff", "check", "agentcore", "tests")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+TESTING_ALL = [
+    "EventRecorder",
+    "FauxProvider",
+    "ModelCall",
+    "Reply",
+    "ScriptedModel",
+    "faux_assistant_message",
+    "faux_text",
+    "faux_thinking",
+    "faux_tool_call",
+    "record_events",
+    "register_faux_provider",
+    "scripted_model",
+    "tool_call",
+]
+
+FAUX_ALL = [
+    "FauxProvider",
+    "FauxResponse",
+    "faux_assistant_message",
+    "faux_text",
+    "faux_thinking",
+    "faux_tool_call",
+    "register_faux_provider",
+]
+
+PUBLIC_SUBMODULE_NAMES = {
+    "agentcore.testing": set(TESTING_ALL),
+    "agentcore.notebook": {"display"},
+    "agentcore.providers.faux": set(FAUX_ALL),
+    "agentcore.providers.models": {
+        "env_var_for",
+        "get_env_api_key",
+        "get_model",
+        "get_models",
+        "get_providers",
+        "require_api_key",
+    },
+    "agentcore.providers.openai_completions": {"build_body", "stream_openai_completions"},
+    "agentcore.providers.openai_responses": {"build_body", "stream_openai_responses"},
+    "agentcore.providers.anthropic": {"build_body", "headers_for", "stream_anthropic"},
+    "agentcore.providers.google": {"build_body", "stream_google"},
+}
+"""Each public module path and the names it must keep exporting (it may add more)."""
+
+PROVIDERS_ALL_AT_LEAST = {
+    "StreamFn",
+    "complete",
+    "get_env_api_key",
+    "get_model",
+    "get_models",
+    "get_providers",
+    "register_provider",
+    "stream",
+    "unregister_provider",
+}
+
+WIRE_MODULES = [
+    "agentcore.providers.anthropic",
+    "agentcore.providers.google",
+    "agentcore.providers.openai_completions",
+    "agentcore.providers.openai_responses",
+]
+
+
+def test_testing_all_is_pinned_and_sorted() -> None:
+    import agentcore.testing
+
+    assert agentcore.testing.__all__ == TESTING_ALL
+
+
+def test_faux_all_is_pinned_and_sorted() -> None:
+    import agentcore.providers.faux
+
+    assert agentcore.providers.faux.__all__ == FAUX_ALL
+
+
+@pytest.mark.parametrize("module_name", sorted(PUBLIC_SUBMODULE_NAMES))
+def test_public_submodule_exports_its_names(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    exported = set(module.__all__)
+    assert exported >= PUBLIC_SUBMODULE_NAMES[module_name]
+    assert [name for name in sorted(exported) if not hasattr(module, name)] == []
+    assert (module.__doc__ or "").strip()
+    undocumented = [
+        name
+        for name in sorted(exported)
+        if (inspect.isclass(getattr(module, name)) or inspect.isfunction(getattr(module, name)))
+        and not (getattr(module, name).__doc__ or "").strip()
+    ]
+    assert undocumented == []
+
+
+@pytest.mark.parametrize("module_name", WIRE_MODULES)
+def test_wire_module_stream_function_is_callable(module_name: str) -> None:
+    module = importlib.import_module(module_name)
+    [name] = [n for n in module.__all__ if n.startswith("stream_")]
+    function = getattr(module, name)
+    assert inspect.isfunction(function)
+    assert list(inspect.signature(function).parameters)[:3] == ["model", "context", "options"]
+
+
+def test_public_submodules_share_the_faux_helpers() -> None:
+    import agentcore.providers.faux as faux
+    import agentcore.testing as testing
+
+    for name in FAUX_ALL:
+        if name != "FauxResponse":
+            assert getattr(testing, name) is getattr(faux, name), name
+
+
+def test_providers_package_reexports_the_registry_and_catalogue() -> None:
+    import agentcore.providers as providers
+
+    exported = set(getattr(providers, "__all__", ()))
+    assert exported >= PROVIDERS_ALL_AT_LEAST, sorted(PROVIDERS_ALL_AT_LEAST - exported)
+    for name in sorted(PROVIDERS_ALL_AT_LEAST):
+        assert getattr(providers, name) is getattr(agentcore, name), name
+
+
+def test_python_m_agentcore_help_works() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentcore", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+    assert proc.stdout.startswith("usage: python -m agentcore")
+    for command in ("demo", "chat"):
+        assert f"    {command} " in proc.stdout, proc.stdout
+
+
+_HEAVY_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import agentcore
+    print(json.dumps(sorted(sys.modules)))
+    """
+)
+
+NOT_LOADED_BY_IMPORT = [
+    "agentcore._cli",
+    "agentcore.notebook",
+    "agentcore.providers.anthropic",
+    "agentcore.providers.google",
+    "agentcore.providers.openai_completions",
+    "agentcore.providers.openai_responses",
+    "agentcore.testing",
+    "cattrs",
+    "jsonschema",
+    "requests",
+]
+"""Loaded only when first used (a call to a provider, `to_json`, a tool's validation), never by
+`import agentcore` itself."""
+
+
+def test_import_agentcore_leaves_heavy_modules_unloaded() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _HEAVY_PROBE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        cwd=REPO_ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    loaded = set(json.loads(proc.stdout))
+    assert [name for name in NOT_LOADED_BY_IMPORT if name in loaded] == []
