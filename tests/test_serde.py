@@ -543,14 +543,14 @@ def test_converter_is_built_once_under_concurrent_first_use(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     builds: list[object] = []
-    real_build = _serde._build_converter
+    real_build = _serde.build_converter
 
     def counting_build() -> Any:
         builds.append(object())
         return real_build()
 
     monkeypatch.setattr(_serde, "_converter", None)
-    monkeypatch.setattr(_serde, "_build_converter", counting_build)
+    monkeypatch.setattr(_serde, "build_converter", counting_build)
     barrier = threading.Barrier(8, timeout=10)
     results: list[dict[str, Any]] = []
 

@@ -228,8 +228,6 @@ class Agent:
         model = f"{self.model.provider}/{self.model.id}"
         return f"<Agent {model} {busy}, {len(self.messages)} messages>"
 
-    # --- state --------------------------------------------------------------------------------
-
     @property
     def state(self) -> AgentState:
         """A consistent snapshot of the agent's state."""
@@ -246,8 +244,6 @@ class Agent:
         """The active run's abort signal, or None when idle."""
         run = self._run
         return run.signal if run is not None else None
-
-    # --- listeners ----------------------------------------------------------------------------
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(event, signal)` for every event of every run; returns unsubscribe.
@@ -266,8 +262,6 @@ class Agent:
                 self._listeners = [x for x in self._listeners if x is not listener]
 
         return unsubscribe
-
-    # --- queues -------------------------------------------------------------------------------
 
     def steer(self, message: str | AgentMessage) -> None:
         """Queue a message for the model to see before its next turn."""
@@ -297,8 +291,6 @@ class Agent:
         """Drop every queued message (see `clear_steering_queue`)."""
         self._steering.clear()
         self._follow_up.clear()
-
-    # --- runs ---------------------------------------------------------------------------------
 
     def prompt(
         self, input: str | AgentMessage | Sequence[AgentMessage],
@@ -366,8 +358,6 @@ class Agent:
             self._streaming_message = None
             self._pending = frozenset()
             self._error_message = None
-
-    # --- the run's thread ---------------------------------------------------------------------
 
     def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool) -> AgentRun:
         # Everything that can fail comes before the agent is marked busy.

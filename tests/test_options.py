@@ -1,0 +1,237 @@
+"""Provider options are declared once, in StreamOptions; the Agent and the loop nest it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+import attrs
+import pytest
+
+import agentcore as ac
+from agentcore._core import OPTION, flat_options
+from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_text
+
+OPTION_NAMES = {f.name for f in attrs.fields(ac.StreamOptions)}
+STREAM_TYPES = {f.name: f.type for f in attrs.fields(ac.StreamOptions)}
+
+
+def _aliases(cls: type) -> set[str]:
+    return set(cls.__option_aliases__)  # type: ignore[attr-defined]
+
+
+def test_options_every_stream_option_has_one_alias_on_config_and_agent() -> None:
+    assert _aliases(ac.AgentLoopConfig) == OPTION_NAMES - {"signal"}
+    # The Agent's reasoning is its thinking_level; its runs bring their own signal.
+    assert _aliases(ac.Agent) == OPTION_NAMES - {"signal", "reasoning"}
+
+
+@pytest.mark.parametrize("cls", [ac.AgentLoopConfig, ac.Agent])
+def test_options_aliases_are_not_attrs_fields(cls: type) -> None:
+    fields = {f.name for f in attrs.fields(cls)}
+    assert "options" in fields
+    assert not fields & _aliases(cls)
+
+
+def test_options_an_alias_of_another_type_fails_at_import() -> None:
+    with pytest.raises(TypeError, match=r"Bad\.max_tokens: .*'int \| None', got 'str'"):
+
+        @attrs.frozen(kw_only=True)
+        @flat_options
+        class Bad:
+            options: ac.StreamOptions = attrs.field(factory=ac.StreamOptions)
+            max_tokens: str = OPTION
+
+
+def test_options_an_alias_of_no_option_fails_at_import() -> None:
+    with pytest.raises(TypeError, match=r"Bad\.max_tokenz: an option alias must name"):
+
+        @attrs.frozen(kw_only=True)
+        @flat_options
+        class Bad:
+            options: ac.StreamOptions = attrs.field(factory=ac.StreamOptions)
+            max_tokenz: int | None = OPTION
+
+
+def test_options_flat_keywords_fill_the_nested_options(faux: FauxProvider) -> None:
+    model = faux.get_model()
+    config = ac.AgentLoopConfig(model=model, max_tokens=5, session_id="s", reasoning="high")
+    assert config.options == ac.StreamOptions(max_tokens=5, session_id="s", reasoning="high")
+    assert (config.max_tokens, config.session_id) == (5, "s")
+    assert config.reasoning is ac.ThinkingLevel.HIGH
+    agent = ac.Agent(model, max_tokens=5, temperature=0.5)
+    assert agent.options == ac.StreamOptions(max_tokens=5, temperature=0.5)
+
+
+def test_options_flat_keywords_win_over_the_options_given(faux: FauxProvider) -> None:
+    model = faux.get_model()
+    given = ac.StreamOptions(max_tokens=5, temperature=0.1)
+    config = ac.AgentLoopConfig(model=model, options=given, max_tokens=7)
+    assert config.options == ac.StreamOptions(max_tokens=7, temperature=0.1)
+    assert ac.Agent(model, options=given, max_tokens=7).options == config.options
+
+
+def test_options_evolve_changes_one_option(faux: FauxProvider) -> None:
+    config = ac.AgentLoopConfig(model=faux.get_model(), max_tokens=5, temperature=0.1)
+    changed = attrs.evolve(config, max_tokens=9)
+    assert changed.options == ac.StreamOptions(max_tokens=9, temperature=0.1)
+    swapped = attrs.evolve(config, options=ac.StreamOptions(timeout=3.0))
+    assert swapped.options == ac.StreamOptions(timeout=3.0)
+
+
+def test_options_config_is_frozen_through_its_aliases(faux: FauxProvider) -> None:
+    config = ac.AgentLoopConfig(model=faux.get_model())
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        config.max_tokens = 5  # type: ignore[misc]
+
+
+def test_options_agent_attributes_write_through_to_options(faux: FauxProvider) -> None:
+    agent = ac.Agent(faux.get_model())
+    agent.max_tokens = 64
+    agent.headers = {"x-trace": "1"}
+    assert agent.options == ac.StreamOptions(max_tokens=64, headers={"x-trace": "1"})
+    agent.options = ac.StreamOptions(timeout=2.5)
+    assert (agent.max_tokens, agent.timeout) == (None, 2.5)
+
+
+BAD_OPTIONS = [
+    ("max_tokens", -1, ValueError),
+    ("max_retries", True, TypeError),
+    ("max_retry_delay_ms", -5, ValueError),
+    ("thinking_budgets", {"low": "x"}, TypeError),
+    ("temperature", "hot", TypeError),
+    ("cache_retention", "forever", ValueError),
+    ("transport", "websocket", ValueError),
+    ("headers", {"x": 1}, TypeError),
+    ("timeout", "soon", TypeError),
+    ("on_payload", "not callable", TypeError),
+    ("api_key", b"bytes", TypeError),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "error"), BAD_OPTIONS)
+def test_options_bad_value_is_rejected_the_same_everywhere(
+    faux: FauxProvider, name: str, value: Any, error: type[Exception]
+) -> None:
+    model = faux.get_model()
+    with pytest.raises(error, match=f"'{name}'"):
+        ac.StreamOptions(**{name: value})
+    with pytest.raises(error, match=f"'{name}'"):
+        ac.AgentLoopConfig(model=model, **{name: value})
+    with pytest.raises(error, match=f"'{name}'"):
+        ac.Agent(model, **{name: value})
+    agent = ac.Agent(model)
+    with pytest.raises(error, match=f"'{name}'"):
+        setattr(agent, name, value)
+    assert agent.options == ac.StreamOptions()
+
+
+def test_options_bad_agent_option_leaves_the_agent_idle_and_usable(faux: FauxProvider) -> None:
+    """The bug this layout fixed: Agent(model, max_tokens=-1).prompt() left it 'running'."""
+    agent = ac.Agent(faux.get_model())
+    with pytest.raises(ValueError, match="'max_tokens'"):
+        agent.max_tokens = -1
+    faux.set_responses([faux_assistant_message([faux_text("fine")])])
+    run = agent.prompt("hi")
+    assert run.result(timeout=5)[-1].text == "fine"  # type: ignore[union-attr]
+    assert agent.wait_for_idle(timeout=5)
+    assert not agent.state.is_streaming
+
+
+def test_options_failing_start_leaves_the_agent_idle(
+    faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    agent = ac.Agent(faux.get_model())
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(threading.Thread, "start", no_thread)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            agent.prompt("hi")
+    assert agent.signal is None
+    assert not agent.state.is_streaming
+    assert agent.wait_for_idle(timeout=1)
+    faux.set_responses([faux_assistant_message([faux_text("again")])])
+    assert agent.prompt("hi").result(timeout=5)[-1].text == "again"  # type: ignore[union-attr]
+
+
+def test_options_nested_signal_is_rejected(faux: FauxProvider) -> None:
+    signal = ac.AbortController().signal
+    with pytest.raises(ValueError, match=r"'options.signal' must be None"):
+        ac.AgentLoopConfig(model=faux.get_model(), options=ac.StreamOptions(signal=signal))
+    with pytest.raises(ValueError, match=r"'options.signal' must be None"):
+        ac.Agent(faux.get_model(), options=ac.StreamOptions(signal=signal))
+
+
+def test_options_agent_reasoning_comes_from_thinking_level(faux: FauxProvider) -> None:
+    with pytest.raises(ValueError, match="set the agent's 'thinking_level'"):
+        ac.Agent(faux.get_model(), options=ac.StreamOptions(reasoning="high"))
+
+
+def test_options_reach_the_provider_with_the_run_signal(faux: FauxProvider) -> None:
+    seen: list[ac.StreamOptions] = []
+
+    def reply(context: ac.Context, options: ac.StreamOptions, model: ac.Model) -> Any:
+        seen.append(options)
+        return faux_assistant_message([faux_text("ok")])
+
+    faux.set_responses([reply, reply])
+    agent = ac.Agent(faux.get_model(), thinking_level="low", max_tokens=32, session_id="s1",
+                     api_key="test-key")
+    run = agent.prompt("hi")
+    run.result(timeout=5)
+    [options] = seen
+    assert options.signal is run.signal
+    assert options.reasoning is ac.ThinkingLevel.LOW
+    assert (options.max_tokens, options.session_id, options.api_key) == (32, "s1", "test-key")
+    config = ac.AgentLoopConfig(model=faux.get_model(), reasoning="off", temperature=0.2)
+    ac.run_agent_loop([ac.UserMessage("hi")], ac.AgentContext("", []), config, lambda e: None)
+    assert seen[1].reasoning is None  # "off" sends no reasoning option
+    assert seen[1].temperature == 0.2
+
+
+def test_options_keep_secrets_out_of_reprs(faux: FauxProvider) -> None:
+    agent = ac.Agent(faux.get_model(), api_key="sk-test-SECRET", headers={"x-api-key": "HIDDEN"})
+    config = ac.AgentLoopConfig(model=faux.get_model(), api_key="sk-test-SECRET",
+                                headers={"Authorization": "Bearer HIDDEN"})
+    for text in (repr(agent), repr(agent.options), repr(config)):
+        assert "SECRET" not in text
+        assert "HIDDEN" not in text
+
+
+def test_options_flat_keywords_type_check(tmp_path: Path) -> None:
+    """mypy --strict sees the aliases as typed keywords and attributes (and rejects bad ones)."""
+    good = tmp_path / "good.py"
+    good.write_text(textwrap.dedent("""
+        import agentcore as ac
+
+        def use(model: ac.Model) -> int | None:
+            config = ac.AgentLoopConfig(model=model, max_tokens=5, transport="sse")
+            agent = ac.Agent(model, max_tokens=5, session_id="s", timeout=2.0)
+            agent.max_tokens = 7
+            tokens: int | None = config.max_tokens
+            return tokens if tokens is not None else agent.max_tokens
+    """))
+    bad = tmp_path / "bad.py"
+    bad.write_text(textwrap.dedent("""
+        import agentcore as ac
+
+        def use(model: ac.Model) -> None:
+            ac.Agent(model, max_tokens="many")
+    """))
+    root = Path(__file__).resolve().parent.parent
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
+               "--config-file", str(root / "pyproject.toml")]
+    ok = subprocess.run([*command, str(good)], capture_output=True, text=True, cwd=root,
+                        timeout=300, check=False)
+    assert ok.returncode == 0, ok.stdout
+    failing = subprocess.run([*command, str(bad)], capture_output=True, text=True, cwd=root,
+                             timeout=300, check=False)
+    assert failing.returncode == 1
+    assert 'Argument "max_tokens" to "Agent" has incompatible type "str"' in failing.stdout
