@@ -585,6 +585,16 @@ def test_layers_packages_have_docstrings_and_only_the_cli_prints() -> None:
     assert violations == [], _report(violations)
 
 
+def test_layers_exceptions_are_all_still_needed() -> None:
+    tree = _agentcore()
+    edges = {(imp.importer, imp.target) for imp in tree.imports if imp.lazy}
+    assert sorted(set(ALLOWED_UPWARD) - edges) == [], "ALLOWED_UPWARD lists an edge that is gone"
+    used = {(module.path, use.attribute) for module in tree.modules.values()
+            for use in _private_attribute_uses(module)}
+    stale = sorted(set(FOREIGN_PRIVATES) - used)
+    assert stale == [], f"FOREIGN_PRIVATES lists uses that are gone: {stale}"
+
+
 def test_layers_checker_sees_every_kind_of_import() -> None:
     tree = _agentcore()
     assert len(tree.modules) > 40
