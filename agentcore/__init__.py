@@ -2,6 +2,21 @@
 
 It streams a model's reply, runs the tools the model asks for, feeds the results back and
 repeats until the work is done, telling the caller everything that happens as events.
+
+Layout. Every module is private except this one, `testing`, `notebook` and `providers`; the
+layers import only downwards, and each private subpackage is reached through its `__init__`
+(`tests/test_layers.py` checks both)::
+
+    6  agentcore, __main__      re-exports only; `python -m agentcore`
+    5  _cli/                    the demo and the chat (never imported by the library)
+    4  testing, notebook        public helpers for tests and Jupyter
+    3  _agent/                  Agent, AgentRun, the message queues
+    2  _loop/                   run_agent_loop and its config; running tool calls
+    1  _function_tools/         @tool: an AgentTool from a typed function
+    1  providers/               the registry, the HTTP/SSE layer, one module per wire API, faux
+    0  _core/                   values, events, streams, abort, errors, options, serialization
+
+One exception points up: `AgentRun.display()` imports `notebook` when called.
 """
 
 from __future__ import annotations
