@@ -279,3 +279,16 @@ def test_abort_controller_and_signal_reprs_show_state():
     controller.abort()
     assert repr(controller) == "AbortController(aborted=True)"
     assert repr(controller.signal) == "AbortSignal(aborted=True)"
+
+
+def test_abort_error_from_a_stream_past_its_grace_is_an_agentcore_error():
+    from agentcore import EventStream
+
+    controller = AbortController()
+    controller.abort("stop")
+    stream: EventStream[int, None] = EventStream()  # its producer never ends it
+
+    with pytest.raises(AgentcoreError) as info:
+        list(stream.iter_until(controller.signal, 0.0))
+    assert type(info.value) is AbortError
+    assert str(info.value) == "Request was aborted"

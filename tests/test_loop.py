@@ -12,6 +12,7 @@ import attrs
 import pytest
 
 import agentcore as ac
+from agentcore._loop import _loop as loop_module
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -1022,3 +1023,92 @@ def test_loop_every_completed_tool_call_gets_exactly_one_result(faux: FauxProvid
     results = [m.tool_call_id for m in out if isinstance(m, ac.ToolResultMessage)]
     assert results == [f"c{i}" for i in range(5)]
     assert [m.text for m in out[2:]][2:] == ["Operation aborted"] * 3
+
+
+def _aborting_sink(controller: ac.AbortController) -> Recorder:
+    """A Recorder that aborts the run at the first `message_update`."""
+
+    class Aborting(Recorder):
+        def __call__(self, event: Any) -> None:
+            super().__call__(event)
+            if isinstance(event, ac.MessageUpdateEvent):
+                controller.abort()
+
+    return Aborting()
+
+
+def test_semantic_11_abort_grace_is_a_deadline_for_a_stream_still_sending(
+    faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_module, "ABORT_GRACE_S", 0.0)
+    controller = ac.AbortController()
+    stream = ac.AssistantMessageEventStream()
+    stop = threading.Event()
+    partial = ac.AssistantMessage([ac.TextContent("")], "x", "y", "z")
+
+    def chatty() -> None:  # ignores the abort and keeps sending, paced, until the test ends
+        while not stop.wait(0.001):
+            stream.push(ac.TextDeltaEvent(0, "more", partial))
+
+    def stuck(model: ac.Model, context: ac.Context, options: ac.StreamOptions) -> Any:
+        stream.push(ac.StartEvent(partial))
+        threading.Thread(target=chatty).start()
+        return stream
+
+    sink = _aborting_sink(controller)
+    try:
+        out = ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext(),
+                                ac.AgentLoopConfig(model=faux.get_model()), sink,
+                                signal=controller.signal, stream_fn=stuck)
+    finally:
+        stop.set()
+    assert (out[-1].stop_reason, out[-1].error_message) == ("aborted", "Request was aborted")
+    assert sink.types[-2:] == ["turn_end", "agent_end"]
+
+
+def test_semantic_11_abort_closes_a_pulled_stream_that_ignores_it(
+    faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(loop_module, "ABORT_GRACE_S", 0.0)
+    controller = ac.AbortController()
+    closed = threading.Event()
+    partial = ac.AssistantMessage([ac.TextContent("")], "x", "y", "z")
+
+    def events() -> Any:
+        try:
+            yield ac.StartEvent(partial)
+            while True:
+                yield ac.TextDeltaEvent(0, "more", partial)
+        finally:
+            closed.set()
+
+    def ignores_abort(model: ac.Model, context: ac.Context, options: ac.StreamOptions) -> Any:
+        return ac.AssistantMessageEventStream.from_iterator(events())
+
+    sink = _aborting_sink(controller)
+    out = ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext(),
+                            ac.AgentLoopConfig(model=faux.get_model()), sink,
+                            signal=controller.signal, stream_fn=ignores_abort)
+    assert closed.is_set()
+    assert (out[-1].stop_reason, out[-1].error_message) == ("aborted", "Request was aborted")
+    assert sink.types.count("message_update") == 1
+
+
+def test_loop_closes_the_source_of_a_reply_that_raises(faux: FauxProvider) -> None:
+    closed = threading.Event()
+
+    def events() -> Any:
+        try:
+            yield ac.StartEvent(ac.AssistantMessage([], "x", "y", "z"))
+            raise ConnectionError("connection reset")
+        finally:
+            closed.set()
+
+    def broken(model: ac.Model, context: ac.Context, options: ac.StreamOptions) -> Any:
+        return ac.AssistantMessageEventStream.from_iterator(events())
+
+    out = ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext(),
+                            ac.AgentLoopConfig(model=faux.get_model()), Recorder(),
+                            stream_fn=broken)
+    assert closed.is_set()
+    assert (out[-1].stop_reason, out[-1].error_message) == ("error", "connection reset")

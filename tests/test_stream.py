@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 
 from agentcore import (
+    AbortController,
+    AbortError,
     AssistantMessage,
     AssistantMessageEventStream,
     DoneEvent,
@@ -19,6 +21,7 @@ from agentcore import (
     TextDeltaEvent,
     TextStartEvent,
 )
+from agentcore._core import ABORTED_TEXT
 
 WAIT_S = 10.0
 
@@ -409,3 +412,283 @@ def test_assistant_message_event_stream_from_iterator_stops_at_terminal_and_clos
     assert stream.result(timeout=WAIT_S) == final
     assert closed.is_set()
     assert after_terminal == []
+
+
+# --- the two kinds of stream ------------------------------------------------------------------
+
+
+def test_event_stream_both_kinds_are_event_streams():
+    pushed = AssistantMessageEventStream()
+    pulled = AssistantMessageEventStream.from_iterator(iter([]))
+
+    assert type(pushed) is AssistantMessageEventStream
+    assert type(pulled) is AssistantMessageEventStream
+    assert isinstance(pulled, EventStream)
+    assert isinstance(EventStream.from_iterator([1]), EventStream)
+
+
+def test_event_stream_from_iterator_accepts_events_pushed_by_another_thread():
+    release = threading.Event()
+
+    def events() -> Iterator[int]:
+        yield 1
+        assert release.wait(WAIT_S)
+        yield 3
+
+    stream: EventStream[int, None] = EventStream.from_iterator(events())
+    received = iter(stream)
+    assert next(received) == 1
+    pusher = _start_thread(stream.push, 2)
+    pusher.join(WAIT_S)
+    release.set()
+
+    assert list(received) == [2, 3]
+
+
+def test_event_stream_from_iterator_end_from_outside_closes_an_idle_source():
+    closed = threading.Event()
+
+    def events() -> Iterator[int]:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.set()
+
+    stream: EventStream[int, str] = EventStream.from_iterator(events())
+    received = iter(stream)
+    assert next(received) == 1
+    stream.end("stopped")
+
+    assert closed.is_set()
+    assert list(received) == []
+    assert stream.result(timeout=WAIT_S) == "stopped"
+
+
+def test_event_stream_from_iterator_result_times_out_while_another_thread_pulls():
+    pulling, release = threading.Event(), threading.Event()
+
+    def events() -> Iterator[int]:
+        pulling.set()
+        assert release.wait(WAIT_S)
+        yield 1
+        return "late"
+
+    stream: EventStream[int, str] = EventStream.from_iterator(events())
+    received: list[int] = []
+    consumer = _start_thread(lambda: received.extend(stream))
+    assert pulling.wait(WAIT_S)
+    with pytest.raises(TimeoutError):
+        stream.result(timeout=0.01)
+    release.set()
+    consumer.join(WAIT_S)
+
+    assert not consumer.is_alive()
+    assert received == [1]
+    assert stream.result(timeout=WAIT_S) == "late"
+
+
+def test_assistant_message_event_stream_racing_terminal_pushes_keep_the_first():
+    finals = [_message(f"reply {i}") for i in range(8)]
+    stream = AssistantMessageEventStream()
+    go = threading.Barrier(len(finals))
+
+    def produce(message: AssistantMessage) -> None:
+        go.wait(WAIT_S)
+        stream.push(DoneEvent(StopReason.STOP, message))
+
+    threads = [_start_thread(produce, message) for message in finals]
+    for thread in threads:
+        thread.join(WAIT_S)
+
+    events = list(stream)
+    assert len(events) == 1
+    assert stream.result(timeout=WAIT_S) == events[0].message
+
+
+# --- iter_until -------------------------------------------------------------------------------
+
+
+def test_event_stream_iter_until_yields_every_event_and_leaves_the_result():
+    stream: EventStream[int, str] = EventStream()
+    for i in range(3):
+        stream.push(i)
+    stream.end("r")
+
+    assert list(stream.iter_until(AbortController().signal, 0.0)) == [0, 1, 2]
+    assert stream.result(timeout=WAIT_S) == "r"
+
+
+def test_event_stream_iter_until_reraises_the_producer_failure():
+    error = KeyError("gone")
+    stream: EventStream[int, None] = EventStream()
+    stream.push(1)
+    stream.fail(error)
+
+    events = stream.iter_until(AbortController().signal, WAIT_S)
+    assert next(events) == 1
+    with pytest.raises(KeyError) as info:
+        next(events)
+    assert info.value is error
+
+
+def test_event_stream_iter_until_gives_up_on_a_producer_that_ignores_the_abort():
+    controller = AbortController()
+    stream: EventStream[int, None] = EventStream()
+    stream.push(1)
+    events = stream.iter_until(controller.signal, 0.01)
+    assert next(events) == 1
+    controller.abort()
+
+    with pytest.raises(AbortError, match=f"^{ABORTED_TEXT}$"):
+        next(events)
+    assert not stream.done()
+
+
+def test_event_stream_iter_until_is_woken_by_an_abort_from_another_thread():
+    controller = AbortController()
+    stream: EventStream[int, None] = EventStream()
+    stream.push(1)
+    first_read = threading.Event()
+
+    def abort_after_first_event() -> None:
+        assert first_read.wait(WAIT_S)
+        controller.abort()
+
+    aborter = _start_thread(abort_after_first_event)
+    events = stream.iter_until(controller.signal, 0.0)
+    assert next(events) == 1
+    first_read.set()
+    with pytest.raises(AbortError):
+        next(events)  # blocks with no timeout until the abort wakes it
+    aborter.join(WAIT_S)
+    assert not aborter.is_alive()
+
+
+def test_event_stream_iter_until_takes_the_events_of_a_producer_ending_within_the_grace():
+    controller = AbortController()
+    stream: EventStream[str, str] = EventStream()
+    stream.push("before")
+
+    def finish_on_abort() -> None:
+        assert controller.signal.wait(WAIT_S)
+        stream.push("after")
+        stream.end("ended")
+
+    producer = _start_thread(finish_on_abort)
+    received = []
+    for event in stream.iter_until(controller.signal, WAIT_S):
+        received.append(event)
+        controller.abort()
+    producer.join(WAIT_S)
+
+    assert received == ["before", "after"]
+    assert stream.result(timeout=WAIT_S) == "ended"
+
+
+def test_event_stream_iter_until_drains_an_ended_stream_despite_an_earlier_abort():
+    controller = AbortController()
+    controller.abort()
+    stream: EventStream[int, str] = EventStream()
+    stream.push(1)
+    stream.push(2)
+    stream.end("r")
+
+    assert list(stream.iter_until(controller.signal, 0.0)) == [1, 2]
+
+
+def test_event_stream_iter_until_gives_up_on_a_source_that_ignores_the_abort_and_closes_it():
+    controller = AbortController()
+    closed = threading.Event()
+
+    def chatty() -> Iterator[int]:
+        try:
+            i = 0
+            while True:
+                yield i
+                i += 1
+        finally:
+            closed.set()
+
+    stream: EventStream[int, None] = EventStream.from_iterator(chatty())
+    events = stream.iter_until(controller.signal, 0.0)
+    assert next(events) == 0
+    controller.abort()
+
+    with pytest.raises(AbortError):
+        next(events)
+    assert closed.is_set()
+
+
+def test_event_stream_iter_until_closes_the_source_when_the_consumer_stops_early():
+    closed = threading.Event()
+
+    def events() -> Iterator[int]:
+        try:
+            yield from range(10)
+        finally:
+            closed.set()
+
+    stream: EventStream[int, None] = EventStream.from_iterator(events())
+    received = stream.iter_until(AbortController().signal, WAIT_S)
+    assert next(received) == 0
+    assert not closed.is_set()
+    received.close()
+
+    assert closed.is_set()
+
+
+def test_event_stream_iter_until_closes_the_source_when_it_raises():
+    closed = threading.Event()
+
+    class Source:
+        def __iter__(self) -> Source:
+            return self
+
+        def __next__(self) -> int:
+            raise OSError("connection reset")
+
+        def close(self) -> None:
+            closed.set()
+
+    stream: EventStream[int, None] = EventStream.from_iterator(Source())
+    with pytest.raises(OSError, match="connection reset"):
+        list(stream.iter_until(AbortController().signal, WAIT_S))
+    assert closed.is_set()
+
+
+def test_event_stream_iteration_after_iter_until_skips_its_leftover_wake_up():
+    controller = AbortController()
+    stream: EventStream[int, str] = EventStream()
+    stream.push(1)
+    events = stream.iter_until(controller.signal, WAIT_S)
+    assert next(events) == 1
+    controller.abort()  # wakes the stream, but this consumer leaves before reading again
+    events.close()
+    consumer_started = threading.Event()
+
+    def produce() -> None:
+        assert consumer_started.wait(WAIT_S)
+        stream.push(2)
+        stream.end("r")
+
+    producer = _start_thread(produce)
+    consumer_started.set()
+    assert list(stream) == [2]
+    producer.join(WAIT_S)
+
+
+@pytest.mark.parametrize(
+    ("signal", "grace_s", "error"),
+    [
+        ("not a signal", 1.0, TypeError),
+        (None, True, TypeError),
+        (None, "1", TypeError),
+        (None, -0.5, ValueError),
+        (None, float("nan"), ValueError),
+    ],
+)
+def test_event_stream_iter_until_rejects_bad_arguments_at_once(signal, grace_s, error):
+    stream: EventStream[int, None] = EventStream()
+    with pytest.raises(error, match="iter_until"):
+        stream.iter_until(signal or AbortController().signal, grace_s)

@@ -4,15 +4,22 @@ A producer `push`es events and finishes with `end(result)` or `fail(exc)`; one c
 iterates the events and/or calls `result()`. Pushing never blocks. A stream may instead be
 fed lazily by an iterator (`from_iterator`), which then runs on the consumer's thread: no extra
 thread, and a slow consumer never lets events pile up.
+
+`EventStream` is a facade over one of two feeds behind one small interface (`_Feed`):
+`_QueueFeed` queues pushed events, `_PullFeed` pulls them from a source when asked.
 """
 
 from __future__ import annotations
 
+import enum
 import threading
+import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from typing import Any, Generic, TypeVar, cast
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast, final
 
+from ._abort import AbortSignal
+from ._errors import ABORTED_TEXT, AbortError
 from ._events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from ._messages import AssistantMessage
 
@@ -21,10 +28,235 @@ __all__ = ["AssistantMessageEventStream", "EventStream"]
 E = TypeVar("E")
 R = TypeVar("R")
 
-_END: Any = object()
-_TIMEOUT: Any = object()
-_INTERRUPTED: Any = object()
-_NO_RESULT: Any = object()
+_Ends = Callable[[Any], Any]
+"""Given an event, the result it ends its stream with, or None when it does not end it."""
+
+
+class _Mark(enum.Enum):
+    """What a feed's `get` returns instead of an event."""
+
+    END = enum.auto()  # the stream has ended and every event has been read
+    NOTHING = enum.auto()  # woken by `wake()`, or `timeout` passed, before any event came
+
+
+_END: Final = _Mark.END
+_NOTHING: Final = _Mark.NOTHING
+
+
+class _Feed(Protocol[E]):
+    """Where a stream's events come from; holds the stream's state and does its blocking."""
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def exc(self) -> BaseException | None: ...
+
+    def push(self, event: E) -> None: ...
+
+    def finish(self, result: Any, exc: BaseException | None) -> None: ...
+
+    def get(self, timeout: float | None) -> E | _Mark: ...
+
+    def result(self, timeout: float | None) -> Any: ...
+
+    def wake(self) -> None: ...
+
+    def close(self) -> None: ...
+
+
+@final
+class _QueueFeed(Generic[E]):
+    """Events pushed by any thread, queued until the consumer reads them.
+
+    All state is written under `_cond`. `done` and `exc` are read without it: each is a single
+    attribute, and once `done` is true neither changes again.
+    """
+
+    __slots__ = ("_cond", "_ends", "_items", "_result", "_woken", "done", "exc")
+
+    def __init__(self, ends: _Ends | None) -> None:
+        self._cond = threading.Condition(threading.Lock())
+        self._items: deque[E] = deque()
+        self._ends = ends
+        self._result: Any = None
+        self._woken = False
+        self.done = False
+        self.exc: BaseException | None = None
+
+    def push(self, event: E) -> None:
+        with self._cond:
+            if self.done:
+                return
+            self._items.append(event)
+            if self._ends is not None:
+                result = self._ends(event)
+                if result is not None:
+                    self._result, self.done = result, True
+            self._cond.notify_all()
+
+    def finish(self, result: Any, exc: BaseException | None) -> None:
+        with self._cond:
+            if self.done:
+                return
+            self._result, self.exc, self.done = result, exc, True
+            self._cond.notify_all()
+
+    def get(self, timeout: float | None) -> E | _Mark:
+        with self._cond:
+            while True:
+                if self._items:
+                    return self._items.popleft()
+                if self.done:
+                    return _END
+                if self._woken:
+                    self._woken = False  # one `_NOTHING` per `wake()`
+                    return _NOTHING
+                if not self._cond.wait(timeout) and not self._items and not self.done:
+                    return _NOTHING
+
+    def result(self, timeout: float | None) -> Any:
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.done, timeout):
+                raise TimeoutError(f"stream did not end within {timeout} s")
+        if self.exc is not None:
+            raise self.exc
+        return self._result
+
+    def wake(self) -> None:
+        # A flag, not only a notification: the consumer may be about to wait, not waiting yet.
+        with self._cond:
+            self._woken = True
+            self._cond.notify_all()
+
+    def close(self) -> None:
+        """Nothing to release: the producer owns whatever feeds the queue."""
+
+
+@final
+class _PullFeed(Generic[E]):
+    """Events pulled from a source iterator by whichever thread asks for the next one.
+
+    Two locks with separate jobs. `_pull_lock` serialises every use of `_source` (pulling,
+    closing) and is the only lock on the hot path. `_lock` guards the state (`_items`,
+    `_result`, `done`, `exc`) and is held only briefly, so `push`, `end` and `fail` from other
+    threads never wait for a pull in progress. The hot path reads `_items` and `done` without
+    `_lock`: a stale read only defers a pushed event, or the end, to the next `get`.
+    """
+
+    __slots__ = ("_ends", "_items", "_lock", "_pull_lock", "_result", "_source", "done", "exc")
+
+    def __init__(self, source: Iterator[E], ends: _Ends | None) -> None:
+        self._source = source
+        self._ends = ends
+        self._pull_lock = threading.Lock()
+        self._lock = threading.Lock()
+        self._items: deque[E] = deque()  # pulled ahead by `result()` or pushed by a thread
+        self._result: Any = None
+        self.done = False
+        self.exc: BaseException | None = None
+
+    def push(self, event: E) -> None:
+        with self._lock:
+            if self.done:
+                return
+            self._items.append(event)
+            if self._ends is None:
+                return
+            result = self._ends(event)
+            if result is None:
+                return
+            self._result, self.done = result, True
+        self._close_if_idle()
+
+    def finish(self, result: Any, exc: BaseException | None) -> None:
+        if self._record_end(result, exc):
+            self._close_if_idle()
+
+    def get(self, timeout: float | None) -> E | _Mark:
+        """The next event, handed straight from the source to the consumer: no queue, one lock.
+
+        `timeout` is ignored: a source blocked in `next` can only be interrupted by itself.
+        """
+        with self._pull_lock:
+            if not self._items and not self.done:
+                event = self._pull()
+                if event is not _END:
+                    return event
+            with self._lock:
+                return self._items.popleft() if self._items else _END
+
+    def result(self, timeout: float | None) -> Any:
+        """Pull the source to its end, buffering events past unread ones; return the result.
+
+        `timeout` bounds the wait for another thread's pull, not a source blocked in `next`.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done:
+            wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self._pull_lock.acquire(timeout=wait):
+                raise TimeoutError(f"stream did not end within {timeout} s")
+            try:
+                event = self._pull()
+                if event is not _END:
+                    with self._lock:
+                        self._items.append(event)
+            finally:
+                self._pull_lock.release()
+        if self.exc is not None:
+            raise self.exc
+        return self._result
+
+    def wake(self) -> None:
+        """Nothing to wake: the consumer only ever blocks inside the source itself."""
+
+    def close(self) -> None:
+        with self._pull_lock:
+            self._close_source()
+
+    def _pull(self) -> E | Literal[_Mark.END]:
+        """One event from the source, or `_END` once the stream has ended; holds `_pull_lock`."""
+        try:
+            event = next(self._source)
+        except StopIteration as stop:
+            self._record_end(stop.value, None)
+            self._close_source()
+            return _END
+        except BaseException as exc:  # KeyboardInterrupt too: raised to the consumer after all
+            self._record_end(None, exc)
+            self._close_source()
+            return _END
+        if self.done:  # ended meanwhile by another thread: a late event, ignored
+            self._close_source()
+            return _END
+        if self._ends is not None:
+            result = self._ends(event)
+            if result is not None:
+                self._record_end(result, None)
+                self._close_source()
+        return event
+
+    def _record_end(self, result: Any, exc: BaseException | None) -> bool:
+        with self._lock:
+            if self.done:
+                return False
+            self._result, self.exc, self.done = result, exc, True
+            return True
+
+    def _close_if_idle(self) -> None:
+        """Close the source now unless a pull is in progress (that pull then closes it)."""
+        if self._pull_lock.acquire(blocking=False):
+            try:
+                self._close_source()
+            finally:
+                self._pull_lock.release()
+
+    def _close_source(self) -> None:
+        """Close the source (say, the HTTP response) once; the caller holds `_pull_lock`."""
+        source, self._source = self._source, iter(())
+        close = getattr(source, "close", None)
+        if close is not None:
+            close()
 
 
 class EventStream(Generic[E, R]):
@@ -34,172 +266,127 @@ class EventStream(Generic[E, R]):
     `result` block the consumer's thread. Once ended, further pushes are ignored.
     """
 
+    _ends: ClassVar[_Ends | None] = None
+    """For a stream that ends itself at some event: the result that event ends it with."""
+
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._items: deque[E] = deque()
-        self._done = False
-        self._result: Any = _NO_RESULT
-        self._exc: BaseException | None = None
-        self._source: Iterator[E] | None = None
-        self._pull_lock = threading.Lock()
-        self._interrupted = False
+        self._feed: _Feed[E] = _QueueFeed(type(self)._ends)
 
     @classmethod
     def from_iterator(cls, events: Iterable[E]) -> EventStream[E, R]:
         """A stream whose events are produced by `events`, pulled on the consumer's thread.
 
         For a generator, its `return` value becomes the result; an exception it raises fails
-        the stream.
+        the stream. The source is closed once the stream ends.
         """
-        stream = cls()
-        stream._source = iter(events)
+        stream = cls()  # cls() runs a subclass's own __init__; its unused queue costs ~1 µs
+        stream._feed = _PullFeed(iter(events), cls._ends)
         return stream
 
     def push(self, event: E) -> None:
         """Add an event; never blocks. Ignored once the stream has ended."""
-        with self._cond:
-            if self._done:
-                return
-            self._items.append(event)
-            self._on_push(event)
-            self._cond.notify_all()
+        self._feed.push(event)
 
     def end(self, result: R | None = None) -> None:
         """Finish the stream with `result`; later calls are ignored."""
-        with self._cond:
-            if self._done:
-                return
-            if self._result is _NO_RESULT:
-                self._result = result
-            self._done = True
-            self._cond.notify_all()
+        self._feed.finish(result, None)
 
     def fail(self, exc: BaseException) -> None:
         """Finish the stream with an error, raised to the consumer after the last event."""
         if not isinstance(exc, BaseException):
             raise TypeError(f"fail: 'exc' must be an exception, got {exc!r}")
-        with self._cond:
-            if self._done:
-                return
-            self._exc = exc
-            self._done = True
-            self._cond.notify_all()
+        self._feed.finish(None, exc)
 
     def done(self) -> bool:
         """Whether the stream has ended (events may still be waiting to be read)."""
-        return self._done
+        return self._feed.done
 
     def __iter__(self) -> Iterator[E]:
+        feed = self._feed
+        get = feed.get
         while True:
-            item = self._get(None)
+            item = get(None)
             if item is _END:
-                if self._exc is not None:
-                    raise self._exc
+                if feed.exc is not None:
+                    raise feed.exc
                 return
-            yield item
+            if item is not _NOTHING:  # a `wake()` left over from `iter_until`
+                yield item
 
     def result(self, timeout: float | None = None) -> R:
         """Block until the stream ends and return its result (events are left unread).
 
         Raises `TimeoutError` after `timeout` seconds, or the producer's exception.
         """
-        if self._source is not None:
-            while not self._done:
-                self._pull(buffer=True)
-        with self._cond:
-            if not self._cond.wait_for(lambda: self._done, timeout):
-                raise TimeoutError(f"stream did not end within {timeout} s")
-        if self._exc is not None:
-            raise self._exc
-        return cast(R, None if self._result is _NO_RESULT else self._result)
+        return cast(R, self._feed.result(timeout))
 
-    def _on_push(self, event: E) -> None:
-        """Hook for subclasses, called under the lock for every accepted event."""
+    def iter_until(self, signal: AbortSignal, grace_s: float) -> Iterator[E]:
+        """Iterate the events, but give up `grace_s` seconds after `signal` aborts.
 
-    def _get(self, timeout: float | None) -> Any:
-        """The next event, `_END`, `_TIMEOUT`, or `_INTERRUPTED` after `_interrupt()`."""
-        if self._source is not None:
-            return self._next_from_source()
-        with self._cond:
+        Once `signal` is aborted, the producer has at most `grace_s` more seconds to end the
+        stream; events it sends meanwhile are still yielded. A pulled stream (`from_iterator`)
+        cannot be interrupted while its source blocks, so such a source must watch the signal
+        itself, as the providers do; the deadline is then checked between its events.
+
+        On leaving, normally, by an exception, or because the consumer stopped early, a pulled
+        stream's source is closed, so a reply cut short never keeps its HTTP connection open.
+
+        Args:
+            signal: The signal to watch.
+            grace_s: Seconds to wait after the abort for the producer to end the stream.
+
+        Returns:
+            An iterator over the stream's events, in order.
+
+        Raises:
+            TypeError: `signal` is not an `AbortSignal`, or `grace_s` is not a number.
+            ValueError: `grace_s` is negative.
+            AbortError: (while iterating) the stream did not end within `grace_s` seconds of
+                the abort; its message is "Request was aborted", as for an aborted reply.
+        """
+        if not isinstance(signal, AbortSignal):
+            raise TypeError(f"iter_until: 'signal' must be an AbortSignal, got {signal!r}")
+        if isinstance(grace_s, bool) or not isinstance(grace_s, (int, float)):
+            raise TypeError(f"iter_until: 'grace_s' must be a number, got {grace_s!r}")
+        if not grace_s >= 0:
+            raise ValueError(f"iter_until: 'grace_s' must be >= 0, got {grace_s!r}")
+        return self._iter_until(signal, grace_s)
+
+    def _iter_until(self, signal: AbortSignal, grace_s: float) -> Iterator[E]:
+        feed = self._feed
+        deadline: list[float] = []  # appended once, by the listener, on the aborting thread
+
+        def on_abort() -> None:
+            deadline.append(time.monotonic() + grace_s)
+            feed.wake()
+
+        remove = signal.add_listener(on_abort)
+        try:
+            timeout: float | None = None
             while True:
-                if self._items:
-                    return self._items.popleft()
-                if self._done:
-                    return _END
-                if self._interrupted:
-                    self._interrupted = False  # one wake-up per _interrupt()
-                    return _INTERRUPTED
-                if not self._cond.wait(timeout) and not self._items and not self._done:
-                    return _TIMEOUT
+                if deadline:
+                    timeout = max(0.0, deadline[0] - time.monotonic())
+                    if not timeout and not feed.done:
+                        raise AbortError(ABORTED_TEXT)
+                item = feed.get(timeout)
+                if item is _END:
+                    if feed.exc is not None:
+                        raise feed.exc
+                    return
+                if item is not _NOTHING:
+                    yield item
+        finally:
+            remove()
+            feed.close()
 
-    def _next_from_source(self) -> Any:
-        """The next event of a lazily fed stream, handed straight to the consumer.
 
-        The hot path of every HTTP provider: no queue round trip, one lock.
-        """
-        source = self._source
-        assert source is not None
-        with self._pull_lock:
-            if self._items:  # buffered by `result()` or pushed by another thread
-                with self._cond:
-                    return self._items.popleft()
-            if self._done:
-                return _END
-            try:
-                event = next(source)
-            except StopIteration as stop:
-                self.end(stop.value)
-                return _END
-            except BaseException as exc:
-                self.fail(exc)
-                return _END
-            self._on_push(event)  # the only writer of this stream's state: no lock needed
-            if self.done():
-                with self._cond:  # wake a thread waiting in result()
-                    self._cond.notify_all()
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
-            return event
-
-    def _close_source(self) -> None:
-        """Close a lazily fed stream's source (say, the HTTP response) if it has not ended."""
-        source = self._source
-        if source is not None and not self._done:
-            close = getattr(source, "close", None)
-            if close is not None:
-                with self._pull_lock:
-                    close()
-
-    def _interrupt(self) -> None:
-        """Wake a consumer blocked in `_get` (used by the loop when its run is aborted)."""
-        with self._cond:
-            self._interrupted = True
-            self._cond.notify_all()
-
-    def _pull(self, buffer: bool = False) -> None:
-        """Move one event from the source into the queue.
-
-        `_get` pulls only into an empty queue; `result` (`buffer=True`) must pull past
-        unread events, or it would spin forever waiting for an end it never fetches.
-        """
-        source = self._source
-        assert source is not None
-        with self._pull_lock:
-            if self._done or (self._items and not buffer):
-                return
-            try:
-                event = next(source)
-            except StopIteration as stop:
-                self.end(stop.value)
-            except BaseException as exc:
-                self.fail(exc)
-            else:
-                self.push(event)
-            if self.done():
-                close = getattr(source, "close", None)
-                if close is not None:
-                    close()
+def _final_message(event: AssistantMessageEvent) -> AssistantMessage | None:
+    """The message a `done` or `error` event ends its stream with; None for any other event."""
+    if isinstance(event, DoneEvent):
+        return event.message
+    if isinstance(event, ErrorEvent):
+        return event.error
+    return None
 
 
 class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMessage]):
@@ -208,8 +395,4 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
     Its result is the final `AssistantMessage` of that terminal event.
     """
 
-    def _on_push(self, event: AssistantMessageEvent) -> None:
-        if isinstance(event, DoneEvent):
-            self._result, self._done = event.message, True
-        elif isinstance(event, ErrorEvent):
-            self._result, self._done = event.error, True
+    _ends = _final_message

@@ -32,6 +32,7 @@ from .._core import (
     DoneEvent,
     ErrorEvent,
     EventSink,
+    EventStream,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -46,7 +47,6 @@ from .._core import (
     describe,
     error_reply,
 )
-from .._core._stream import _END, _INTERRUPTED, _TIMEOUT, EventStream
 from ..providers._registry import StreamFn
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._tool_exec import ToolBatch, own_executor
@@ -189,29 +189,8 @@ class _Run:
         context = Context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
         stream: Any = self.stream_fn(self.model, context, options)
         if isinstance(stream, EventStream):
-            return self._watch(stream)
+            return stream.iter_until(self.signal, ABORT_GRACE_S)  # closes a reply cut short
         return iter(stream)
-
-    def _watch(self, stream: EventStream[AssistantMessageEvent, Any]) -> Iterator[Any]:
-        """Iterate `stream`, but stop waiting `ABORT_GRACE_S` after an abort it ignores."""
-        remove = self.signal.add_listener(stream._interrupt)
-        try:
-            timeout: float | None = None
-            while True:
-                item = stream._get(timeout)
-                if item is _END:
-                    if stream._exc is not None:
-                        raise stream._exc
-                    return
-                if item is _INTERRUPTED:
-                    timeout = ABORT_GRACE_S
-                elif item is _TIMEOUT:
-                    raise RuntimeError(ABORTED_TEXT)
-                else:
-                    yield item
-        finally:
-            remove()
-            stream._close_source()  # a reply cut short must not keep its connection open
 
     def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         if not reply.tool_calls:
