@@ -1112,3 +1112,41 @@ def test_loop_closes_the_source_of_a_reply_that_raises(faux: FauxProvider) -> No
                             stream_fn=broken)
     assert closed.is_set()
     assert (out[-1].stop_reason, out[-1].error_message) == ("error", "connection reset")
+
+
+def test_semantic_6_a_shut_down_tool_executor_gives_each_call_an_error_result(
+    faux: FauxProvider,
+) -> None:
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.shutdown()
+    calls = [faux_tool_call("echo", {"value": str(i)}, id=f"c{i}") for i in range(2)]
+    faux.set_responses([faux_assistant_message(calls), faux_assistant_message("done")])
+    out, sink = run(faux, tools=[make_tool()], tool_executor=pool)
+    ends = sink.of(ac.ToolExecutionEndEvent)
+    assert [(e.tool_call_id, e.is_error) for e in ends] == [("c0", True), ("c1", True)]
+    assert {text_of(e.result) for e in ends} == {"cannot schedule new futures after shutdown"}
+    assert out[-1].text == "done"
+
+
+def test_semantic_11_abort_before_a_worker_starts_a_tool_gives_operation_aborted(
+    faux: FauxProvider,
+) -> None:
+    controller = ac.AbortController()
+    ran: list[str] = []
+
+    def aborts(tool_call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any) -> Any:
+        ran.append(tool_call_id)
+        controller.abort()  # the one worker is busy until now: the other call has not started
+        return ac.AgentToolResult([ac.TextContent("first")])
+
+    calls = [faux_tool_call("echo", {"value": str(i)}, id=f"c{i}") for i in range(2)]
+    faux.set_responses([faux_assistant_message(calls), faux_assistant_message("never")])
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        out, sink = run(faux, tools=[make_tool(fn=aborts)], tool_executor=pool,
+                        signal=controller.signal)
+    assert ran == ["c0"]
+    results = [(m.tool_call_id, m.text, m.is_error) for m in out
+               if isinstance(m, ac.ToolResultMessage)]
+    assert results == [("c0", "first", False), ("c1", "Operation aborted", True)]
+    assert faux.call_count == 1
+    assert sink.types[-2:] == ["turn_end", "agent_end"]

@@ -1,7 +1,8 @@
 """Running one assistant message's tool calls: preparation, execution, finalization.
 
-Tools run on an executor's worker threads; everything else (hooks, events) happens on the
-run's thread, which receives the tools' progress and completion through a queue.
+Tools of a batch run on an executor's worker threads; everything else (hooks, events) happens
+on the run's thread, which receives the tools' progress and completion through a queue of small
+typed messages. A lone call runs on the run's thread itself (see `ToolBatch._run_one`).
 """
 
 from __future__ import annotations
@@ -69,8 +70,48 @@ class _Call:
     args: Any = None
     result: AgentToolResult | None = None
     is_error: bool = False
-    finished: bool = False  # set by the worker: later on_update calls are ignored
+    # Written on the thread that ran the tool (a pool worker, or the run's thread for a lone
+    # call) once it is done; read by `on_update` on whichever thread the tool calls it from.
+    # Benign under the GIL: a bool store and load are atomic, and an update slipping past a
+    # stale False is either emitted before the call's end event or dropped (`_pump` checks
+    # `c.result`), never emitted after it.
+    finished: bool = False
     message: ToolResultMessage | None = None
+
+
+@attrs.frozen
+class _Update:
+    """The tool of `c` sent a partial result through `on_update`."""
+
+    c: _Call
+    partial: AgentToolResult
+
+
+@attrs.frozen
+class _NotStarted:
+    """The run was aborted before a worker got to start the tool of `c`."""
+
+    c: _Call
+
+
+@attrs.frozen
+class _Raised:
+    """The tool of `c` raised `exc`, or the executor refused the work."""
+
+    c: _Call
+    exc: BaseException
+
+
+@attrs.frozen
+class _Returned:
+    """The tool of `c` returned `result`."""
+
+    c: _Call
+    result: AgentToolResult
+
+
+_Message = _Update | _NotStarted | _Raised | _Returned
+"""What reaches the run's thread through `ToolBatch`'s inbox."""
 
 
 @attrs.define(eq=False)
@@ -82,8 +123,8 @@ class ToolBatch:
     config: AgentLoopConfig
     signal: AbortSignal
     emit: Callable[[AgentEvent], None]
-    executor: Callable[[], Executor]
-    _inbox: queue.SimpleQueue[tuple[str, _Call, Any]] = attrs.field(factory=queue.SimpleQueue)
+    get_executor: Callable[[], Executor]  # called only when a batch needs one (may create it)
+    _inbox: queue.SimpleQueue[_Message] = attrs.field(factory=queue.SimpleQueue)
 
     def run(self) -> tuple[list[ToolResultMessage], bool]:
         """Execute every call; return the results in source order and whether to terminate."""
@@ -169,7 +210,14 @@ class ToolBatch:
         return self.signal.aborted
 
     def _run_one(self, c: _Call) -> None:
-        """Run a lone call: on this thread unless the config names an executor."""
+        """Run a lone call: on this thread unless the config names an executor.
+
+        Why not the pool, as for a batch: a hand-off to a worker costs more than many tools
+        take (benchmarks/loop_overhead.py: about 20 µs of a 60 µs turn), and a lone call gains
+        no concurrency from it. The price: a tool runs on the run's thread when called alone and
+        on a pool thread in a batch, so a tool keeping state in `threading.local` (a database
+        connection, say) sees different threads from one turn to the next.
+        """
         if self.config.tool_executor is not None:
             self._submit(c)
             self._pump(1)
@@ -184,7 +232,7 @@ class ToolBatch:
             if c.finished or sink_error:
                 return
             if threading.get_ident() != run_thread:
-                self._inbox.put(("update", c, partial))
+                self._inbox.put(_Update(c, partial))
                 return
             try:
                 self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
@@ -209,8 +257,10 @@ class ToolBatch:
         if sink_error:
             raise sink_error[0]
         while not self._inbox.empty():  # updates the tool sent from threads of its own
-            _, _, partial = self._inbox.get()
-            self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments, partial))
+            update = self._inbox.get()
+            assert isinstance(update, _Update)  # nothing else is submitted for a lone call
+            self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
+                                               update.partial))
         self._after(c, *outcome)
 
     def _submit(self, c: _Call) -> None:
@@ -221,43 +271,43 @@ class ToolBatch:
             if not isinstance(partial, AgentToolResult):
                 raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
             if not c.finished:
-                inbox.put(("update", c, partial))
+                inbox.put(_Update(c, partial))
 
         def work() -> None:
             try:
                 if signal.aborted:
-                    inbox.put(("aborted", c, None))
+                    inbox.put(_NotStarted(c))
                     return
                 result = tool.execute(c.call.id, c.args, signal, on_update)
                 _check_result(tool, result)
             except BaseException as exc:
                 c.finished = True
-                inbox.put(("raised", c, exc))
+                inbox.put(_Raised(c, exc))
             else:
                 c.finished = True
-                inbox.put(("returned", c, result))
+                inbox.put(_Returned(c, result))
 
         try:
-            self.executor().submit(work)
+            self.get_executor().submit(work)
         except Exception as exc:  # a shut-down or saturated user executor
-            inbox.put(("raised", c, exc))
+            inbox.put(_Raised(c, exc))
 
     def _pump(self, count: int) -> None:
         """Handle tool progress and completions on this thread until `count` calls finished."""
         while count:
-            kind, c, payload = self._inbox.get()
-            if kind == "update":
-                if c.result is None:
-                    self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
-                                                       payload))
-                continue
+            match self._inbox.get():
+                case _Update(c, partial):
+                    if c.result is None:  # else a late update, behind the call's completion
+                        self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name,
+                                                           c.call.arguments, partial))
+                    continue
+                case _NotStarted(c):
+                    self._finish(c, error_result(CALL_ABORTED_TEXT), True)
+                case _Raised(c, exc):
+                    self._after(c, error_result(describe(exc)), True)
+                case _Returned(c, result):
+                    self._after(c, result, False)
             count -= 1
-            if kind == "aborted":
-                self._finish(c, error_result(CALL_ABORTED_TEXT), True)
-            elif kind == "raised":
-                self._after(c, error_result(describe(payload)), True)
-            else:
-                self._after(c, payload, False)
 
     def _after(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
         hook = self.config.after_tool_call
