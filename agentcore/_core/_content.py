@@ -23,6 +23,18 @@ class TextContent:
     text: str = attrs.field(validator=_str)
     text_signature: str | None = attrs.field(default=None, validator=_opt_str)
 
+    @classmethod
+    def unchecked(cls, text: str, text_signature: str | None = None) -> TextContent:
+        """A `TextContent` built without running its validators, for a streaming hot path.
+
+        Providers rebuild the block on every text delta; only call this with a `str` and a
+        `str` or None, which is what the validators would check.
+        """
+        block = object.__new__(cls)
+        object.__setattr__(block, "text", text)
+        object.__setattr__(block, "text_signature", text_signature)
+        return block
+
 
 @attrs.frozen
 class ThinkingContent:
