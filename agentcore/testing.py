@@ -68,7 +68,7 @@ from ._core import (
     ToolCall,
     ToolResultMessage,
 )
-from .providers._registry import register_provider
+from .providers import register_provider
 from .providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -252,8 +252,6 @@ class ScriptedModel:
             self.close()
             raise
 
-    # --- scripting ------------------------------------------------------------------------------
-
     def add_replies(self, replies: Sequence[Reply]) -> None:
         """Queue more replies after the ones still pending.
 
@@ -271,8 +269,6 @@ class ScriptedModel:
     def pending_replies(self) -> int:
         """How many scripted replies no call has taken yet."""
         return self.provider.pending_response_count()
-
-    # --- what the model was sent ----------------------------------------------------------------
 
     @property
     def calls(self) -> list[ModelCall]:
@@ -321,8 +317,6 @@ class ScriptedModel:
         """The tool results among the messages of one request (the last by default)."""
         return self.call(call).tool_results
 
-    # --- assertions -----------------------------------------------------------------------------
-
     def assert_called(self, times: int | None = None) -> None:
         """Check the model was called `times` times (at least once when None).
 
@@ -353,8 +347,6 @@ class ScriptedModel:
         if unused:
             raise AssertionError(f"{len(unused)} scripted replies were never requested (the "
                                  f"model was called {_times(count)}): {', '.join(unused)}")
-
-    # --- lifetime -------------------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
@@ -392,7 +384,7 @@ class ScriptedModel:
                                 tools=None if context.tools is None else list(context.tools))
         with self._lock:
             self._calls.append(ModelCall(model, recorded, options))
-        return self.provider._stream(model, context, options)
+        return self.provider.stream(model, context, options)
 
     @staticmethod
     def _dynamic(

@@ -22,7 +22,7 @@ from agentcore.providers._http import (
     iter_events,
     open_stream,
 )
-from agentcore.providers._sse import UNFRAMED, ServerSentEvent, SSEDecoder, iter_sse
+from agentcore.providers._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
@@ -68,7 +68,7 @@ def test_http_stream_gives_the_fixture_events(sse_server, path, chunking) -> Non
     decoder = SSEDecoder()
     expected = decoder.feed(body) + decoder.close()
     if decoder.unframed:  # iter_events hands a raw tail (Gemini's error body) over at the end
-        expected.append(ServerSentEvent(UNFRAMED, "\n".join(decoder.unframed)))
+        expected.append(UnframedLines("\n".join(decoder.unframed)))
     assert read_events(make_request(sse_server)) == expected
 
 

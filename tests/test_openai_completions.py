@@ -20,7 +20,7 @@ import pytest
 from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
-from agentcore.providers._wire import short_hash
+from agentcore.providers._text import short_hash
 from agentcore.providers.openai_completions import build_body
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "openai_completions"

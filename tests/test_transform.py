@@ -19,8 +19,8 @@ from agentcore import (
     ToolResultMessage,
     UserMessage,
 )
+from agentcore.providers._text import sanitize, short_hash
 from agentcore.providers._transform import NO_RESULT_TEXT, is_same_model, transform_messages
-from agentcore.providers._wire import sanitize, short_hash
 
 T = TextContent
 PNG = ImageContent("aGk=", "image/png")

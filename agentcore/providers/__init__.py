@@ -1,1 +1,48 @@
-"""Model providers: the registry, the faux provider and the HTTP APIs."""
+"""Model providers (layer 1): the registry, the model catalogue, the faux model and the HTTP APIs.
+
+The rest of agentcore imports providers through the names below, never from the private
+modules. Public modules, importable by path:
+
+- `models`: the built-in model catalogue (`models.json`) and API-key lookup.
+- `faux`: a scripted, offline model for tests and demos.
+- `openai_completions`, `openai_responses`, `anthropic`, `google`: one module per wire API,
+  each a `stream_<api>` function that the registry loads on first use.
+
+Private modules, used only inside this package:
+
+- `_registry`: which stream function serves which `Model.api`.
+- `_reply`: `WireApi`, the seam each wire module fills in, and `stream_http_reply`, which
+  streams any of them.
+- `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
+- `_http` (session, request, SSE body, abort), `_retry` (retry policy), `_sse` (SSE decoding).
+- `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
+  `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
+
+Importing this package loads neither the wire modules nor requests.
+"""
+
+from __future__ import annotations
+
+from ._registry import StreamFn, complete, register_provider, stream, unregister_provider
+from .models import (
+    env_var_for,
+    get_env_api_key,
+    get_model,
+    get_models,
+    get_providers,
+    require_api_key,
+)
+
+__all__ = [
+    "StreamFn",
+    "complete",
+    "env_var_for",
+    "get_env_api_key",
+    "get_model",
+    "get_models",
+    "get_providers",
+    "register_provider",
+    "require_api_key",
+    "stream",
+    "unregister_provider",
+]

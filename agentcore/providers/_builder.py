@@ -7,6 +7,7 @@ closes text, thinking and tool-call blocks by a provider-chosen key, and produce
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Generator, Hashable, Iterable, Iterator
 from typing import Any
 
@@ -35,6 +36,7 @@ from .._core import (
     ToolCallStartEvent,
     Usage,
     calculate_cost,
+    error_reply,
     now_ms,
 )
 from ._partial_json import parse_partial_json
@@ -42,10 +44,26 @@ from ._partial_json import parse_partial_json
 __all__ = ["ReplyBuilder"]
 
 
+class _Kind(enum.Enum):
+    TEXT = "text"
+    THINKING = "thinking"
+    TOOL_CALL = "toolCall"
+
+
+_TEXT, _THINKING, _TOOL_CALL = _Kind.TEXT, _Kind.THINKING, _Kind.TOOL_CALL
+
+
 @attrs.define(eq=False)
 class _Block:
+    """The wire-side state of one content block while it streams.
+
+    `index` is its place in the reply's `content`; `text` (text or thinking) or `args` (the
+    tool call's argument JSON so far) accumulate deltas, and the content block is rebuilt from
+    them. `signature` is the text or thinking signature, `thought_signature` a tool call's.
+    """
+
     index: int
-    kind: str  # "text" | "thinking" | "toolCall"
+    kind: _Kind
     text: str = ""
     signature: str | None = None
     redacted: bool = False
@@ -72,14 +90,12 @@ class ReplyBuilder:
         self._blocks: dict[Hashable, _Block] = {}
         self._current: _Block | None = None
 
-    # --- blocks -------------------------------------------------------------------------------
-
     def text(
         self, key: Hashable, delta: str, signature: str | None = None
     ) -> Iterable[AssistantMessageEvent]:
         """Add `delta` to the text block `key`, opening it (and closing another) if needed."""
         block = self._current
-        if block is not None and block.kind == "text" and self._blocks.get(key) is block:
+        if block is not None and block.kind is _TEXT and self._blocks.get(key) is block:
             # the hot path: another delta for the open text block, one event, no generator
             self._add_text(block, delta, signature)
             return [TextDeltaEvent(block.index, delta, self.partial)] if delta else []
@@ -87,7 +103,7 @@ class ReplyBuilder:
 
     def _opening_text(self, key: Hashable, delta: str,
                       signature: str | None) -> Iterator[AssistantMessageEvent]:
-        block = yield from self._open(key, "text")
+        block = yield from self._open(key, _TEXT)
         self._add_text(block, delta, signature)
         if delta:
             yield TextDeltaEvent(block.index, delta, self.partial)
@@ -101,7 +117,7 @@ class ReplyBuilder:
     def thinking(self, key: Hashable, delta: str, signature: str | None = None,
                  redacted: bool = False) -> Iterator[AssistantMessageEvent]:
         """Add `delta` to the thinking block `key`, opening it if needed."""
-        block = yield from self._open(key, "thinking")
+        block = yield from self._open(key, _THINKING)
         block.text += delta
         if signature is not None:
             block.signature = signature
@@ -114,7 +130,7 @@ class ReplyBuilder:
                   args_delta: str = "", always_emit: bool = False,
                   thought_signature: str | None = None) -> Iterator[AssistantMessageEvent]:
         """Add argument JSON to the tool call `key`, opening it if needed."""
-        block = yield from self._open(key, "toolCall", call_id=call_id or "", name=name or "")
+        block = yield from self._open(key, _TOOL_CALL, call_id=call_id or "", name=name or "")
         if call_id:
             block.call_id = call_id
         if name:
@@ -131,7 +147,7 @@ class ReplyBuilder:
         block = self._blocks.get(key)
         if block is None:
             return
-        if block.kind == "toolCall":
+        if block.kind is _TOOL_CALL:
             block.thought_signature = signature
             self.content[block.index] = self._call(block)
         else:
@@ -148,21 +164,21 @@ class ReplyBuilder:
     def append_signature(self, key: Hashable, part: str) -> None:
         """Extend the signature of thinking block `key` (signatures stream in pieces)."""
         block = self._blocks.get(key)
-        if block is not None and block.kind == "thinking":
+        if block is not None and block.kind is _THINKING:
             block.signature = (block.signature or "") + part
             self._refresh(block)
 
     def replace_text(self, key: Hashable, text: str) -> None:
         """Set the whole text of block `key` (an authoritative final text from the server)."""
         block = self._blocks.get(key)
-        if block is not None and block.kind != "toolCall":
+        if block is not None and block.kind is not _TOOL_CALL:
             block.text = text
             self._refresh(block)
 
     def replace_args(self, key: Hashable, args: str) -> None:
         """Set the whole argument JSON of tool call `key`."""
         block = self._blocks.get(key)
-        if block is not None and block.kind == "toolCall":
+        if block is not None and block.kind is _TOOL_CALL:
             block.args = args
             self.content[block.index] = self._call(block)
 
@@ -186,9 +202,7 @@ class ReplyBuilder:
     @property
     def has_tool_calls(self) -> bool:
         """Whether the reply holds a tool call."""
-        return any(b.kind == "toolCall" for b in self._blocks.values())
-
-    # --- start and finish ---------------------------------------------------------------------
+        return any(b.kind is _TOOL_CALL for b in self._blocks.values())
 
     def start(self) -> StartEvent:
         """The `start` event (yield it once the server answered 2xx)."""
@@ -213,19 +227,22 @@ class ReplyBuilder:
 
     def error(self, message: str, aborted: bool) -> ErrorEvent:
         """The terminal `error` event, keeping the content and usage received so far."""
-        reason = StopReason.ABORTED if aborted else StopReason.ERROR
-        return ErrorEvent(reason, self.final(reason, message))
+        reply = error_reply(self.model, message, aborted=aborted, content=self._kept())
+        reply = attrs.evolve(reply, usage=self.usage, response_id=self.response_id,
+                             timestamp=self.partial.timestamp)
+        return ErrorEvent(reply.stop_reason, reply)
 
-    def final(self, reason: StopReason, error_message: str | None = None) -> AssistantMessage:
+    def final(self, reason: StopReason) -> AssistantMessage:
         """The final message: a value of its own, no longer tied to the live partial."""
-        content = [c for c in self.content if not _empty_call(c)]
-        return attrs.evolve(self.partial, content=content, usage=self.usage, stop_reason=reason,
-                            error_message=error_message, response_id=self.response_id)
+        return attrs.evolve(self.partial, content=self._kept(), usage=self.usage,
+                            stop_reason=reason, response_id=self.response_id)
 
-    # --- internals ----------------------------------------------------------------------------
+    def _kept(self) -> list[AssistantContent]:
+        """The content to keep: all but tool calls that never got an id or a name."""
+        return [c for c in self.content if not _empty_call(c)]
 
     def _open(
-        self, key: Hashable, kind: str, **fields: Any
+        self, key: Hashable, kind: _Kind, **fields: Any
     ) -> Generator[AssistantMessageEvent, None, _Block]:
         """Block `key`, opening it if new.
 
@@ -233,7 +250,7 @@ class ReplyBuilder:
         old block closed, the new one still empty.
         """
         block = self._blocks.get(key)
-        if block is not None and block.kind == kind:
+        if block is not None and block.kind is kind:
             if not block.closed and self._current is not block:
                 self._current = block
             return block
@@ -242,10 +259,10 @@ class ReplyBuilder:
         block = _Block(len(self.content), kind, **fields)
         self._blocks[key] = block
         self._current = block
-        if kind == "text":
+        if kind is _TEXT:
             self.content.append(TextContent(""))
             yield TextStartEvent(block.index, self.partial)
-        elif kind == "thinking":
+        elif kind is _THINKING:
             self.content.append(ThinkingContent(""))
             yield ThinkingStartEvent(block.index, self.partial)
         else:
@@ -258,7 +275,7 @@ class ReplyBuilder:
                         block.thought_signature)
 
     def _refresh(self, block: _Block) -> None:
-        if block.kind == "text":
+        if block.kind is _TEXT:
             self.content[block.index] = _text(block.text, block.signature)
         else:
             self.content[block.index] = ThinkingContent(block.text, block.signature,
@@ -268,10 +285,10 @@ class ReplyBuilder:
         block.closed = True
         if self._current is block:
             self._current = None
-        if block.kind == "text":
+        if block.kind is _TEXT:
             self._refresh(block)
             return TextEndEvent(block.index, block.text, self.partial)
-        if block.kind == "thinking":
+        if block.kind is _THINKING:
             self._refresh(block)
             return ThinkingEndEvent(block.index, block.text, self.partial)
         call = self._call(block)
@@ -279,16 +296,7 @@ class ReplyBuilder:
         return ToolCallEndEvent(block.index, call, self.partial)
 
 
-def _text(text: str, signature: str | None) -> TextContent:
-    """A `TextContent` without re-running its validators: the hot path of every text delta.
-
-    The values come from this module (a str built from decoded JSON strings), so the checks
-    the public constructor makes cannot fail here.
-    """
-    block = object.__new__(TextContent)
-    object.__setattr__(block, "text", text)
-    object.__setattr__(block, "text_signature", signature)
-    return block
+_text = TextContent.unchecked  # bound once: it runs on every text delta
 
 
 def _empty_call(block: AssistantContent) -> bool:

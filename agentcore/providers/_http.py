@@ -1,7 +1,6 @@
 """HTTP for providers: one `requests.Session` per thread, retries, SSE streaming, abort.
 
-`open_stream` sends the request, retrying connection errors and 408/409/429/5xx responses
-(honouring `retry-after-ms` / `Retry-After`, exponential backoff with jitter, sleeps that an
+`open_stream` sends the request, retrying what `_retry` says may be retried (in sleeps that an
 abort cuts short) but never once the body has started. `iter_events` reads the body as
 Server-Sent Events; an abort shuts the socket down from the aborting thread, so a blocked read
 returns at once instead of draining the response.
@@ -10,9 +9,7 @@ returns at once instead of draining the response.
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import logging
-import random
 import re
 import socket
 import threading
@@ -22,8 +19,12 @@ from typing import Any
 
 import attrs
 
-from .._core import AbortSignal
-from ._sse import UNFRAMED, ServerSentEvent, SSEDecoder
+from .._core import ABORTED_TEXT, AbortSignal
+from ._retry import RetryPolicy, RetryRefusal, server_delay
+
+# Looked up here at call time, so that tests can make the waits instant (conftest `backoffs`).
+from ._retry import backoff as _backoff
+from ._sse import SSEDecoder, SseItem, UnframedLines
 
 __all__ = [
     "HttpError",
@@ -36,11 +37,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-DEFAULT_MAX_RETRIES = 2
-DEFAULT_MAX_RETRY_DELAY_MS = 60_000
 CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 600.0
-_RETRY_STATUSES = frozenset({408, 409, 429})
 _BODY_LIMIT = 64 * 1024
 _READ_SIZE = 64 * 1024
 
@@ -52,15 +50,19 @@ class RequestAborted(Exception):
 class HttpError(Exception):
     """A failure before any output: a status error, a connection error or a refused retry.
 
-    `status` is None for connection errors; `body` is the response text (API keys removed).
+    `status` is None for connection errors; `body` is the response text (API keys removed);
+    `refusal` is set when the server asked for a longer retry delay than allowed, and the
+    message then starts with its text.
     """
 
     def __init__(self, message: str, status: int | None = None, body: str = "",
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, *,
+                 refusal: RetryRefusal | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
         self.headers = dict(headers or {})
+        self.refusal = refusal
 
 
 @attrs.frozen
@@ -105,44 +107,11 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     return _KEY_PATTERNS.sub(lambda m: m.group()[:3] + "***", text)
 
 
-def _server_delay(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait, from `retry-after-ms` or `Retry-After`."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    value = lowered.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    when = email.utils.parsedate_to_datetime(value) if value.strip() else None
-    if when is None:
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-def _backoff(attempt: int) -> float:
-    return float(min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25))
-
-
-def _should_retry(status: int, headers: Mapping[str, str]) -> bool:
-    override = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
-    if override in ("true", "false"):
-        return override == "true"
-    return status in _RETRY_STATUSES or status >= 500
-
-
 def _sleep(seconds: float, signal: AbortSignal | None) -> None:
     if signal is None:
         time.sleep(seconds)
     elif signal.wait(seconds):
-        raise RequestAborted("Request was aborted")
+        raise RequestAborted(ABORTED_TEXT)
 
 
 def _read_body(response: Any) -> str:
@@ -163,14 +132,12 @@ def open_stream(request: HttpRequest) -> Any:
     import requests
 
     signal = request.signal
-    retries = DEFAULT_MAX_RETRIES if request.max_retries is None else request.max_retries
-    cap_ms = (DEFAULT_MAX_RETRY_DELAY_MS if request.max_retry_delay_ms is None
-              else request.max_retry_delay_ms)
+    policy = RetryPolicy.of(request.max_retries, request.max_retry_delay_ms)
     read_timeout = request.timeout or DEFAULT_READ_TIMEOUT_S
     attempt = 0
     while True:
         if signal is not None and signal.aborted:
-            raise RequestAborted("Request was aborted")
+            raise RequestAborted(ABORTED_TEXT)
         try:
             response = _session().post(
                 request.url, data=request.body, headers=request.headers, stream=True,
@@ -178,9 +145,9 @@ def open_stream(request: HttpRequest) -> Any:
             )
         except (requests.ConnectionError, requests.Timeout) as exc:
             if signal is not None and signal.aborted:
-                raise RequestAborted("Request was aborted") from None
+                raise RequestAborted(ABORTED_TEXT) from None
             timed_out = isinstance(exc, requests.Timeout)
-            if attempt < retries:
+            if attempt < policy.max_retries:
                 _log.debug("retrying %s after %s", request.url, type(exc).__name__)
                 _sleep(_backoff(attempt), signal)
                 attempt += 1
@@ -193,32 +160,40 @@ def open_stream(request: HttpRequest) -> Any:
             return response
         body = redact(_read_body(response), request.secrets)
         status = response.status_code
-        if attempt < retries and _should_retry(status, headers):
-            asked = _server_delay(headers)
-            if asked is not None and cap_ms > 0 and asked * 1000 > cap_ms:
-                raise HttpError(
-                    f"Server requested {int(-(-asked // 1))}s retry delay "
-                    f"(max: {int(-(-cap_ms // 1000))}s). {body}".rstrip(),
-                    status, body, headers,
-                )
+        if policy.retries_status(attempt, status, headers):
+            asked = server_delay(headers)
+            refusal = policy.refusal(asked)
+            if refusal is not None:
+                raise HttpError(f"{refusal.text} {body}".rstrip(), status, body, headers,
+                                refusal=refusal)
             _sleep(asked if asked is not None else _backoff(attempt), signal)
             attempt += 1
             continue
         raise HttpError(f"{status} {body}".rstrip(), status, body, headers)
 
 
+def _socket_of(response: Any) -> socket.socket | None:
+    """The socket under `response`, found through urllib3 and http.client private attributes.
+
+    requests offers no way to interrupt a blocked read from another thread; shutting the
+    socket down does. These attribute paths hold for urllib3 2.x; if they change, abort falls
+    back to closing the response (which a blocked read may not notice until data arrives).
+    """
+    try:
+        connection = getattr(response.raw, "_connection", None)
+        sock = getattr(connection, "sock", None)
+        if sock is None:  # fall back to the socket under http.client's response
+            sock = response.raw._fp.fp.raw._sock
+    except AttributeError:
+        return None
+    return sock  # type: ignore[no-any-return]
+
+
 def _shutdown(response: Any) -> Callable[[], None]:
     """A function that cuts `response` off from any thread, waking a blocked read."""
 
     def cut() -> None:
-        sock = None
-        try:
-            connection = getattr(response.raw, "_connection", None)
-            sock = getattr(connection, "sock", None)
-            if sock is None:  # fall back to the socket under http.client's response
-                sock = response.raw._fp.fp.raw._sock
-        except AttributeError:
-            pass
+        sock = _socket_of(response)
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
@@ -241,8 +216,11 @@ def _body_chunks(raw: Any) -> Iterator[bytes]:
         yield chunk
 
 
-def iter_events(response: Any, signal: AbortSignal | None) -> Iterator[ServerSentEvent]:
-    """Yield the body's events as they arrive; raises `RequestAborted` or `HttpError`."""
+def iter_events(response: Any, signal: AbortSignal | None) -> Iterator[SseItem]:
+    """Yield the body's events as they arrive; raises `RequestAborted` or `HttpError`.
+
+    Lines that were no SSE field come last, as one `UnframedLines`.
+    """
     import requests
     import urllib3
 
@@ -256,18 +234,18 @@ def iter_events(response: Any, signal: AbortSignal | None) -> Iterator[ServerSen
             except (OSError, ValueError, AttributeError, requests.RequestException,
                     urllib3.exceptions.HTTPError) as exc:
                 if signal is not None and signal.aborted:
-                    raise RequestAborted("Request was aborted") from None
+                    raise RequestAborted(ABORTED_TEXT) from None
                 timed_out = isinstance(exc, (TimeoutError, urllib3.exceptions.ReadTimeoutError))
                 message = "Request timed out." if timed_out else "Connection error."
                 raise HttpError(message) from None
             if signal is not None and signal.aborted:
-                raise RequestAborted("Request was aborted")
+                raise RequestAborted(ABORTED_TEXT)
             if not chunk:
                 break
             yield from decoder.feed(chunk)
         yield from decoder.close()
         if decoder.unframed:  # e.g. Gemini's raw JSON error body after the last event
-            yield ServerSentEvent(UNFRAMED, "\n".join(decoder.unframed))
+            yield UnframedLines("\n".join(decoder.unframed))
     finally:
         if remove is not None:
             remove()

@@ -19,8 +19,9 @@ from .._core import (
     ErrorEvent,
     Model,
     ProviderNotFoundError,
-    StopReason,
     StreamOptions,
+    describe,
+    error_reply,
 )
 
 __all__ = ["StreamFn", "complete", "register_provider", "stream", "unregister_provider"]
@@ -88,12 +89,9 @@ def failed_stream(
     model: Model, message: str, *, aborted: bool = False
 ) -> AssistantMessageEventStream:
     """A stream holding a single `error` event: how a request that never started fails."""
-    reason = StopReason.ABORTED if aborted else StopReason.ERROR
-    final = AssistantMessage(
-        [], model.api, model.provider, model.id, stop_reason=reason, error_message=message
-    )
+    final = error_reply(model, message, aborted=aborted)
     out = AssistantMessageEventStream()
-    out.push(ErrorEvent(reason, final))
+    out.push(ErrorEvent(final.stop_reason, final))
     return out
 
 
@@ -118,7 +116,7 @@ def stream(
         raise
     except Exception as exc:
         _log.debug("provider for api %r raised", model.api, exc_info=True)
-        return failed_stream(model, str(exc) or type(exc).__name__)
+        return failed_stream(model, describe(exc))
 
 
 def complete(

@@ -3,7 +3,8 @@
 Lines may end in LF, CRLF or CR (a CR at the end of one read and an LF at the start of the next
 are one line end); a multi-byte UTF-8 character may be split across reads, since only whole
 lines are decoded. Comments (`:` lines) are skipped, `data:` lines are joined with newlines and
-one space after the colon is dropped, as the SSE specification says.
+one space after the colon is dropped, as the SSE specification says. Lines that are no field
+at all (a server's raw JSON error body, as Gemini sends) are kept aside as `UnframedLines`.
 """
 
 from __future__ import annotations
@@ -12,10 +13,7 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-__all__ = ["UNFRAMED", "SSEDecoder", "ServerSentEvent", "iter_sse"]
-
-UNFRAMED = "agentcore.unframed"
-"""The name `iter_events` gives to the body's unframed lines, yielded last when they exist."""
+__all__ = ["SSEDecoder", "ServerSentEvent", "SseItem", "UnframedLines", "iter_sse"]
 
 
 @attrs.frozen
@@ -25,6 +23,20 @@ class ServerSentEvent:
     event: str | None
     data: str
     id: str | None = None
+
+
+@attrs.frozen
+class UnframedLines:
+    """The body's lines that were no SSE field, joined by newlines: no event, but maybe an error.
+
+    `iter_events` yields at most one, after the last event.
+    """
+
+    text: str
+
+
+SseItem = ServerSentEvent | UnframedLines
+"""What a provider's event handler reads: events, then possibly the unframed lines."""
 
 
 class SSEDecoder:

@@ -7,7 +7,6 @@ results travel in one user message; prompt caching follows `cache_retention`.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,16 +29,15 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
-from ._common import ProviderError, api_key_for, run, send
 from ._http import HttpError
-from ._sse import UNFRAMED, ServerSentEvent
+from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
+from ._sse import SseItem, UnframedLines
+from ._text import dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
-from ._wire import dumps, sanitize
 
 __all__ = ["build_body", "headers_for", "stream_anthropic"]
 
 API_VERSION = "2023-06-01"
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _STOP = {
     "end_turn": StopReason.STOP, "pause_turn": StopReason.STOP,
     "stop_sequence": StopReason.STOP, "max_tokens": StopReason.LENGTH,
@@ -55,7 +53,7 @@ def _adaptive(model: Model) -> bool:
 
 
 def _normalize_id(call_id: str, _: AssistantMessage) -> str:
-    return _UNSAFE_ID.sub("_", call_id)[:64]
+    return safe_id(call_id)[:64]
 
 
 def _cache_control(model: Model, options: StreamOptions) -> dict[str, str] | None:
@@ -94,6 +92,8 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
             if block.text.strip():
                 blocks.append({"type": "text", "text": sanitize(block.text)})
         elif isinstance(block, ThinkingContent):
+            # The signature is Anthropic's own: the `signature` of a thinking block, or the
+            # encrypted `data` of a redacted one.
             if block.redacted:
                 blocks.append({"type": "redacted_thinking", "data": block.thinking_signature})
             elif not block.thinking.strip():
@@ -110,14 +110,11 @@ def _assistant(message: AssistantMessage) -> dict[str, Any] | None:
 
 
 def _tool_result(result: ToolResultMessage, model: Model) -> dict[str, Any]:
-    text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
+    text = tool_result_text(result)
     images = [b for b in result.content if isinstance(b, ImageContent)]
     content: Any = text
     if images and "image" in model.input:
-        content = [{"type": "text", "text": text or "(see attached image)"},
-                   *(_image(b) for b in images)]
-    elif images and not text:
-        content = "(see attached image)"
+        content = [{"type": "text", "text": text}, *(_image(b) for b in images)]
     return {"type": "tool_result", "tool_use_id": result.tool_call_id, "content": content,
             "is_error": result.is_error}
 
@@ -226,12 +223,10 @@ def _usage(builder: ReplyBuilder, raw: dict[str, Any]) -> None:
                             cache_write=pick("cache_creation_input_tokens", current.cache_write)))
 
 
-def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
+def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         AssistantMessageEvent]:
     for sse in events:
-        if not sse.data:
-            continue
-        if sse.event == UNFRAMED:
+        if isinstance(sse, UnframedLines) or not sse.data:
             continue
         data = json.loads(sse.data)
         kind = data.get("type") or sse.event
@@ -286,26 +281,23 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
         raise ProviderError("Anthropic stream ended without a stop reason")
 
 
-def _http_error(error: HttpError) -> str:
-    if error.status is None:
-        return str(error)
-    if not error.body:
-        return f"{error.status} status code (no body)"
-    try:
-        return f"{error.status} {dumps(json.loads(error.body))}"
-    except ValueError:
-        return str(error)
+def _http_error_text(error: HttpError) -> str:
+    """`"<status> <body JSON>"`, compacted, as the official SDK words it."""
+    return http_status_text(error, dumps)
+
+
+_WIRE = WireApi(
+    url=lambda model: f"{model.base_url.rstrip('/')}/v1/messages",
+    headers=headers_for,
+    body=build_body,
+    handle=_handle,
+    http_error_text=_http_error_text,
+)
+"""Anthropic Messages as a `WireApi`."""
 
 
 def stream_anthropic(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
     """Stream a reply from `{base_url}/v1/messages`."""
-    key = api_key_for(model, options)
-
-    def connect() -> Any:
-        return send(f"{model.base_url.rstrip('/')}/v1/messages",
-                    build_body(model, context, options), headers_for(model, key), model,
-                    options, key)
-
-    return run(model, options, key, connect, _handle, _http_error)
+    return stream_http_reply(_WIRE, model, context, options)

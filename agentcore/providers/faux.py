@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from .._core import (
+    ABORTED_TEXT,
     AssistantContent,
     AssistantMessage,
     AssistantMessageEvent,
@@ -48,6 +49,8 @@ from .._core import (
     ToolCallStartEvent,
     Usage,
     calculate_cost,
+    describe,
+    error_reply,
     now_ms,
 )
 from ._registry import register_provider, unregister_provider
@@ -65,7 +68,6 @@ __all__ = [
 FauxResponse = AssistantMessage | Callable[[Context, StreamOptions, Model], AssistantMessage]
 """A queued reply: a message, or a function `(context, options, model) -> AssistantMessage`."""
 
-_ABORTED_TEXT = "Request was aborted"
 _counter = iter(range(1, 1 << 62))
 
 
@@ -212,9 +214,13 @@ class FauxProvider:
     def __repr__(self) -> str:
         return f"FauxProvider(api={self.api!r}, models={[m.id for m in self.models]!r})"
 
-    def _stream(
+    def stream(
         self, model: Model, context: Context, options: StreamOptions
     ) -> AssistantMessageEventStream:
+        """Serve one model call: take the next scripted reply and stream it.
+
+        This is the stream function registered for `api`; wrap it to observe calls.
+        """
         with self._lock:
             item = self._queue.popleft() if self._queue else None
             self._call_count += 1
@@ -255,10 +261,10 @@ class FauxProvider:
         self, item: FauxResponse | None, model: Model, context: Context, options: StreamOptions
     ) -> Iterator[AssistantMessageEvent]:
         signal = options.signal
-        base = AssistantMessage([], self.api, self.provider, model.id, timestamp=now_ms())
         if item is None:
             usage = self._usage(model, context, options, "")
-            yield _error(base, StopReason.ERROR, "No more faux responses queued", usage=usage)
+            yield _error(attrs.evolve(error_reply(model, "No more faux responses queued"),
+                                      usage=usage))
             return
         if callable(item):
             try:
@@ -267,7 +273,7 @@ class FauxProvider:
                     raise TypeError(f"faux response function returned {reply!r}, "
                                     "not an AssistantMessage")
             except Exception as exc:
-                yield _error(base, StopReason.ERROR, str(exc) or type(exc).__name__)
+                yield _error(error_reply(model, describe(exc)))
                 return
         else:
             reply = item
@@ -280,7 +286,7 @@ class FauxProvider:
         )
         base = attrs.evolve(final, content=[], stop_reason=StopReason.STOP, error_message=None)
         if signal is not None and signal.aborted:
-            yield _error(base, StopReason.ABORTED, _ABORTED_TEXT)
+            yield _aborted(base)
             return
         blocks: list[AssistantContent] = []
         live = attrs.evolve(base, content=blocks)  # the one partial every event carries
@@ -289,8 +295,7 @@ class FauxProvider:
             return live
 
         def aborted() -> ErrorEvent:
-            return _error(attrs.evolve(base, content=list(blocks)), StopReason.ABORTED,
-                          _ABORTED_TEXT)
+            return _aborted(attrs.evolve(base, content=list(blocks)))
 
         def paused(chunk: str) -> bool:
             """Wait for the chunk's share of time; True once the request is aborted."""
@@ -337,13 +342,14 @@ class FauxProvider:
             yield DoneEvent(final.stop_reason, final)
 
 
-def _error(
-    partial: AssistantMessage, reason: StopReason, text: str, usage: Usage | None = None
-) -> ErrorEvent:
-    fields: dict[str, Any] = {"stop_reason": reason, "error_message": text}
-    if usage is not None:
-        fields["usage"] = usage
-    return ErrorEvent(reason, attrs.evolve(partial, **fields))
+def _error(reply: AssistantMessage) -> ErrorEvent:
+    return ErrorEvent(reply.stop_reason, reply)
+
+
+def _aborted(partial: AssistantMessage) -> ErrorEvent:
+    """The served reply so far, aborted: unlike `error_reply`, it keeps its usage and time."""
+    return _error(attrs.evolve(partial, stop_reason=StopReason.ABORTED,
+                               error_message=ABORTED_TEXT))
 
 
 def _with_text(block: TextContent | ThinkingContent, text: str) -> AssistantContent:
@@ -414,5 +420,5 @@ def register_faux_provider(
             raise ValueError(f"'models' must be a non-empty list, got {models!r}")
         specs = [_faux_model(m, api, provider) for m in models]
     faux = FauxProvider(specs, api, provider, tokens_per_second, token_size)
-    register_provider(api, faux._stream)
+    register_provider(api, faux.stream)
     return faux

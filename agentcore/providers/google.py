@@ -31,16 +31,15 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
-from ._common import ProviderError, api_key_for, default_max_tokens, run, send
 from ._http import HttpError
-from ._sse import UNFRAMED, ServerSentEvent
+from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
+from ._sse import SseItem, UnframedLines
+from ._text import dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
-from ._wire import dumps, sanitize
 
 __all__ = ["build_body", "stream_google"]
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
 _GEMINI3 = re.compile(r"gemini-3(\.\d+)?-(pro|flash)")
 _counter = itertools.count(1)
@@ -60,7 +59,7 @@ def _sends_ids(model: Model) -> bool:
 
 def _normalize_id(model: Model) -> Any:
     def normalize(call_id: str, _: AssistantMessage) -> str:
-        return _UNSAFE_ID.sub("_", call_id)[:64] if _sends_ids(model) else call_id
+        return safe_id(call_id)[:64] if _sends_ids(model) else call_id
 
     return normalize
 
@@ -111,11 +110,9 @@ def _model_turn(message: AssistantMessage, model: Model) -> dict[str, Any] | Non
 
 def _function_response(result: ToolResultMessage, model: Model) -> tuple[dict[str, Any],
                                                                           list[dict[str, Any]]]:
-    text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
+    text = tool_result_text(result)
     images = [_inline(b) for b in result.content
               if isinstance(b, ImageContent) and "image" in model.input]
-    if not text and any(isinstance(b, ImageContent) for b in result.content):
-        text = "(see attached image)"
     response: dict[str, Any] = {"name": result.tool_name,
                                 "response": {"error" if result.is_error else "output": text}}
     if _sends_ids(model):
@@ -211,20 +208,21 @@ def _error_message(raw: dict[str, Any]) -> str:
     return f"got status: {error.get('status')}. {dumps(raw)}"
 
 
-def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
+def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         AssistantMessageEvent]:
     used_ids: set[str] = set()
     key = 0  # a new block key every time the kind of part changes
     kind: str | None = None
     for sse in events:
-        if not sse.data:
+        if isinstance(sse, UnframedLines):  # maybe Gemini's raw JSON error body, read as a chunk
+            try:
+                chunk = json.loads(sse.text)
+            except ValueError:
+                continue  # noise
+        elif not sse.data:
             continue
-        try:
+        else:
             chunk = json.loads(sse.data)
-        except ValueError:
-            if sse.event == UNFRAMED:
-                continue
-            raise
         if not isinstance(chunk, dict):
             continue
         if isinstance(chunk.get("error"), dict):
@@ -234,6 +232,7 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
         candidates = chunk.get("candidates") or []
         candidate = candidates[0] if candidates else {}
         for part in (candidate.get("content") or {}).get("parts") or []:
+            # Gemini's opaque base64 signature, kept on text, thinking and calls alike.
             signature = part.get("thoughtSignature") or None
             if "text" in part:
                 part_kind = "thinking" if part.get("thought") is True else "text"
@@ -276,9 +275,8 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
         raise ProviderError("Google stream ended without a finish reason")
 
 
-def _http_error(error: HttpError) -> str:
-    if error.status is None:
-        return str(error)
+def _http_error_text(error: HttpError) -> str:
+    """The JSON error body, compacted (a body that is no JSON is wrapped as Gemini would)."""
     try:
         payload = json.loads(error.body)
     except ValueError:
@@ -286,15 +284,22 @@ def _http_error(error: HttpError) -> str:
     return dumps(payload)
 
 
+def _url(model: Model) -> str:
+    return f"{model.base_url.rstrip('/')}/models/{model.id}:streamGenerateContent?alt=sse"
+
+
+_WIRE = WireApi(
+    url=_url,
+    headers=lambda model, key: {"x-goog-api-key": key},
+    body=build_body,
+    handle=_handle,
+    http_error_text=_http_error_text,
+)
+"""Gemini as a `WireApi`."""
+
+
 def stream_google(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
     """Stream a reply from Gemini's `streamGenerateContent` endpoint."""
-    key = api_key_for(model, options)
-
-    def connect() -> Any:
-        url = f"{model.base_url.rstrip('/')}/models/{model.id}:streamGenerateContent?alt=sse"
-        return send(url, build_body(model, context, options), {"x-goog-api-key": key}, model,
-                    options, key)
-
-    return run(model, options, key, connect, _handle, _http_error)
+    return stream_http_reply(_WIRE, model, context, options)

@@ -3,8 +3,9 @@
 The catalogue is data: `models.json`, shipped next to this module, lists each model's provider,
 wire API, base URL, prices (USD per million tokens), context window, output limit and, for
 OpenAI-compatible servers, `compat` flags. It is read and validated on the first call that needs
-it, once, under a lock; importing agentcore never touches it. Its top-level `_source` field says
-when and how the prices were gathered: they drift, so treat them as estimates.
+it and then cached (two threads racing on the first call may both read it, harmlessly);
+importing agentcore never touches it. Its top-level `_source` field says when and how the prices
+were gathered: they drift, so treat them as estimates.
 
 Every call returns fresh `Model` values and fresh lists, so callers may change what they get (the
 `input` list, the `compat` and `headers` dicts) without affecting later calls.
@@ -20,12 +21,12 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
 import importlib.resources
 import ipaddress
 import json
 import os
 import re
-import threading
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +41,7 @@ __all__ = [
     "get_model",
     "get_models",
     "get_providers",
+    "is_placeholder_key",
     "require_api_key",
 ]
 
@@ -49,9 +51,6 @@ _CATALOGUE_FILE = "models.json"
 _Catalogue = Mapping[str, Mapping[str, Model]]
 """Provider -> model id -> Model, in file order."""
 
-_cache: _Catalogue | None = None
-"""The parsed catalogue: written once, by the first caller, under `_cache_lock`."""
-_cache_lock = threading.Lock()
 
 _ENV_VARS: dict[str, tuple[str, ...]] = {
     "openai": ("OPENAI_API_KEY",),
@@ -209,6 +208,11 @@ def require_api_key(
     )
 
 
+def is_placeholder_key(api_key: str) -> bool:
+    """Whether `api_key` is the placeholder `require_api_key` gives local servers (no secret)."""
+    return api_key == _NO_KEY
+
+
 def _env_vars(provider: str) -> tuple[str, ...]:
     known = _ENV_VARS.get(provider)
     if known is not None:
@@ -280,15 +284,9 @@ def _fresh(model: Model) -> Model:
     )
 
 
+@functools.cache
 def _catalogue() -> _Catalogue:
-    global _cache
-    catalogue = _cache
-    if catalogue is None:
-        with _cache_lock:
-            if _cache is None:
-                _cache = _load()
-            catalogue = _cache
-    return catalogue
+    return _load()
 
 
 def _load() -> _Catalogue:

@@ -1,13 +1,12 @@
 """OpenAI Chat Completions (`openai-completions`): OpenAI and every compatible server.
 
 The same code serves OpenAI, OpenRouter, Groq, xAI, DeepSeek, Ollama, vLLM and llama.cpp's
-server; their differences are `Compat` flags detected from the model (see `_openai_compat`).
+server; their differences are `Compat` flags detected from the model (see `_openai`).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,12 +28,18 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
-from ._common import ProviderError, api_key_for, default_max_tokens, run, send
-from ._openai_compat import Compat, resolve_compat
-from ._openai_errors import error_text, http_error, loads_or_none
-from ._sse import UNFRAMED, ServerSentEvent
+from ._openai import (
+    Compat,
+    error_text,
+    http_error_text,
+    loads_or_none,
+    resolve_compat,
+    supports_xhigh,
+)
+from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
+from ._sse import SseItem, UnframedLines
+from ._text import dumps, safe_id, sanitize, short_hash, tool_result_text
 from ._transform import transform_messages
-from ._wire import dumps, sanitize, short_hash
 
 __all__ = ["build_body", "stream_openai_completions"]
 
@@ -44,22 +49,16 @@ _FINISH = {
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _decode = json.JSONDecoder().decode
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
-
-
-def _supports_xhigh(model: Model) -> bool:
-    return any(tag in model.id for tag in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6",
-                                           "opus-4.6"))
 
 
 def _normalize_id(model: Model) -> Any:
     def normalize(call_id: str, _: AssistantMessage) -> str:
         if "|" in call_id:
             call, item = call_id.split("|", 1)
-            joined = _UNSAFE_ID.sub("_", f"{call}_{item}")
+            joined = safe_id(f"{call}_{item}")
             if len(joined) <= 40:
                 return joined
-            return f"{_UNSAFE_ID.sub('_', call)[:31]}_{short_hash(call_id)[:8]}"
+            return f"{safe_id(call)[:31]}_{short_hash(call_id)[:8]}"
         return call_id[:40] if model.provider == "openai" else call_id
 
     return normalize
@@ -96,6 +95,8 @@ def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | No
             out["content"] = [{"type": "text", "text": joined},
                               *({"type": "text", "text": t} for t in texts)]
         else:
+            # Here a thinking signature is the name of the wire field the reasoning came in
+            # (written by `_handle`), so it goes back in the same field.
             field = thinking[0].thinking_signature
             if field in _REASONING_FIELDS:
                 out[field] = "\n".join(sanitize(b.thinking) for b in thinking)
@@ -117,10 +118,8 @@ def _tool_results(results: list[ToolResultMessage], model: Model, compat: Compat
     out: list[dict[str, Any]] = []
     images: list[dict[str, Any]] = []
     for result in results:
-        text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
-        has_images = any(isinstance(b, ImageContent) for b in result.content)
         entry: dict[str, Any] = {"role": "tool", "tool_call_id": result.tool_call_id,
-                                 "content": text or ("(see attached image)" if has_images else "")}
+                                 "content": tool_result_text(result)}
         if compat.requires_tool_result_name:
             entry["name"] = result.tool_name
         out.append(entry)
@@ -174,7 +173,7 @@ def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
         body["thinking"] = {"type": "enabled" if level is not None else "disabled"}
     elif level is not None and compat.supports_reasoning_effort:
         effort = level.value
-        if level is ThinkingLevel.XHIGH and not _supports_xhigh(model):
+        if level is ThinkingLevel.XHIGH and not supports_xhigh(model):
             effort = "high"
         if compat.reasoning_effort_map:
             effort = compat.reasoning_effort_map.get(effort, effort)
@@ -234,21 +233,21 @@ def _block_key(builder: ReplyBuilder, key: tuple[str, int],
     return key if key == last or not builder.has(key) else (key[0], key[1] + 1)
 
 
-def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
+def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         AssistantMessageEvent]:
     open_calls: dict[int, tuple[int, str]] = {}  # wire index -> (our key, call id)
     call_keys = 0
     text_key, thinking_key = ("text", 0), ("thinking", 0)
     last: tuple[str, int] | None = None  # the block written last
     for sse in events:
+        if isinstance(sse, UnframedLines):  # a raw error body after the events, or noise
+            chunk = loads_or_none(sse.text)
+            if isinstance(chunk, dict) and chunk.get("error"):
+                raise ProviderError(error_text(chunk["error"]))
+            continue
         if sse.data == "[DONE]":
             break
         if not sse.data:
-            continue
-        if sse.event == UNFRAMED:  # a raw error body after the events, or noise
-            chunk = loads_or_none(sse.data)
-            if isinstance(chunk, dict) and chunk.get("error"):
-                raise ProviderError(error_text(chunk["error"]))
             continue
         chunk = _decode(sse.data)
         if not isinstance(chunk, dict):
@@ -260,7 +259,7 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
                 choice = choices[0]
                 delta = choice.get("delta")
                 content = delta.get("content") if delta else None
-                if (len(delta) == 1 and content.__class__ is str and content
+                if (content.__class__ is str and content and len(delta) == 1
                         and choice.get("finish_reason") is None):
                     yield from builder.text(text_key, content)
                     continue
@@ -285,15 +284,11 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
             builder.stop_reason = reason
         delta = choice.get("delta") or {}
         content = delta.get("content")
-        if len(delta) == 1 and content and isinstance(content, str):  # the hot path: text only
-            if last != text_key:
-                text_key = last = _block_key(builder, text_key, last)
-            yield from builder.text(text_key, content)
-            continue
         for field in _REASONING_FIELDS:
             value = delta.get(field)
             if isinstance(value, str) and value:
                 thinking_key = last = _block_key(builder, thinking_key, last)
+                # The signature records the wire field the reasoning came in, to replay it there.
                 yield from builder.thinking(thinking_key, value, signature=field)
                 break
         if isinstance(content, str) and content:
@@ -314,15 +309,18 @@ def _handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterato
                                          always_emit=True)
 
 
+_WIRE = WireApi(
+    url=lambda model: f"{model.base_url.rstrip('/')}/chat/completions",
+    headers=lambda model, key: {"Authorization": f"Bearer {key}"},
+    body=build_body,
+    handle=_handle,
+    http_error_text=http_error_text,
+)
+"""Chat Completions as a `WireApi`."""
+
+
 def stream_openai_completions(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
     """Stream a reply from `{base_url}/chat/completions`."""
-    key = api_key_for(model, options)
-
-    def connect() -> Any:
-        body = build_body(model, context, options)
-        return send(f"{model.base_url.rstrip('/')}/chat/completions", body,
-                    {"Authorization": f"Bearer {key}"}, model, options, key)
-
-    return run(model, options, key, connect, _handle, http_error)
+    return stream_http_reply(_WIRE, model, context, options)

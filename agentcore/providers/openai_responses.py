@@ -32,15 +32,14 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
-from ._common import ProviderError, api_key_for, default_max_tokens, run, send
-from ._openai_errors import error_text, http_error
-from ._sse import UNFRAMED, ServerSentEvent
+from ._openai import error_text, http_error_text, supports_xhigh
+from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
+from ._sse import SseItem, UnframedLines
+from ._text import dumps, safe_id, sanitize, short_hash, tool_result_text
 from ._transform import is_same_model, transform_messages
-from ._wire import dumps, sanitize, short_hash
 
 __all__ = ["build_body", "stream_openai_responses"]
 
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
 
 
@@ -49,8 +48,8 @@ def _normalize_id(model: Model) -> Any:
         if model.provider not in ("openai", "openai-codex", "opencode") or "|" not in call_id:
             return call_id
         call, item = call_id.split("|", 1)
-        call = _UNSAFE_ID.sub("_", call)[:64].rstrip("_")
-        item = _UNSAFE_ID.sub("_", item)
+        call = safe_id(call)[:64].rstrip("_")
+        item = safe_id(item)
         if not item.startswith("fc"):
             item = f"fc_{item}"
         return f"{call}|{item[:64].rstrip('_')}"
@@ -87,10 +86,12 @@ def _assistant(message: AssistantMessage, model: Model, n: int) -> list[dict[str
                         and message.api == model.api)
     for block in message.content:
         if isinstance(block, ThinkingContent):
+            # Here a thinking signature is the whole reasoning item as JSON (`_item_done`).
             if block.thinking_signature:
                 with contextlib.suppress(ValueError):  # not ours: nothing to replay
                     items.append(json.loads(block.thinking_signature))
         elif isinstance(block, TextContent):
+            # A text signature is `{"v":1,"id":...}` JSON naming its message item (`_item_done`).
             item_id, phase = _text_id(block.text_signature, f"msg_{n}")
             item: dict[str, Any] = {
                 "type": "message", "role": "assistant",
@@ -112,10 +113,10 @@ def _assistant(message: AssistantMessage, model: Model, n: int) -> list[dict[str
 
 
 def _tool_result(result: ToolResultMessage, model: Model) -> dict[str, Any]:
-    text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
     images = [b for b in result.content if isinstance(b, ImageContent)]
-    output: Any = text or ("(see attached image)" if images else "")
+    output: Any = tool_result_text(result)
     if images and "image" in model.input:
+        text = tool_result_text(result, note_images=False)
         output = ([{"type": "input_text", "text": text}] if text else []) + [
             _image(b) for b in images]
     return {"type": "function_call_output", "call_id": result.tool_call_id.partition("|")[0],
@@ -175,8 +176,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     if model.reasoning:
         if level is not None:
             effort = level.value
-            if level is ThinkingLevel.XHIGH and not any(
-                    tag in model.id for tag in ("gpt-5.2", "gpt-5.3", "gpt-5.4")):
+            if level is ThinkingLevel.XHIGH and not supports_xhigh(model):
                 effort = "high"
             body["reasoning"] = {"effort": effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
@@ -195,68 +195,65 @@ def _key(event: dict[str, Any]) -> Any:
     return ("item", event.get("output_index", 0))
 
 
-def _handle(model: Model, requested_tier: str | None) -> Any:
-    def handle(builder: ReplyBuilder, events: Iterator[ServerSentEvent]) -> Iterator[
-            AssistantMessageEvent]:
-        terminal = False
-        for sse in events:
-            if not sse.data:
-                continue
-            if sse.event == UNFRAMED:  # a raw error body after the events, or noise
-                with contextlib.suppress(ValueError):
-                    raw = json.loads(sse.data)
-                    if isinstance(raw, dict) and isinstance(raw.get("error"), dict):
-                        raise ProviderError(error_text(raw["error"]))
-                continue
-            event = json.loads(sse.data)
-            if not isinstance(event, dict):
-                continue
-            kind = event.get("type") or sse.event
-            if kind == "response.created":
-                builder.response_id = (event.get("response") or {}).get("id")
-            elif kind == "response.output_item.added":
-                item = event.get("item") or {}
-                key = _key(event)
-                if item.get("type") == "reasoning":
-                    yield from builder.thinking(key, "")
-                elif item.get("type") == "message":
-                    yield from builder.text(key, "")
-                elif item.get("type") == "function_call":
-                    yield from builder.tool_call(
-                        key, call_id=f"{item.get('call_id', '')}|{item.get('id', '')}",
-                        name=item.get("name"), args_delta=item.get("arguments") or "")
-            elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
-                yield from builder.thinking(_key(event), event.get("delta") or "")
-            elif kind == "response.reasoning_summary_part.done":
-                yield from builder.thinking(_key(event), "\n\n")
-            elif kind in ("response.output_text.delta", "response.refusal.delta"):
-                yield from builder.text(_key(event), event.get("delta") or "")
-            elif kind == "response.function_call_arguments.delta":
-                yield from builder.tool_call(_key(event), args_delta=event.get("delta") or "")
-            elif kind == "response.function_call_arguments.done":
-                builder.replace_args(_key(event), event.get("arguments") or "")
-            elif kind == "response.output_item.done":
-                yield from _item_done(builder, _key(event), event.get("item") or {})
-            elif kind in ("response.completed", "response.incomplete"):
-                response = event.get("response") or {}
-                _finish(builder, response, model, requested_tier)
-                terminal = True
-            elif kind == "response.failed":
-                response = event.get("response") or {}
-                error = response.get("error") or {}
-                details = response.get("incomplete_details") or {}
-                if error:
-                    raise ProviderError(f"{error.get('code') or 'unknown'}: "
-                                        f"{error.get('message') or 'no message'}")
-                if details.get("reason"):
-                    raise ProviderError(f"incomplete: {details['reason']}")
-                raise ProviderError("Unknown error (no error details in response)")
-            elif kind == "error":
-                raise ProviderError(f"Error Code {event.get('code')}: {event.get('message')}")
-        if not terminal:
-            raise ProviderError("OpenAI Responses stream ended before a terminal response event")
-
-    return handle
+def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
+        AssistantMessageEvent]:
+    terminal = False
+    for sse in events:
+        if isinstance(sse, UnframedLines):  # a raw error body after the events, or noise
+            with contextlib.suppress(ValueError):
+                raw = json.loads(sse.text)
+                if isinstance(raw, dict) and isinstance(raw.get("error"), dict):
+                    raise ProviderError(error_text(raw["error"]))
+            continue
+        if not sse.data:
+            continue
+        event = json.loads(sse.data)
+        if not isinstance(event, dict):
+            continue
+        kind = event.get("type") or sse.event
+        if kind == "response.created":
+            builder.response_id = (event.get("response") or {}).get("id")
+        elif kind == "response.output_item.added":
+            item = event.get("item") or {}
+            key = _key(event)
+            if item.get("type") == "reasoning":
+                yield from builder.thinking(key, "")
+            elif item.get("type") == "message":
+                yield from builder.text(key, "")
+            elif item.get("type") == "function_call":
+                yield from builder.tool_call(
+                    key, call_id=f"{item.get('call_id', '')}|{item.get('id', '')}",
+                    name=item.get("name"), args_delta=item.get("arguments") or "")
+        elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+            yield from builder.thinking(_key(event), event.get("delta") or "")
+        elif kind == "response.reasoning_summary_part.done":
+            yield from builder.thinking(_key(event), "\n\n")
+        elif kind in ("response.output_text.delta", "response.refusal.delta"):
+            yield from builder.text(_key(event), event.get("delta") or "")
+        elif kind == "response.function_call_arguments.delta":
+            yield from builder.tool_call(_key(event), args_delta=event.get("delta") or "")
+        elif kind == "response.function_call_arguments.done":
+            builder.replace_args(_key(event), event.get("arguments") or "")
+        elif kind == "response.output_item.done":
+            yield from _item_done(builder, _key(event), event.get("item") or {})
+        elif kind in ("response.completed", "response.incomplete"):
+            response = event.get("response") or {}
+            _finish(builder, response)
+            terminal = True
+        elif kind == "response.failed":
+            response = event.get("response") or {}
+            error = response.get("error") or {}
+            details = response.get("incomplete_details") or {}
+            if error:
+                raise ProviderError(f"{error.get('code') or 'unknown'}: "
+                                    f"{error.get('message') or 'no message'}")
+            if details.get("reason"):
+                raise ProviderError(f"incomplete: {details['reason']}")
+            raise ProviderError("Unknown error (no error details in response)")
+        elif kind == "error":
+            raise ProviderError(f"Error Code {event.get('code')}: {event.get('message')}")
+    if not terminal:
+        raise ProviderError("OpenAI Responses stream ended before a terminal response event")
 
 
 def _item_done(builder: ReplyBuilder, key: Any, item: dict[str, Any]) -> Iterator[
@@ -269,7 +266,7 @@ def _item_done(builder: ReplyBuilder, key: Any, item: dict[str, Any]) -> Iterato
         if not builder.has(key):
             yield from builder.thinking(key, "")
         builder.replace_text(key, "\n\n".join(summary))
-        builder.set_signature(key, dumps(item))
+        builder.set_signature(key, dumps(item))  # the whole item, replayed verbatim
     elif kind == "message":
         text = "".join(c.get("text") or c.get("refusal") or "" for c in item.get("content") or [])
         signature: dict[str, Any] = {"v": 1, "id": item.get("id")}
@@ -278,7 +275,7 @@ def _item_done(builder: ReplyBuilder, key: Any, item: dict[str, Any]) -> Iterato
         if not builder.has(key):
             yield from builder.text(key, "")
         builder.replace_text(key, text)
-        builder.set_signature(key, dumps(signature))
+        builder.set_signature(key, dumps(signature))  # which message item the text was
     elif kind == "function_call":
         if not builder.has(key):
             yield from builder.tool_call(key, call_id=f"{item.get('call_id')}|{item.get('id')}",
@@ -287,14 +284,13 @@ def _item_done(builder: ReplyBuilder, key: Any, item: dict[str, Any]) -> Iterato
     yield from builder.end(key)
 
 
-def _finish(builder: ReplyBuilder, response: dict[str, Any], model: Model,
-            requested_tier: str | None) -> None:
+def _finish(builder: ReplyBuilder, response: dict[str, Any]) -> None:
     if response.get("id"):
         builder.response_id = response["id"]
     usage = response.get("usage")
     if usage:
         builder.set_usage(_usage(usage))
-        tier = response.get("service_tier") or requested_tier
+        tier = response.get("service_tier")
         factor = _TIER_MULTIPLIER.get(tier or "")
         if factor is not None:
             cost = builder.usage.cost
@@ -317,16 +313,19 @@ def _finish(builder: ReplyBuilder, response: dict[str, Any], model: Model,
         builder.stop_reason = StopReason.STOP
 
 
+_WIRE = WireApi(
+    url=lambda model: f"{model.base_url.rstrip('/')}/responses",
+    headers=lambda model, key: {"Authorization": f"Bearer {key}"},
+    body=build_body,
+    handle=_handle,
+    http_error_text=http_error_text,
+    auto_close=False,  # items may interleave (by output_index): each closes at its .done
+)
+"""Responses as a `WireApi`."""
+
+
 def stream_openai_responses(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
     """Stream a reply from `{base_url}/responses`."""
-    key = api_key_for(model, options)
-
-    def connect() -> Any:
-        body = build_body(model, context, options)
-        return send(f"{model.base_url.rstrip('/')}/responses", body,
-                    {"Authorization": f"Bearer {key}"}, model, options, key)
-
-    # Items may interleave (by output_index): each block closes at its output_item.done.
-    return run(model, options, key, connect, _handle(model, None), http_error, auto_close=False)
+    return stream_http_reply(_WIRE, model, context, options)

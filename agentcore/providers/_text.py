@@ -1,4 +1,4 @@
-"""Small helpers every wire format needs: clean text, compact JSON, short stable hashes."""
+"""Small helpers every wire format needs: clean text, ids and tool results, compact JSON."""
 
 from __future__ import annotations
 
@@ -6,8 +6,14 @@ import json
 import re
 from typing import Any
 
-__all__ = ["dumps", "sanitize", "short_hash"]
+from .._core import ImageContent, TextContent, ToolResultMessage
 
+__all__ = ["IMAGE_NOTE", "dumps", "safe_id", "sanitize", "short_hash", "tool_result_text"]
+
+IMAGE_NOTE = "(see attached image)"
+"""The text of a tool result that holds images only: no provider accepts an empty result."""
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
@@ -20,6 +26,25 @@ def sanitize(text: str) -> str:
         lambda m: m.group().encode("utf-16", "surrogatepass").decode("utf-16"), text
     )
     return _SURROGATE.sub("", text)
+
+
+def safe_id(text: str) -> str:
+    """`text` with every character but ASCII letters, digits, `_` and `-` replaced by `_`.
+
+    Tool-call ids from another provider may hold characters the target rejects (`|`, `.`).
+    """
+    return _UNSAFE_ID.sub("_", text)
+
+
+def tool_result_text(result: ToolResultMessage, *, note_images: bool = True) -> str:
+    """A tool result's text blocks, sanitized and joined by newlines.
+
+    With `note_images`, a result holding images but no text reads `IMAGE_NOTE`.
+    """
+    text = "\n".join(sanitize(b.text) for b in result.content if isinstance(b, TextContent))
+    if not text and note_images and any(isinstance(b, ImageContent) for b in result.content):
+        return IMAGE_NOTE
+    return text
 
 
 def dumps(value: Any) -> str:

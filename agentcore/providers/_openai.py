@@ -1,19 +1,35 @@
-"""How OpenAI-compatible servers differ, detected from the model and overridable per field.
+"""What the two OpenAI APIs share: server quirks, model abilities and error text.
 
+How OpenAI-compatible servers differ is detected from the model and overridable per field:
 `Model.compat` may override any flag, in camelCase (as the reference writes them) or
 snake_case: `{"supportsDeveloperRole": False, "maxTokensField": "max_tokens"}`.
+
+Errors follow the official SDK's messages, so that overflow and retry patterns written for it
+keep matching: `"<status> <error.message>"` for an HTTP error, the bare message for an error
+inside the stream.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any, Literal
 
 import attrs
 
 from .._core import Model
+from ._http import HttpError
+from ._reply import http_status_text
+from ._text import dumps
 
-__all__ = ["Compat", "resolve_compat"]
+__all__ = [
+    "Compat",
+    "error_text",
+    "http_error_text",
+    "loads_or_none",
+    "resolve_compat",
+    "supports_xhigh",
+]
 
 ThinkingFormat = Literal["openai", "zai", "qwen", "qwen-chat-template", "openrouter", "deepseek"]
 
@@ -76,3 +92,44 @@ def resolve_compat(model: Model) -> Compat:
                              f"known: {sorted(fields)}")
         detected[name] = value
     return Compat(**detected)
+
+
+def supports_xhigh(model: Model) -> bool:
+    """Whether `model` takes the `xhigh` reasoning effort (others are sent `high`)."""
+    return any(tag in model.id for tag in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6",
+                                           "opus-4.6"))
+
+
+def loads_or_none(text: str) -> Any:
+    """Parsed JSON, or None when `text` is not JSON."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def error_text(error: Any) -> str:
+    """`error.message` (JSON of a non-string message, or of the whole error if it has none).
+
+    OpenRouter's `metadata.raw` (the upstream provider's own text) is appended on a new line.
+    """
+    if not isinstance(error, dict):
+        return str(error)
+    message = error.get("message")
+    text = message if isinstance(message, str) else dumps(message if message else error)
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    return f"{text}\n{raw}" if raw else text
+
+
+def _payload_text(payload: Any) -> str | None:
+    if isinstance(payload, dict) and "error" in payload:
+        return error_text(payload["error"])
+    if isinstance(payload, dict) and isinstance(payload.get("message"), str):
+        return str(payload["message"])
+    return None
+
+
+def http_error_text(error: HttpError) -> str:
+    """`"<status> <message>"` for a non-2xx answer."""
+    return http_status_text(error, _payload_text)
