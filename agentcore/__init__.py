@@ -110,8 +110,17 @@ from ._loop import (
     run_agent_loop,
     run_agent_loop_continue,
 )
-from .providers._registry import StreamFn, complete, register_provider, stream, unregister_provider
-from .providers.models import get_env_api_key, get_model, get_models, get_providers
+from .providers import (
+    StreamFn,
+    complete,
+    get_env_api_key,
+    get_model,
+    get_models,
+    get_providers,
+    register_provider,
+    stream,
+    unregister_provider,
+)
 
 __all__ = [
     "AbortController",

@@ -175,7 +175,7 @@ def resolve_model(
     (Ollama, vLLM, llama.cpp, LM Studio and most local servers).
     """
     from .._core import ModelNotFoundError
-    from ..providers.models import get_model
+    from ..providers import get_model
 
     try:
         model = get_model(provider, model_id)
@@ -193,7 +193,7 @@ def missing_key_variable(model: Model) -> str | None:
     Local servers (a local provider, or a base URL on this machine) need no key.
     """
     from .._core import MissingApiKeyError
-    from ..providers.models import env_var_for, get_env_api_key, require_api_key
+    from ..providers import env_var_for, get_env_api_key, require_api_key
 
     if get_env_api_key(model.provider) is not None:
         return None

@@ -47,7 +47,7 @@ from .._core import (
     describe,
     error_reply,
 )
-from ..providers._registry import StreamFn
+from ..providers import StreamFn
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._tool_exec import ToolBatch, own_executor
 
@@ -287,7 +287,7 @@ def _start(
     if stream_fn is not None and not callable(stream_fn):
         raise TypeError(f"'stream_fn' must be callable or None, got {stream_fn!r}")
     if stream_fn is None:
-        from ..providers._registry import stream as default_stream
+        from ..providers import stream as default_stream
 
         stream_fn = default_stream
     snapshot = AgentContext(context.system_prompt, list(context.messages), list(context.tools))
