@@ -22,6 +22,7 @@ from agentcore.providers._http import (
     iter_events,
     open_stream,
 )
+from agentcore.providers._retry import RetryRefusal
 from agentcore.providers._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
 
 FIXTURES = pathlib.Path(__file__).parent / "fixtures"
@@ -132,6 +133,7 @@ def test_http_backoff_grows_and_retries_stop_at_max_retries(sse_server, backoffs
     error = failure(make_request(sse_server))  # the default is 2 retries
     assert str(error) == f"500 {body.decode()}"
     assert error.status == 500
+    assert error.refusal is None
     assert len(sse_server.requests) == 3
     assert backoffs == [0, 1]
     assert sse_server.pending() == 1
@@ -177,6 +179,7 @@ def test_http_server_delay_above_the_cap_fails_at_once(sse_server) -> None:
     error = failure(make_request(sse_server, max_retry_delay_ms=1000))
     assert time.monotonic() - started < 1.0
     assert str(error) == f"Server requested 120s retry delay (max: 1s). {body}"
+    assert error.refusal == RetryRefusal(120.0, 1000)
     assert (error.status, error.body) == (429, body)
     assert error.headers["Retry-After"] == "120"
     assert len(sse_server.requests) == 1
@@ -187,6 +190,8 @@ def test_http_server_delay_in_ms_above_the_cap_fails_at_once(sse_server, backoff
     sse_server.status(503, b"", {"retry-after-ms": "2500"})
     error = failure(make_request(sse_server, max_retry_delay_ms=2000))
     assert str(error) == "Server requested 3s retry delay (max: 2s)."
+    assert error.refusal == RetryRefusal(2.5, 2000)
+    assert error.refusal.text == str(error)
     assert len(sse_server.requests) == 2
     assert backoffs == [0]
 

@@ -308,6 +308,18 @@ def test_openai_completions_text_usage_and_cost(sse_server) -> None:
     assert usage.cost.total == pytest.approx(6.6e-6)
 
 
+def test_openai_completions_null_delta_in_an_open_text_block_is_skipped(sse_server) -> None:
+    def chunk(choice: dict[str, Any]) -> bytes:
+        return b"data: " + json.dumps({"id": "c1", "choices": [choice]}).encode() + b"\n\n"
+
+    body = (chunk({"index": 0, "delta": {"content": "Hel"}})
+            + chunk({"index": 0, "delta": None})
+            + chunk({"index": 0, "delta": {"content": "lo"}})
+            + chunk({"index": 0, "delta": {}, "finish_reason": "stop"}) + b"data: [DONE]\n\n")
+    message = replay(sse_server, body).message
+    assert (message.stop_reason, message.content) == (ac.StopReason.STOP, [ac.TextContent("Hello")])
+
+
 def test_openai_completions_cached_usage_is_split_and_priced(sse_server) -> None:
     sse_server.sse(fixture("usage_cached.sse"))
     model = local_model(sse_server, cost=ac.ModelCost(0.25, 2.0, 0.025, 0.0))
