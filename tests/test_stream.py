@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Iterator
 
@@ -565,7 +566,8 @@ def test_event_stream_iter_until_is_woken_by_an_abort_from_another_thread():
     assert not aborter.is_alive()
 
 
-def test_event_stream_iter_until_takes_the_events_of_a_producer_ending_within_the_grace():
+@pytest.mark.parametrize("grace_s", [WAIT_S, math.inf])
+def test_event_stream_iter_until_takes_the_events_of_a_producer_ending_within_the_grace(grace_s):
     controller = AbortController()
     stream: EventStream[str, str] = EventStream()
     stream.push("before")
@@ -577,7 +579,7 @@ def test_event_stream_iter_until_takes_the_events_of_a_producer_ending_within_th
 
     producer = _start_thread(finish_on_abort)
     received = []
-    for event in stream.iter_until(controller.signal, WAIT_S):
+    for event in stream.iter_until(controller.signal, grace_s):
         received.append(event)
         controller.abort()
     producer.join(WAIT_S)

@@ -365,7 +365,7 @@ class EventStream(Generic[E, R]):
             timeout: float | None = None
             while True:
                 if deadline:
-                    timeout = max(0.0, deadline[0] - time.monotonic())
+                    timeout = min(max(0.0, deadline[0] - time.monotonic()), threading.TIMEOUT_MAX)
                     if not timeout and not feed.done:
                         raise AbortError(ABORTED_TEXT)
                 item = feed.get(timeout)
