@@ -86,6 +86,7 @@ from ._core import (
     TurnStartEvent,
     Usage,
     UserMessage,
+    __version__,
     calculate_cost,
     default_convert_to_llm,
     from_dict,
@@ -95,7 +96,6 @@ from ._core import (
     to_json,
     validate_tool_arguments,
 )
-from ._core._version import __version__
 from ._function_tools import tool
 from ._loop import (
     AfterToolCallContext,

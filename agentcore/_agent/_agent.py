@@ -47,7 +47,6 @@ from .._core import (
     ToolResultMessage,
     Transport,
     TurnEndEvent,
-    UserMessage,
     default_convert_to_llm,
     describe,
     error_reply,
@@ -72,7 +71,8 @@ from .._loop import (
     run_agent_loop,
     run_agent_loop_continue,
 )
-from ..providers._registry import StreamFn
+from ..providers import StreamFn
+from ._input import as_message, prompt_messages
 from ._queue import MessageQueue
 from ._run import AgentRun
 
@@ -133,14 +133,6 @@ def _agent_options(_: object, attribute: attrs.Attribute[Any], value: object) ->
     if value.reasoning is not None:
         raise ValueError(f"'{attribute.name}.reasoning' must be None: set the agent's "
                          "'thinking_level' instead")
-
-
-def _as_message(value: Any, name: str) -> AgentMessage:
-    if isinstance(value, str):
-        return UserMessage(value)
-    if isinstance(getattr(value, "role", None), str):
-        return value  # type: ignore[no-any-return]
-    raise TypeError(f"'{name}' must be a str or a message, got {value!r}")
 
 
 @attrs.define(eq=False, repr=False, on_setattr=_setters)
@@ -265,11 +257,11 @@ class Agent:
 
     def steer(self, message: str | AgentMessage) -> None:
         """Queue a message for the model to see before its next turn."""
-        self._steering.put(_as_message(message, "message"))
+        self._steering.put(as_message(message, "message"))
 
     def follow_up(self, message: str | AgentMessage) -> None:
         """Queue a message to run once the agent would otherwise stop."""
-        self._follow_up.put(_as_message(message, "message"))
+        self._follow_up.put(as_message(message, "message"))
 
     def has_queued_messages(self) -> bool:
         """Whether either queue holds a message (in-flight ones included)."""
@@ -300,7 +292,7 @@ class Agent:
 
         Raises `AgentBusyError` while a run is active.
         """
-        prompts = _prompts(input, images)
+        prompts = prompt_messages(input, images)
         with self._lock:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
@@ -483,23 +475,3 @@ class Agent:
                 self._error_message = message.error_message
         elif isinstance(event, AgentEndEvent):
             self._streaming_message = None
-
-
-def _prompts(input: Any, images: Sequence[ImageContent] | None) -> list[AgentMessage]:
-    if images is not None:
-        if not isinstance(input, str):
-            raise TypeError("'images' can only be given with a str 'input'")
-        if not all(isinstance(i, ImageContent) for i in images):
-            raise TypeError(f"'images' must be a list of ImageContent, got {images!r}")
-    if isinstance(input, str):
-        if images:
-            return [UserMessage([TextContent(input), *images])]
-        return [UserMessage(input)]
-    if isinstance(getattr(input, "role", None), str):
-        return [input]
-    if isinstance(input, (list, tuple)):
-        for i, message in enumerate(input):
-            if not isinstance(getattr(message, "role", None), str):
-                raise TypeError(f"'input[{i}]' must be a message, got {message!r}")
-        return list(input)
-    raise TypeError(f"'input' must be a str, a message or a list of messages, got {input!r}")

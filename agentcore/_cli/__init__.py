@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from .._core._version import __version__
+from .._core import __version__
 
 if TYPE_CHECKING:
     from .._core import Model

@@ -99,6 +99,7 @@ from ._validators import (
     strict_int,
     string,
 )
+from ._version import __version__
 
 __all__ = [
     "ABORTED_TEXT",
@@ -173,6 +174,7 @@ __all__ = [
     "TurnStartEvent",
     "Usage",
     "UserMessage",
+    "__version__",
     "calculate_cost",
     "count",
     "default_convert_to_llm",

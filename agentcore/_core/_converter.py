@@ -14,7 +14,7 @@ import attrs
 
 from ._content import AssistantContent, UserContent
 from ._context import AgentContext
-from ._enums import _StrEnum
+from ._enums import WireEnum
 from ._errors import SerializationError
 from ._events import AgentEvent, AssistantMessageEvent
 from ._messages import AgentMessage, Message
@@ -49,13 +49,13 @@ def build_converter() -> Converter:
 
     converter = Converter()
     # Singledispatch picks the closest base class, so these exact registrations beat cattrs'
-    # coercing defaults (`int("5")`, `str(5)`, `bool("no")`); `_StrEnum` wins over `str`.
+    # coercing defaults (`int("5")`, `str(5)`, `bool("no")`); `WireEnum` wins over `str`.
     converter.register_structure_hook(str, _structure_str)
     converter.register_structure_hook(int, _structure_int)
     converter.register_structure_hook(bool, _structure_bool)
     converter.register_structure_hook(float, _structure_float)
-    converter.register_structure_hook(_StrEnum, _structure_enum)
-    converter.register_unstructure_hook(_StrEnum, _unstructure_enum)
+    converter.register_structure_hook(WireEnum, _structure_enum)
+    converter.register_unstructure_hook(WireEnum, _unstructure_enum)
     converter.register_structure_hook_factory(_is_literal, _literal_structure_factory)
     converter.register_unstructure_hook_factory(_is_literal, lambda _: _unstructure_literal)
     converter.register_unstructure_hook_factory(_is_json_value, _json_value_unstructure_factory)
@@ -262,7 +262,7 @@ def _literal_structure_factory(tp: Any) -> Callable[[Any, Any], Any]:
 
 
 def _unstructure_literal(value: Any) -> Any:
-    return value.value if isinstance(value, _StrEnum) else value
+    return value.value if isinstance(value, WireEnum) else value
 
 
 def _structure_str(value: Any, _: Any) -> str:
@@ -289,7 +289,7 @@ def _structure_float(value: Any, _: Any) -> float:
     return float(value)
 
 
-def _structure_enum(value: Any, cls: type[_StrEnum]) -> _StrEnum:
+def _structure_enum(value: Any, cls: type[WireEnum]) -> WireEnum:
     if isinstance(value, str):
         try:
             return cls(value)
@@ -298,7 +298,7 @@ def _structure_enum(value: Any, cls: type[_StrEnum]) -> _StrEnum:
     raise ValueError(f"expected one of {[m.value for m in cls]!r}, got {value!r}")
 
 
-def _unstructure_enum(value: _StrEnum) -> str:
+def _unstructure_enum(value: WireEnum) -> str:
     return str(value.value)
 
 

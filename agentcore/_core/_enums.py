@@ -6,15 +6,17 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-__all__ = ["QueueMode", "StopReason", "ThinkingLevel", "ToolExecutionMode"]
+__all__ = ["QueueMode", "StopReason", "ThinkingLevel", "ToolExecutionMode", "WireEnum"]
 
 
-class _StrEnum(str, Enum):
+class WireEnum(str, Enum):
+    """A `str` enum whose members print, and travel on the wire, as their plain values."""
+
     def __str__(self) -> str:
         return str(self.value)
 
 
-class StopReason(_StrEnum):
+class StopReason(WireEnum):
     """Why an assistant message ended."""
 
     STOP = "stop"
@@ -24,7 +26,7 @@ class StopReason(_StrEnum):
     ABORTED = "aborted"
 
 
-class ThinkingLevel(_StrEnum):
+class ThinkingLevel(WireEnum):
     """How hard a reasoning model should think; `OFF` sends no reasoning option."""
 
     OFF = "off"
@@ -35,21 +37,21 @@ class ThinkingLevel(_StrEnum):
     XHIGH = "xhigh"
 
 
-class ToolExecutionMode(_StrEnum):
+class ToolExecutionMode(WireEnum):
     """Whether a batch of tool calls runs one after another or concurrently."""
 
     SEQUENTIAL = "sequential"
     PARALLEL = "parallel"
 
 
-class QueueMode(_StrEnum):
+class QueueMode(WireEnum):
     """How many queued messages one poll of a queue hands over."""
 
     ALL = "all"
     ONE_AT_A_TIME = "one-at-a-time"
 
 
-def _member(cls: type[_StrEnum], value: Any) -> Any:
+def _member(cls: type[WireEnum], value: Any) -> Any:
     """`cls(value)`, or `value` unchanged so that `member_of` can reject it by field name."""
     try:
         return cls(value)
@@ -77,7 +79,7 @@ def to_tool_execution_mode(value: Any) -> Any:
     return _member(ToolExecutionMode, value)
 
 
-def member_of(cls: type[_StrEnum]) -> Callable[[Any, Any, Any], None]:
+def member_of(cls: type[WireEnum]) -> Callable[[Any, Any, Any], None]:
     """Attrs validator naming the field when its value is not a member of `cls`."""
 
     def check(_: Any, attribute: Any, value: Any) -> None:
