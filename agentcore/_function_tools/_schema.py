@@ -48,6 +48,7 @@ _SUPPORTED = (
 
 
 def object_schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    """A closed JSON Schema object: no properties beyond `properties`, as strict modes want."""
     return {
         "type": "object",
         "properties": properties,
