@@ -4,7 +4,7 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
 
     AgentcoreError
     ├── AgentBusyError            a run is active (prompt, continue_, reset, messages=)
-    ├── AbortError                AbortSignal.throw_if_aborted() on an aborted signal
+    ├── AbortError                throw_if_aborted(), iter_until() past its grace
     ├── ToolArgumentsError        (also ValueError) a tool call's arguments fail its schema
     ├── ProviderNotFoundError     (also LookupError) no provider registered for model.api
     ├── ModelNotFoundError        (also LookupError) no such model in the catalogue
@@ -34,7 +34,7 @@ class AgentBusyError(AgentcoreError):
 
 
 class AbortError(AgentcoreError):
-    """Raised by `AbortSignal.throw_if_aborted` once the signal has been aborted."""
+    """An aborted signal: from `AbortSignal.throw_if_aborted`, or `EventStream.iter_until`."""
 
 
 class ToolArgumentsError(AgentcoreError, ValueError):

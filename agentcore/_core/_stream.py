@@ -16,12 +16,26 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, ClassVar, Final, Generic, Literal, Protocol, TypeVar, cast, final
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Final,
+    Generic,
+    Literal,
+    Protocol,
+    TypeVar,
+    cast,
+    final,
+)
 
 from ._abort import AbortSignal
 from ._errors import ABORTED_TEXT, AbortError
 from ._events import AssistantMessageEvent, DoneEvent, ErrorEvent
 from ._messages import AssistantMessage
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = ["AssistantMessageEventStream", "EventStream"]
 
@@ -273,7 +287,7 @@ class EventStream(Generic[E, R]):
         self._feed: _Feed[E] = _QueueFeed(type(self)._ends)
 
     @classmethod
-    def from_iterator(cls, events: Iterable[E]) -> EventStream[E, R]:
+    def from_iterator(cls, events: Iterable[E]) -> Self:
         """A stream whose events are produced by `events`, pulled on the consumer's thread.
 
         For a generator, its `return` value becomes the result; an exception it raises fails

@@ -188,4 +188,4 @@ def stream_http_reply(
                     _log.debug("%s stream failed", model.api, exc_info=True)
             yield builder.error(redact(message, secrets_of(api_key, model, options)), aborted)
 
-    return AssistantMessageEventStream.from_iterator(events())  # type: ignore[return-value]
+    return AssistantMessageEventStream.from_iterator(events())

@@ -227,7 +227,7 @@ class FauxProvider:
         if options.on_response is not None:
             options.on_response(200, {})
         events = self._events(item, model, context, options)
-        return AssistantMessageEventStream.from_iterator(events)  # type: ignore[return-value]
+        return AssistantMessageEventStream.from_iterator(events)
 
     def _usage(self, model: Model, context: Context, options: StreamOptions, output: str) -> Usage:
         prompt = _prompt_text(context)
