@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from typing import Any
 
@@ -37,7 +37,6 @@ from .._core import (
     OnPayload,
     OnResponse,
     QueueMode,
-    StopReason,
     StreamOptions,
     TextContent,
     ThinkingLevel,
@@ -56,6 +55,7 @@ from .._core import (
     to_queue_mode,
     to_thinking_level,
     to_tool_execution_mode,
+    unanswered_tool_calls,
 )
 from .._loop import (
     AfterToolCall,
@@ -72,7 +72,7 @@ from .._loop import (
     run_agent_loop_continue,
 )
 from ..providers import StreamFn
-from ._input import as_message, prompt_messages
+from ._input import as_message, copy_list, message_list, prompt_messages, tool_list
 from ._queue import MessageQueue
 from ._run import AgentRun
 
@@ -97,22 +97,6 @@ class AgentState:
     streaming_message: AgentMessage | None
     pending_tool_calls: frozenset[str]
     error_message: str | None
-
-
-def _copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise TypeError(f"'{attribute.name}' must be a list, got {value!r}")
-    return list(value)
-
-
-def _tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
-    """A fresh list (typed, so `Agent(tools=[...])` type-checks for callers)."""
-    return list(value)
-
-
-def _message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
-    """A fresh list (typed, so `Agent(messages=[...])` type-checks for callers)."""
-    return list(value)
 
 
 def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any:
@@ -151,12 +135,12 @@ class Agent:
                                                 converter=to_thinking_level,
                                                 validator=member_of(ThinkingLevel))
     tools: list[AgentTool] = attrs.field(
-        default=(), converter=_tool_list, validator=deep_iterable(instance_of(AgentTool)),
-        on_setattr=attrs.setters.pipe(_copy_list, attrs.setters.validate),
+        default=(), converter=tool_list, validator=deep_iterable(instance_of(AgentTool)),
+        on_setattr=attrs.setters.pipe(copy_list, attrs.setters.validate),
     )
     messages: list[AgentMessage] = attrs.field(
-        default=(), converter=_message_list, validator=deep_iterable(has_role),
-        on_setattr=attrs.setters.pipe(_idle_only, _copy_list, attrs.setters.validate),
+        default=(), converter=message_list, validator=deep_iterable(has_role),
+        on_setattr=attrs.setters.pipe(_idle_only, copy_list, attrs.setters.validate),
     )
     steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
                                            converter=to_queue_mode,
@@ -331,13 +315,7 @@ class Agent:
     def wait_for_idle(self, timeout: float | None = None) -> bool:
         """Wait until no run is active; False if `timeout` seconds passed first."""
         run = self._run
-        if run is None:
-            return True
-        try:
-            run.result(timeout)
-        except TimeoutError:
-            return False
-        return True
+        return run is None or run.wait(timeout)
 
     def reset(self) -> None:
         """Clear the transcript, the queues and the error; raises `AgentBusyError` if running."""
@@ -419,29 +397,19 @@ class Agent:
     def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
         text = describe(exc)
         failure = error_reply(model, text, aborted=run.signal.aborted)
-        added: list[AgentMessage] = [*self._unanswered(text), failure]
+        with self._lock:  # the calls the broken run left without a result get one now
+            unanswered = unanswered_tool_calls(self.messages)
+        added: list[AgentMessage] = [
+            *(ToolResultMessage(c.id, c.name, [TextContent(f"Tool call interrupted: {text}")],
+                                is_error=True) for c in unanswered),
+            failure,
+        ]
         for message in added:
             self._handle(run, MessageStartEvent(message))
             self._handle(run, MessageEndEvent(message))
         self._handle(run, TurnEndEvent(failure, []))
         self._handle(run, AgentEndEvent(added))
         return added
-
-    def _unanswered(self, text: str) -> list[ToolResultMessage]:
-        """Error results for the tool calls the interrupted run left without one."""
-        with self._lock:
-            answered: set[str] = set()
-            for message in reversed(self.messages):
-                if isinstance(message, ToolResultMessage):
-                    answered.add(message.tool_call_id)
-                elif isinstance(message, AssistantMessage):
-                    if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
-                        return []
-                    return [ToolResultMessage(c.id, c.name,
-                                              [TextContent(f"Tool call interrupted: {text}")],
-                                              is_error=True)
-                            for c in message.tool_calls if c.id not in answered]
-        return []
 
     def _handle(self, run: AgentRun, event: AgentEvent) -> None:
         """Apply `event` to the state, log it on the run, then call the listeners."""

@@ -1,16 +1,19 @@
-"""What `Agent.prompt`, `steer` and `follow_up` accept, turned into messages."""
+"""What the `Agent` accepts: prompts and queued messages as messages, its list attributes copied."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .._core import AgentMessage, ImageContent, TextContent, UserMessage
+import attrs
 
-__all__ = ["as_message", "prompt_messages"]
+from .._core import AgentMessage, AgentTool, ImageContent, TextContent, UserMessage
+
+__all__ = ["as_message", "copy_list", "message_list", "prompt_messages", "tool_list"]
 
 
 def as_message(value: Any, name: str) -> AgentMessage:
+    """A str as a `UserMessage`, a message as is; anything else is a TypeError naming `name`."""
     if isinstance(value, str):
         return UserMessage(value)
     if isinstance(getattr(value, "role", None), str):
@@ -19,6 +22,7 @@ def as_message(value: Any, name: str) -> AgentMessage:
 
 
 def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[AgentMessage]:
+    """What `Agent.prompt` runs on: a str (with `images`), a message or a list of messages."""
     if images is not None:
         if not isinstance(input, str):
             raise TypeError("'images' can only be given with a str 'input'")
@@ -36,3 +40,20 @@ def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[A
                 raise TypeError(f"'input[{i}]' must be a message, got {message!r}")
         return list(input)
     raise TypeError(f"'input' must be a str, a message or a list of messages, got {input!r}")
+
+
+def copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
+    """On-setattr hook: a fresh list from a list or tuple; anything else is a TypeError."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"'{attribute.name}' must be a list, got {value!r}")
+    return list(value)
+
+
+def tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
+    """A fresh list (typed, so `Agent(tools=[...])` type-checks for callers)."""
+    return list(value)
+
+
+def message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
+    """A fresh list (typed, so `Agent(messages=[...])` type-checks for callers)."""
+    return list(value)

@@ -2,8 +2,8 @@
 
 A run has one producer, the `Agent` that started it, and any number of consumers. The
 producer uses `start`, `publish` and `finish`, as an executor uses `Future.set_result`; the
-consumers wait on the run through `result`, iteration, `snapshot`, `wait_for_news` and
-`add_finisher`. One Condition guards the event log; nothing outside this class touches it.
+consumers wait on the run through `result`, `wait`, iteration, `snapshot`, `wait_for_news`
+and `add_finisher`. One Condition guards the event log; nothing outside this class touches it.
 """
 
 from __future__ import annotations
@@ -70,9 +70,13 @@ class AgentRun:
 
         Raises `TimeoutError` if it has not ended within `timeout` seconds.
         """
-        if not self._wait(lambda: self._finished, timeout):
+        if not self.wait(timeout):
             raise TimeoutError(f"the run did not end within {timeout} s")
         return list(self._messages)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the run to end, as `result()` does; False if `timeout` seconds passed first."""
+        return self._wait(lambda: self._finished, timeout)
 
     def display(self, *, wait: bool = False) -> None:
         """Show this run in Jupyter, updated in place as it goes; see `agentcore.notebook`."""

@@ -71,6 +71,7 @@ from ._messages import (
     default_convert_to_llm,
     error_reply,
     now_ms,
+    unanswered_tool_calls,
 )
 from ._model import Model, ModelCost, calculate_cost
 from ._options import (
@@ -201,5 +202,6 @@ __all__ = [
     "to_queue_mode",
     "to_thinking_level",
     "to_tool_execution_mode",
+    "unanswered_tool_calls",
     "validate_tool_arguments",
 ]

@@ -27,6 +27,7 @@ __all__ = [
     "UserMessage",
     "default_convert_to_llm",
     "error_reply",
+    "unanswered_tool_calls",
 ]
 
 _log = logging.getLogger(__name__)
@@ -265,3 +266,19 @@ def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
             _log.debug("default_convert_to_llm: dropping message with role %r",
                        getattr(m, "role", None))
     return out
+
+
+def unanswered_tool_calls(messages: Sequence[AgentMessage]) -> list[ToolCall]:
+    """The tool calls of the last assistant message that no later tool result answers.
+
+    An assistant message that ended in an error or an abort has none: its calls never run.
+    """
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if isinstance(message, ToolResultMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AssistantMessage):
+            if message.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                return []
+            return [c for c in message.tool_calls if c.id not in answered]
+    return []
