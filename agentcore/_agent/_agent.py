@@ -12,7 +12,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from attrs.validators import deep_iterable, instance_of, is_callable
@@ -75,6 +75,9 @@ from ..providers import StreamFn
 from ._input import as_message, copy_list, message_list, prompt_messages, tool_list
 from ._queue import MessageQueue
 from ._run import AgentRun
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = ["Agent", "AgentState"]
 
@@ -178,6 +181,8 @@ class Agent:
     metadata: dict[str, Any] | None = OPTION
     max_retries: int | None = OPTION
     timeout: float | None = OPTION
+    http_session: requests.Session | None = OPTION
+    max_event_bytes: int = OPTION
 
     _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock,
                                          on_setattr=attrs.setters.NO_OP)

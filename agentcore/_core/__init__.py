@@ -75,6 +75,7 @@ from ._messages import (
 )
 from ._model import Model, ModelCost, calculate_cost
 from ._options import (
+    DEFAULT_MAX_EVENT_BYTES,
     OPTION,
     CacheRetention,
     OnPayload,
@@ -104,6 +105,7 @@ from ._version import __version__
 
 __all__ = [
     "ABORTED_TEXT",
+    "DEFAULT_MAX_EVENT_BYTES",
     "LLM_TYPES",
     "OPTION",
     "AbortController",

@@ -10,17 +10,23 @@ of their own, and an alias whose type differs from the field it stands for fails
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
-from attrs.validators import deep_mapping, in_, instance_of, is_callable, optional
+from attrs.validators import and_, deep_mapping, ge, in_, instance_of, is_callable, optional
 
 from ._abort import AbortSignal
 from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
 from ._validators import count, secret_headers, secret_str
 
-__all__ = ["OPTION", "StreamOptions", "flat_options"]
+if TYPE_CHECKING:
+    import requests
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "StreamOptions", "flat_options"]
+
+DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
+"""The largest server-sent event (or line of a non-SSE body) a reply may carry: 32 MiB."""
 
 CacheRetention = Literal["none", "short", "long"]
 Transport = Literal["sse"]
@@ -36,6 +42,16 @@ def _redacted_headers(headers: dict[str, str] | None) -> str:
     return "None" if headers is None else "{" + ", ".join(f"{k!r}: '***'" for k in headers) + "}"
 
 
+def _http_session(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    import requests  # only when one is given: `import agentcore` stays light
+
+    if not isinstance(value, requests.Session):
+        raise TypeError(f"'{attribute.name}' must be a requests.Session or None, got "
+                        f"{type(value).__name__}")
+
+
 def _transport(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value != "sse":
         raise ValueError(f"'{attribute.name}' must be 'sse' (the only transport agentcore "
@@ -49,6 +65,9 @@ class StreamOptions:
     `api_key` and header values never appear in the repr. `on_payload(payload, model)` may
     return a replacement request body; `on_response(status, headers)` sees each response.
     `transport` is `"sse"`, the one transport there is; anything else is rejected.
+    `http_session`, a `requests.Session` of the caller's (proxies, certificates, adapters), is
+    used for the requests and never closed by agentcore. `max_event_bytes` bounds one
+    server-sent event (or one line of a non-SSE body): a bigger one ends the reply as an error.
     """
 
     api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
@@ -76,6 +95,9 @@ class StreamOptions:
     max_retries: int | None = attrs.field(default=None, validator=_opt_count)
     transport: Transport = attrs.field(default="sse", validator=_transport)
     timeout: float | None = attrs.field(default=None, validator=_opt_number)
+    http_session: requests.Session | None = attrs.field(default=None, validator=_http_session)
+    max_event_bytes: int = attrs.field(default=DEFAULT_MAX_EVENT_BYTES,
+                                       validator=and_(count, ge(1)))
 
 
 class _Alias:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from attrs.validators import deep_iterable, instance_of, is_callable, optional
@@ -36,6 +36,9 @@ from .._core import (
     to_thinking_level,
     to_tool_execution_mode,
 )
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "AfterToolCall",
@@ -201,6 +204,8 @@ class AgentLoopConfig:
     headers: dict[str, str] | None = OPTION
     metadata: dict[str, Any] | None = OPTION
     timeout: float | None = OPTION
+    http_session: requests.Session | None = OPTION
+    max_event_bytes: int = OPTION
     api_key: str | None = OPTION
 
     def stream_options(
