@@ -336,3 +336,15 @@ def test_validate_tool_arguments_valid_arguments_validate_to_an_equal_dict(
             k: type(v) for k, v in arguments.items()
         }
         assert result is not call.arguments
+
+
+def test_validate_tool_arguments_reports_unreadable_arguments() -> None:
+    from agentcore import AgentTool, AgentToolResult, ToolArgumentsError, ToolCall
+    from agentcore import validate_tool_arguments as validate
+
+    tool = AgentTool("t", "d", {"type": "object", "properties": {"a": {"type": "string"}},
+                                "required": ["a"]},
+                     lambda *a: AgentToolResult([]))
+    call = ToolCall("c", "t", {}, arguments_error="not valid JSON: Expecting value at 0")
+    with pytest.raises(ToolArgumentsError, match=r"could not be read: not valid JSON.*Re-issue"):
+        validate(tool, call)

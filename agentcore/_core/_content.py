@@ -57,13 +57,19 @@ class ImageContent:
 
 @attrs.frozen
 class ToolCall:
-    """The model asking to run tool `name` with `arguments` (always a dict)."""
+    """The model asking to run tool `name` with `arguments` (always a dict).
+
+    `arguments_error` says why the model's arguments could not be read as a JSON object (they
+    were not JSON, not an object, or nested too deeply); `arguments` is then `{}`, and the call
+    is answered with that error instead of running.
+    """
 
     type: ClassVar[str] = "toolCall"
     id: str = attrs.field(validator=_str)
     name: str = attrs.field(validator=_str)
     arguments: dict[str, Any] = attrs.field(factory=dict, validator=instance_of(dict))
     thought_signature: str | None = attrs.field(default=None, validator=_opt_str)
+    arguments_error: str | None = attrs.field(default=None, validator=_opt_str)
 
 
 UserContent = TextContent | ImageContent

@@ -167,6 +167,12 @@ def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
         raise TypeError(
             f"validate_tool_arguments: 'tool_call' must be a ToolCall, got {tool_call!r}"
         )
+    if tool_call.arguments_error is not None:
+        raise ToolArgumentsError(
+            f"the arguments of tool {tool.name!r} could not be read: "
+            f"{tool_call.arguments_error}. Re-issue the call with the arguments as one JSON "
+            "object matching the tool's schema."
+        )
     validator = tool._validator if isinstance(tool, AgentTool) else _compile(tool.parameters)
     args = tool_call.arguments
     if validator.is_valid(args):
