@@ -40,6 +40,20 @@ class Context:
         default=None, validator=optional(deep_iterable(instance_of(Tool), instance_of(list)))
     )
 
+    @classmethod
+    def unchecked(cls, system_prompt: str | None, messages: list[Message],
+                  tools: list[Tool] | None) -> Context:
+        """A `Context` built without its validators, for the loop's own checked parts.
+
+        Checking every message's class costs time linear in the transcript on every model
+        call; the loop skips it when `default_convert_to_llm` has just made the list.
+        """
+        context = object.__new__(cls)
+        object.__setattr__(context, "system_prompt", system_prompt)
+        object.__setattr__(context, "messages", messages)
+        object.__setattr__(context, "tools", tools)
+        return context
+
 
 @attrs.define
 class AgentContext:

@@ -16,6 +16,7 @@ from ._abort import AbortSignal
 from ._content import ImageContent, TextContent, ToolCall
 from ._enums import ToolExecutionMode, member_of, to_tool_execution_mode
 from ._errors import ToolArgumentsError
+from ._fast_schema import compile_fast, json_copy
 from ._usage import Usage
 from ._validators import string
 
@@ -93,9 +94,15 @@ class AgentTool(Tool):
     # Typed Any: jsonschema is imported lazily, and the annotation must resolve at runtime.
     _validator: Any = attrs.field(init=False, eq=False, repr=False)
 
+    _fast_check: Any = attrs.field(init=False, eq=False, repr=False)
+
     @_validator.default
     def _make_validator(self) -> Validator:
         return _compile(self.parameters)
+
+    @_fast_check.default
+    def _make_fast_check(self) -> Any:
+        return compile_fast(self.parameters)
 
 
 def _compile(schema: dict[str, Any]) -> Validator:
@@ -173,8 +180,14 @@ def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
             f"{tool_call.arguments_error}. Re-issue the call with the arguments as one JSON "
             "object matching the tool's schema."
         )
-    validator = tool._validator if isinstance(tool, AgentTool) else _compile(tool.parameters)
     args = tool_call.arguments
+    if isinstance(tool, AgentTool):
+        fast = tool._fast_check
+        if fast is not None and fast(args):  # the common case, without jsonschema's walk
+            return json_copy(args)  # type: ignore[no-any-return]
+        validator = tool._validator
+    else:
+        validator = _compile(tool.parameters)
     if validator.is_valid(args):
         return copy.deepcopy(args)
     args = copy.deepcopy(args)

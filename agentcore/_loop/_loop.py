@@ -44,6 +44,7 @@ from .._core import (
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    default_convert_to_llm,
     describe,
     error_reply,
 )
@@ -175,10 +176,16 @@ class _Run:
         return final
 
     def _stream_events(self) -> Iterator[AssistantMessageEvent]:
-        messages: Sequence[AgentMessage] = list(self.context.messages)
-        if self.config.transform_context is not None:
-            messages = self.config.transform_context(list(messages), self.signal)
-        llm_messages = list(self.config.convert_to_llm(list(messages)))
+        config = self.config
+        messages: list[AgentMessage] = list(self.context.messages)  # hooks get their own copy
+        if config.transform_context is not None:
+            messages = list(config.transform_context(messages, self.signal))
+        if config.convert_to_llm is default_convert_to_llm:  # its output needs no second check
+            llm_messages = default_convert_to_llm(messages)
+            make_context = Context.unchecked
+        else:
+            llm_messages = list(config.convert_to_llm(messages))
+            make_context = Context
         key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
         wanted = (key or self.config.api_key, self.reasoning)
         if self._options is None or self._options_for != wanted:  # rebuilt only on a change
@@ -186,7 +193,7 @@ class _Run:
             self._options_for = wanted
         options = self._options
         tools = list(self.context.tools) or None
-        context = Context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
+        context = make_context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
         stream: Any = self.stream_fn(self.model, context, options)
         if isinstance(stream, EventStream):
             return stream.iter_until(self.signal, ABORT_GRACE_S)  # closes a reply cut short
