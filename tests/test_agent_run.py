@@ -16,8 +16,12 @@ from agentcore.providers.faux import (
 )
 
 
-def _blocked_run(faux: FauxProvider) -> tuple[ac.Agent, ac.AgentRun, threading.Event]:
-    """A run whose only tool waits for the returned event before it returns."""
+def _blocked_run(faux: FauxProvider, started: threading.Event | None = None,
+                 ) -> tuple[ac.Agent, ac.AgentRun, threading.Event]:
+    """A run whose only tool waits for the returned event before it returns.
+
+    `started` is set once the tool has started (subscribed before the run begins).
+    """
     release = threading.Event()
 
     @ac.tool
@@ -30,13 +34,14 @@ def _blocked_run(faux: FauxProvider) -> tuple[ac.Agent, ac.AgentRun, threading.E
                                                stop_reason="toolUse"),
                         faux_assistant_message([faux_text("ok")])])
     agent = ac.Agent(faux.get_model(), tools=[wait_here])
+    if started is not None:
+        agent.subscribe(lambda e, s: started.set() if e.type == "tool_execution_start" else None)
     return agent, agent.prompt("go"), release
 
 
 def test_agent_run_snapshot_and_wait_follow_the_run(faux: FauxProvider) -> None:
-    agent, run, release = _blocked_run(faux)
     started = threading.Event()
-    agent.subscribe(lambda e, s: started.set() if e.type == "tool_execution_start" else None)
+    agent, run, release = _blocked_run(faux, started)
     assert started.wait(5)
     events, ended = run.snapshot()
     assert not ended

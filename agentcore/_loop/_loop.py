@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor
 from typing import Any
 
 import attrs
@@ -50,7 +49,8 @@ from .._core import (
 )
 from ..providers import StreamFn
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
-from ._tool_exec import ToolBatch, own_executor
+from ._tool_exec import Submitter, ToolBatch
+from ._workers import WorkerPool
 
 __all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
 
@@ -83,8 +83,8 @@ class _Run:
     turn_open: bool = False
     _options: StreamOptions | None = None
     _options_for: tuple[Any, ...] = ()
-    _executor: Executor | None = None
-    _owns_executor: bool = False
+    _executor: Submitter | None = None
+    _pool: WorkerPool | None = None  # the run's own, when the config names no executor
 
     def __attrs_post_init__(self) -> None:
         self.model = self.config.model
@@ -99,8 +99,8 @@ class _Run:
             _log.debug("agent loop failed", exc_info=True)
             return self._fail(exc)
         finally:
-            if self._owns_executor and self._executor is not None:
-                self._executor.shutdown(wait=True)
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
 
     def _loop(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         self._emit(AgentStartEvent())
@@ -267,12 +267,12 @@ class _Run:
         except Exception as exc:
             raise _SinkError(exc) from exc
 
-    def _get_executor(self) -> Executor:
+    def _get_executor(self) -> Submitter:
         if self._executor is None:
             if self.config.tool_executor is not None:
                 self._executor = self.config.tool_executor
             else:
-                self._executor, self._owns_executor = own_executor(), True
+                self._executor = self._pool = WorkerPool()
         return self._executor
 
 

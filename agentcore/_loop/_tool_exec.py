@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import logging
 import queue
-import threading
 from collections.abc import Callable
-from concurrent.futures import Executor
-from typing import Any
+from typing import Any, Protocol
 
 import attrs
 
 from .._core import (
+    AbortController,
     AbortSignal,
     AgentContext,
     AgentEvent,
@@ -44,7 +43,7 @@ from ._config import (
     BeforeToolCallResult,
 )
 
-__all__ = ["ToolBatch"]
+__all__ = ["Submitter", "ToolBatch"]
 
 _log = logging.getLogger(__name__)
 
@@ -123,41 +122,60 @@ class ToolBatch:
     config: AgentLoopConfig
     signal: AbortSignal
     emit: Callable[[AgentEvent], None]
-    get_executor: Callable[[], Executor]  # called only when a batch needs one (may create it)
+    get_executor: Callable[[], Submitter]  # called only when a batch needs one (may create it)
     _inbox: queue.SimpleQueue[_Message] = attrs.field(factory=queue.SimpleQueue)
+    _controller: AbortController | None = None
+    _unlink: Callable[[], None] = attrs.field(default=lambda: None)
 
     def run(self) -> tuple[list[ToolResultMessage], bool]:
-        """Execute every call; return the results in source order and whether to terminate."""
+        """Execute every call; return the results in source order and whether to terminate.
+
+        If this ends early (the sink raised, Ctrl-C), the calls still running are signalled
+        before anyone waits for them: their signal is the batch's, which follows the run's.
+        """
         calls = [_Call(i, c) for i, c in enumerate(self.message.tool_calls)]
-        if self.message.stop_reason == StopReason.LENGTH:
-            for c in calls:
-                self._start(c)
-                self._finish(c, error_result(LENGTH_TEXT.format(name=c.call.name)), True)
-                self._emit_message(c)
-        elif self._sequential(calls):
-            for c in calls:
-                self._start(c)
-                if self._prepare(c):
-                    self._run_one(c)
-                self._emit_message(c)
-        else:
-            ready = []
-            for c in calls:
-                self._start(c)
-                if self._prepare(c):
-                    ready.append(c)
-            if len(ready) == 1:
-                self._run_one(ready[0])
+        try:
+            if self.message.stop_reason == StopReason.LENGTH:
+                for c in calls:
+                    self._start(c)
+                    self._finish(c, error_result(LENGTH_TEXT.format(name=c.call.name)), True)
+                    self._emit_message(c)
+            elif self._sequential(calls):
+                for c in calls:
+                    self._start(c)
+                    if self._prepare(c):
+                        self._submit(c)
+                        self._pump(1)
+                    self._emit_message(c)
             else:
+                ready = []
+                for c in calls:
+                    self._start(c)
+                    if self._prepare(c):
+                        ready.append(c)
                 for c in ready:
                     self._submit(c)
                 self._pump(len(ready))
-            for c in calls:
-                self._emit_message(c)
+                for c in calls:
+                    self._emit_message(c)
+        except BaseException:
+            if self._controller is not None:
+                self._controller.abort("the run ended early")
+            raise
+        finally:
+            self._unlink()
         results = [c.message for c in calls if c.message is not None]
         terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
                                         for c in calls)
         return results, terminate
+
+    def _tool_signal(self) -> AbortSignal:
+        """The batch's signal: aborted with the run's, or by the batch when it ends early."""
+        if self._controller is None:
+            self._controller = AbortController()
+            controller, run_signal = self._controller, self.signal
+            self._unlink = run_signal.add_listener(lambda: controller.abort(run_signal.reason))
+        return self._controller.signal
 
     def _sequential(self, calls: list[_Call]) -> bool:
         if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
@@ -209,62 +227,15 @@ class ToolBatch:
     def _aborted(self) -> bool:
         return self.signal.aborted
 
-    def _run_one(self, c: _Call) -> None:
-        """Run a lone call: on this thread unless the config names an executor.
-
-        Why not the pool, as for a batch: a hand-off to a worker costs more than many tools
-        take (benchmarks/loop_overhead.py: about 20 µs of a 60 µs turn), and a lone call gains
-        no concurrency from it. The price: a tool runs on the run's thread when called alone and
-        on a pool thread in a batch, so a tool keeping state in `threading.local` (a database
-        connection, say) sees different threads from one turn to the next.
-        """
-        if self.config.tool_executor is not None:
-            self._submit(c)
-            self._pump(1)
-            return
-        tool, run_thread = c.tool, threading.get_ident()
-        assert tool is not None
-        sink_error: list[BaseException] = []
-
-        def on_update(partial: object) -> None:
-            if not isinstance(partial, AgentToolResult):
-                raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
-            if c.finished or sink_error:
-                return
-            if threading.get_ident() != run_thread:
-                self._inbox.put(_Update(c, partial))
-                return
-            try:
-                self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
-                                                   partial))
-            except BaseException as exc:  # re-raised once the tool returns, not into it
-                sink_error.append(exc)
-
-        if self._aborted():
-            self._finish(c, error_result(CALL_ABORTED_TEXT), True)
-            return
-        try:
-            result = tool.execute(c.call.id, c.args, self.signal, on_update)
-            _check_result(tool, result)
-        except KeyboardInterrupt:
-            raise  # the user stopping the program, not a tool failure
-        except BaseException as exc:  # as on a worker thread (sys.exit() included): the result
-            outcome: tuple[AgentToolResult, bool] = (error_result(describe(exc)), True)
-        else:
-            outcome = (result, False)
-        finally:
-            c.finished = True
-        if sink_error:
-            raise sink_error[0]
-        while not self._inbox.empty():  # updates the tool sent from threads of its own
-            update = self._inbox.get()
-            assert isinstance(update, _Update)  # nothing else is submitted for a lone call
-            self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
-                                               update.partial))
-        self._after(c, *outcome)
-
     def _submit(self, c: _Call) -> None:
-        tool, inbox, signal = c.tool, self._inbox, self.signal
+        """Hand `c` to the executor (the run's own pool unless the config names one).
+
+        Every call, a lone one too, runs off the run's thread: the run's thread stays free to
+        emit the tool's progress and to notice an abort, and a tool that keeps state in
+        `threading.local` sees the pool's threads, never the run's. The hand-off through the
+        run's own pool costs a few µs (benchmarks/loop_overhead.py).
+        """
+        tool, inbox, signal = c.tool, self._inbox, self._tool_signal()
         assert tool is not None
 
         def on_update(partial: object) -> None:
@@ -304,6 +275,8 @@ class ToolBatch:
                 case _NotStarted(c):
                     self._finish(c, error_result(CALL_ABORTED_TEXT), True)
                 case _Raised(c, exc):
+                    if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
+                        raise exc
                     self._after(c, error_result(describe(exc)), True)
                 case _Returned(c, result):
                     self._after(c, result, False)
@@ -366,10 +339,10 @@ def _apply(
     return result, override.is_error if override.is_error is not None else is_error
 
 
-def own_executor() -> Executor:
-    """The pool a run creates for its tools when the config names none."""
-    from concurrent.futures import ThreadPoolExecutor
+class Submitter(Protocol):
+    """What runs a batch's calls: a `concurrent.futures.Executor`, or the run's `WorkerPool`."""
 
-    return ThreadPoolExecutor(max_workers=64, thread_name_prefix="agentcore-tool")
+    def submit(self, fn: Callable[[], None], /) -> object:
+        """Run `fn` on another thread (its return value, say a `Future`, is not used)."""
 
 
