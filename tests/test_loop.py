@@ -1150,3 +1150,33 @@ def test_semantic_11_abort_before_a_worker_starts_a_tool_gives_operation_aborted
     assert results == [("c0", "first", False), ("c1", "Operation aborted", True)]
     assert faux.call_count == 1
     assert sink.types[-2:] == ["turn_end", "agent_end"]
+
+
+@pytest.mark.parametrize("calls", [1, 2])
+def test_loop_sink_raising_signals_running_tools_before_waiting(faux: FauxProvider,
+                                                                calls: int) -> None:
+    """An early end (here the sink raising) aborts the tools' signal, then waits for them."""
+    all_running = threading.Barrier(calls, timeout=5)
+    seen: list[bool] = []
+
+    def slow(tool_call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any) -> Any:
+        all_running.wait()
+        on_update(ac.AgentToolResult([ac.TextContent("running")]))
+        seen.append(signal.wait(10))  # True: told to stop, long before its 10 s
+        return ac.AgentToolResult([ac.TextContent("stopped")])
+
+    reply = (two_calls("slow", "slow") if calls == 2
+             else faux_assistant_message([faux_tool_call("slow", {"value": "a"})]))
+    faux.set_responses([reply, faux_assistant_message("done")])
+
+    def sink(event: ac.AgentEvent) -> None:
+        if isinstance(event, ac.ToolExecutionUpdateEvent):
+            raise RuntimeError("sink broke")
+
+    caller = ac.AbortController()
+    with pytest.raises(RuntimeError, match="sink broke"):
+        ac.run_agent_loop([ac.UserMessage("go")],
+                          ac.AgentContext("", [], [make_tool("slow", fn=slow)]),
+                          ac.AgentLoopConfig(model=faux.get_model()), sink, caller.signal)
+    assert seen == [True] * calls
+    assert not caller.signal.aborted  # the caller's own signal is left alone

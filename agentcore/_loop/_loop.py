@@ -85,6 +85,8 @@ class _Run:
     _options_for: tuple[Any, ...] = ()
     _executor: Submitter | None = None
     _pool: WorkerPool | None = None  # the run's own, when the config names no executor
+    _tools: AbortController | None = None  # aborts the tools' signal; follows `signal`
+    _unlink: Callable[[], None] | None = None
 
     def __attrs_post_init__(self) -> None:
         self.model = self.config.model
@@ -94,11 +96,19 @@ class _Run:
         try:
             return self._loop(prompts)
         except _SinkError as wrapped:
+            if self._tools is not None:  # tell the tools still running before waiting for them
+                self._tools.abort("the run ended early")
             raise wrapped.original from None
         except Exception as exc:
             _log.debug("agent loop failed", exc_info=True)
             return self._fail(exc)
+        except BaseException:  # Ctrl-C: tell the tools still running before waiting for them
+            if self._tools is not None:
+                self._tools.abort("the run ended early")
+            raise
         finally:
+            if self._unlink is not None:
+                self._unlink()
             if self._pool is not None:
                 self._pool.shutdown(wait=True)
 
@@ -203,7 +213,7 @@ class _Run:
         if not reply.tool_calls:
             return [], False
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
-                          self._get_executor)
+                          self._get_executor, self._tool_signal)
         results, terminate = batch.run()
         self.context.messages.extend(results)
         self.new_messages.extend(results)
@@ -266,6 +276,14 @@ class _Run:
             self.sink(event)
         except Exception as exc:
             raise _SinkError(exc) from exc
+
+    def _tool_signal(self) -> AbortSignal:
+        """The signal tools get: aborted with the run's, and by the run when it ends early."""
+        if self._tools is None:
+            self._tools = controller = AbortController()
+            signal = self.signal
+            self._unlink = signal.add_listener(lambda: controller.abort(signal.reason))
+        return self._tools.signal
 
     def _get_executor(self) -> Submitter:
         if self._executor is None:

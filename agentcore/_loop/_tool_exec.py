@@ -15,7 +15,6 @@ from typing import Any, Protocol
 import attrs
 
 from .._core import (
-    AbortController,
     AbortSignal,
     AgentContext,
     AgentEvent,
@@ -123,59 +122,39 @@ class ToolBatch:
     signal: AbortSignal
     emit: Callable[[AgentEvent], None]
     get_executor: Callable[[], Submitter]  # called only when a batch needs one (may create it)
+    tool_signal: Callable[[], AbortSignal]  # the run's signal for tools (see _Run._tool_signal)
     _inbox: queue.SimpleQueue[_Message] = attrs.field(factory=queue.SimpleQueue)
-    _controller: AbortController | None = None
-    _unlink: Callable[[], None] = attrs.field(default=lambda: None)
 
     def run(self) -> tuple[list[ToolResultMessage], bool]:
-        """Execute every call; return the results in source order and whether to terminate.
-
-        If this ends early (the sink raised, Ctrl-C), the calls still running are signalled
-        before anyone waits for them: their signal is the batch's, which follows the run's.
-        """
+        """Execute every call; return the results in source order and whether to terminate."""
         calls = [_Call(i, c) for i, c in enumerate(self.message.tool_calls)]
-        try:
-            if self.message.stop_reason == StopReason.LENGTH:
-                for c in calls:
-                    self._start(c)
-                    self._finish(c, error_result(LENGTH_TEXT.format(name=c.call.name)), True)
-                    self._emit_message(c)
-            elif self._sequential(calls):
-                for c in calls:
-                    self._start(c)
-                    if self._prepare(c):
-                        self._submit(c)
-                        self._pump(1)
-                    self._emit_message(c)
-            else:
-                ready = []
-                for c in calls:
-                    self._start(c)
-                    if self._prepare(c):
-                        ready.append(c)
-                for c in ready:
+        if self.message.stop_reason == StopReason.LENGTH:
+            for c in calls:
+                self._start(c)
+                self._finish(c, error_result(LENGTH_TEXT.format(name=c.call.name)), True)
+                self._emit_message(c)
+        elif self._sequential(calls):
+            for c in calls:
+                self._start(c)
+                if self._prepare(c):
                     self._submit(c)
-                self._pump(len(ready))
-                for c in calls:
-                    self._emit_message(c)
-        except BaseException:
-            if self._controller is not None:
-                self._controller.abort("the run ended early")
-            raise
-        finally:
-            self._unlink()
+                    self._pump(1)
+                self._emit_message(c)
+        else:
+            ready = []
+            for c in calls:
+                self._start(c)
+                if self._prepare(c):
+                    ready.append(c)
+            for c in ready:
+                self._submit(c)
+            self._pump(len(ready))
+            for c in calls:
+                self._emit_message(c)
         results = [c.message for c in calls if c.message is not None]
         terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
                                         for c in calls)
         return results, terminate
-
-    def _tool_signal(self) -> AbortSignal:
-        """The batch's signal: aborted with the run's, or by the batch when it ends early."""
-        if self._controller is None:
-            self._controller = AbortController()
-            controller, run_signal = self._controller, self.signal
-            self._unlink = run_signal.add_listener(lambda: controller.abort(run_signal.reason))
-        return self._controller.signal
 
     def _sequential(self, calls: list[_Call]) -> bool:
         if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
@@ -235,7 +214,7 @@ class ToolBatch:
         `threading.local` sees the pool's threads, never the run's. The hand-off through the
         run's own pool costs a few µs (benchmarks/loop_overhead.py).
         """
-        tool, inbox, signal = c.tool, self._inbox, self._tool_signal()
+        tool, inbox, signal = c.tool, self._inbox, self.tool_signal()
         assert tool is not None
 
         def on_update(partial: object) -> None:
