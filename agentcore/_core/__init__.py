@@ -58,6 +58,7 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._json_ready import json_ready
 from ._messages import (
     LLM_TYPES,
     AgentMessage,
@@ -189,6 +190,7 @@ __all__ = [
     "has_role",
     "is_context_overflow",
     "is_credential_header",
+    "json_ready",
     "member_of",
     "message_markdown",
     "not_bool",
