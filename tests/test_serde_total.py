@@ -6,13 +6,34 @@ import dataclasses
 import datetime
 import enum
 import json
+import subprocess
+import sys
 from collections import OrderedDict
 from typing import Any
 
 import attrs
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from agentcore import StreamOptions
+from agentcore import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentMessage,
+    AgentToolResult,
+    AssistantMessage,
+    Cost,
+    StreamOptions,
+    TextContent,
+    ToolCall,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolResultMessage,
+    Usage,
+    from_json,
+    to_dict,
+    to_json,
+)
 from agentcore._core import json_ready
 from agentcore._core._json_ready import MAX_DEPTH
 
@@ -152,3 +173,164 @@ def test_json_ready_cuts_very_deep_values_at_the_depth_limit() -> None:
         ready, depth = ready[0], depth + 1
     assert depth == MAX_DEPTH
     assert isinstance(ready, str)
+
+
+# --- to_json is total and strict --------------------------------------------------------------
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def _strict_loads(text: str) -> Any:
+    """Parse as RFC 8259 JSON: valid UTF-8, no NaN/Infinity."""
+    return json.loads(text.encode("utf-8"), parse_constant=_refuse_constant)
+
+
+ODD_DETAILS = {
+    "set": {3, 1, 2},
+    "when": WHEN,
+    "raw": b"hi",
+    "object": Opaque(),
+    "nan": float("nan"),
+    "tuple": (1, Color.RED),
+    7: Point(1, 2),
+}
+ODD_READY = {
+    "set": [1, 2, 3],
+    "when": "2024-05-06T07:08:09+00:00",
+    "raw": "aGk=",
+    "object": "Opaque()",
+    "nan": None,
+    "tuple": [1, "red"],
+    "7": {"x": 1, "y": 2},
+}
+
+
+def _call(arguments: dict[str, Any]) -> AssistantMessage:
+    return AssistantMessage([ToolCall("c1", "t", arguments)], "api", "p", "m", timestamp=1)
+
+
+@pytest.mark.parametrize(
+    ("value", "path"),
+    [
+        (ToolResultMessage("c1", "t", details=ODD_DETAILS, timestamp=1), ["details"]),
+        (AgentToolResult(details=ODD_DETAILS), ["details"]),
+        (ToolExecutionEndEvent("c1", "t", AgentToolResult(details=ODD_DETAILS), False),
+         ["result", "details"]),
+        (ToolExecutionStartEvent("c1", "t", ODD_DETAILS), ["args"]),
+        (_call(ODD_DETAILS), ["content", 0, "arguments"]),
+        (AgentEndEvent([ToolResultMessage("c1", "t", details=ODD_DETAILS, timestamp=1)]),
+         ["messages", 0, "details"]),
+    ],
+    ids=_type_name,
+)
+def test_to_json_writes_what_a_low_level_tool_returned(value: Any, path: list[Any]) -> None:
+    data = _strict_loads(to_json(value))
+    for step in path:
+        data = data[step]
+    assert data == ODD_READY
+    assert to_dict(value) == json.loads(to_json(value))
+
+
+def test_to_json_keeps_the_wire_form_of_agentcore_values_in_details() -> None:
+    message = ToolResultMessage("c1", "t", details={"block": TextContent("x")}, timestamp=1)
+    assert to_dict(message)["details"] == {"block": {"type": "text", "text": "x"}}
+
+
+def test_to_json_writes_non_finite_floats_as_null() -> None:
+    cost = Cost(float("nan"), float("inf"), 0, 0, float("-inf"))
+    reply = AssistantMessage([], "api", "p", "m", Usage(cost=cost), timestamp=1)
+    text = to_json(AgentEndEvent([reply]))
+    assert _strict_loads(text)["messages"][0]["usage"]["cost"] == {
+        "input": None, "output": None, "cacheRead": 0, "cacheWrite": 0, "total": None,
+    }
+    details = ToolResultMessage("c1", "t", details=[float("nan"), 1.5], timestamp=1)
+    assert _strict_loads(to_json(details))["details"] == [None, 1.5]
+
+
+@pytest.mark.parametrize("text", ["\ud83d", "a\udc00b", "\udfff\ud800", "x\ud83d😀"])
+def test_to_json_escapes_lone_surrogates(text: str) -> None:
+    message = ToolResultMessage("c1", "t", [TextContent(text)], details={text: [text]},
+                                timestamp=1)
+    written = to_json(message)
+    written.encode("utf-8")
+    assert "\\ud" in written or "\\udc" in written
+    assert from_json(AgentMessage, written) == message
+    assert from_json(AgentMessage, written.encode("utf-8")) == message
+
+
+def test_to_json_keeps_other_text_as_is() -> None:
+    text = "héllo → 世界 😀 \u2028 \x00"
+    assert to_json(TextContent(text)) == json.dumps(
+        {"type": "text", "text": text}, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def test_to_json_writes_cycles_and_deep_nesting_in_details() -> None:
+    loop: list[Any] = [1]
+    loop.append(loop)
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    for details in (loop, deep, {"r": AgentToolResult(details=loop)}):
+        message = ToolResultMessage("c1", "t", details=details, timestamp=1)
+        assert _strict_loads(to_json(message))["toolCallId"] == "c1"
+
+
+def test_json_ready_does_not_import_cattrs() -> None:
+    code = (
+        "import sys, agentcore; from agentcore._core import json_ready; json_ready({1}); "
+        "print(sorted(m for m in ('cattrs', 'base64', 'dataclasses') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+surrogate_text = st.text(
+    st.characters() | st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF,
+                                    exclude_categories=()),
+    max_size=8,
+)
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats() | surrogate_text
+    | st.binary(max_size=8) | st.datetimes() | st.dates() | st.sampled_from(Color)
+    | st.builds(Opaque)
+)
+hashables = st.none() | st.integers() | surrogate_text | st.floats() | st.sampled_from(Color)
+odd_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.tuples(inner, inner)
+        | st.frozensets(hashables, max_size=3)
+        | st.sets(hashables, max_size=3)
+        | st.dictionaries(hashables, inner, max_size=3)
+        | st.builds(Point, st.integers(), st.integers())
+    ),
+    max_leaves=12,
+)
+
+
+@settings(deadline=None, database=None, max_examples=300)
+@given(odd_values, surrogate_text)
+def test_to_json_of_any_details_is_strict_json(details: Any, text: str) -> None:
+    message = ToolResultMessage("c1", text, [TextContent(text)], details=details, timestamp=1)
+    written = to_json(message)
+    data = _strict_loads(written)
+    assert data.get("details") == _strict_loads(json.dumps(json_ready(details), allow_nan=False))
+    reread = from_json(AgentMessage, written)
+    assert to_json(reread) == to_json(from_json(AgentMessage, to_json(reread)))
+
+
+@settings(deadline=None, database=None, max_examples=100)
+@given(st.lists(odd_values, max_size=3), surrogate_text)
+def test_to_json_of_any_agent_end_is_strict_json(values: list[Any], text: str) -> None:
+    messages = [
+        ToolResultMessage("c1", "t", [TextContent(text)], details=value, timestamp=1)
+        for value in values
+    ]
+    event = AgentEndEvent([*messages, _call({"a": values, text: text})])
+    data = _strict_loads(to_json(event))
+    assert len(data["messages"]) == len(values) + 1
+    assert isinstance(from_json(AgentEvent, to_json(event)), AgentEndEvent)

@@ -17,6 +17,7 @@ from ._context import AgentContext
 from ._enums import WireEnum
 from ._errors import SerializationError
 from ._events import AgentEvent, AssistantMessageEvent
+from ._json_ready import json_ready_using
 from ._messages import AgentMessage, Message
 from ._model import Model
 from ._tools import AgentTool
@@ -201,21 +202,22 @@ def _json_types(tp: Any) -> tuple[type, ...] | None:
 
 
 def _json_value_unstructure_factory(_: Any, converter: Converter) -> Callable[[Any], Any]:
-    """Copy JSON values (`details`, `args`, tool arguments) fast, deferring anything else."""
-    fallback = converter.unstructure
-    scalars = (str, int, float, bool, type(None))
+    """Copy JSON values (`details`, `args`, tool arguments), making anything else JSON-ready.
 
-    def unstructure(value: Any) -> Any:
-        kind = type(value)
-        if kind in scalars:
-            return value
-        if kind is dict:
-            return {k: unstructure(v) for k, v in value.items()}
-        if kind is list:
-            return [unstructure(v) for v in value]
-        return fallback(value)
+    Plain JSON is copied as is. An agentcore value keeps the converter's wire form (its tag,
+    camelCase keys, redacted headers); an application's attrs instance, anything the converter
+    refuses (an `AgentTool`) and every other value go through `json_ready`, as `@tool` results
+    do, so serialization never fails on what a tool put there and never shows a field that
+    the value's repr hides.
+    """
+    unstructure = converter.unstructure
 
-    return unstructure
+    def wire_form(value: Any) -> Any:
+        if type(value).__module__.startswith("agentcore."):
+            return unstructure(value)
+        return NotImplemented
+
+    return json_ready_using(wire_form)
 
 
 def _list_structure_factory(tp: Any, converter: Converter) -> Callable[[Any, Any], Any]:

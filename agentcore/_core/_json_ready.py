@@ -44,7 +44,8 @@ MAX_DEPTH = 100
 _PLAIN = frozenset({str, int, bool, type(None)})
 
 AttrsHook = Callable[[Any], Any]
-"""Converts an attrs instance in the fast pass (the serializer passes its own wire form)."""
+"""Converts an attrs instance in the fast pass, or returns `NotImplemented` to leave it to
+`json_ready` (the serializer keeps agentcore's own values in their wire form this way)."""
 
 
 def json_ready(value: object) -> Any:
@@ -77,8 +78,9 @@ def json_ready_using(attrs_hook: AttrsHook) -> Callable[[Any], Any]:
     """`json_ready`, with attrs instances converted by `attrs_hook` in the fast pass.
 
     The serializer passes its converter, so an agentcore value kept in `details` keeps its wire
-    form (tag, camelCase keys, redacted headers). If `attrs_hook` raises, the instance is
-    converted as `json_ready` would; the careful pass (after a cycle) never calls it.
+    form (tag, camelCase keys, redacted headers). If `attrs_hook` returns `NotImplemented` or
+    raises, the instance is converted as `json_ready` would; the careful pass (after a cycle)
+    never calls it.
     """
 
     def ready(value: object) -> Any:
@@ -142,11 +144,13 @@ def _other(value: Any, path: set[int] | None, hook: AttrsHook | None) -> Any:
         if attrs.has(kind):
             if hook is not None:
                 try:
-                    return hook(value)
+                    converted = hook(value)
                 except RecursionError:
                     raise
                 except Exception:  # e.g. an AgentTool, which the serializer refuses
-                    pass
+                    converted = NotImplemented
+                if converted is not NotImplemented:
+                    return converted
             return {a.name: _field(value, a, path, hook)
                     for a in attrs.fields(kind) if a.repr and hasattr(value, a.name)}
         if hasattr(kind, "__dataclass_fields__"):

@@ -16,6 +16,7 @@ importing agentcore pays nothing for serialization.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -23,11 +24,14 @@ import attrs
 
 from ._converter import build_converter, camel, type_name
 from ._errors import SerializationError
+from ._json_ready import json_ready_bounded
 
 if TYPE_CHECKING:
     from cattrs import Converter
 
 __all__ = ["from_dict", "from_json", "to_dict", "to_json"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _converter: Converter | None = None
 _converter_lock = threading.Lock()
@@ -90,7 +94,11 @@ def from_dict(cls_or_union: Any, data: Any) -> Any:
 
 
 def to_json(obj: Any) -> str:
-    """Serialize a value as compact JSON (no spaces, non-ASCII kept as is).
+    r"""Serialize a value as compact, strict JSON (no spaces, non-ASCII kept as is).
+
+    The text is RFC 8259 JSON that encodes to UTF-8: NaN and infinities are written as `null`,
+    and lone surrogates (a `"\ud83d"` escape a provider sent, decoded) as `\uXXXX` escapes,
+    which `from_json` reads back to the same string.
 
     Args:
         obj: What `to_dict` accepts.
@@ -99,14 +107,29 @@ def to_json(obj: Any) -> str:
         The JSON text of `to_dict(obj)`.
 
     Raises:
-        SerializationError: `to_dict` fails, or a pass-through field (`details`, `args`) holds a
-            value with no JSON form.
+        SerializationError: `to_dict` fails.
     """
     data = to_dict(obj)
     try:
-        return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-    except (TypeError, ValueError) as exc:
-        raise SerializationError(f"cannot serialize {type(obj).__name__} as JSON: {exc}") from exc
+        text = _dumps(data)
+    except (TypeError, ValueError, RecursionError):
+        # A non-finite number in a float field (the `Any` fields are JSON-ready already), a
+        # value an application's own attrs class let through, or nesting too deep for `json`:
+        # convert the whole, depth-bounded, then write it.
+        try:
+            text = _dumps(json_ready_bounded(data))
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise SerializationError(
+                f"cannot serialize {type(obj).__name__} as JSON: {exc}"
+            ) from exc
+    if not text.isascii():
+        try:
+            text.encode("utf-8")  # C speed; a regex search over the text costs five times more
+        except UnicodeEncodeError:
+            # Lone surrogates have no UTF-8 form: write them as JSON escapes (which json.loads
+            # reads back), and only them, so every other character is written as it was.
+            text = _SURROGATE.sub(_escape, text)
+    return text
 
 
 def from_json(cls_or_union: Any, text: str | bytes) -> Any:
@@ -129,6 +152,14 @@ def from_json(cls_or_union: Any, text: str | bytes) -> Any:
             f"invalid JSON for {type_name(cls_or_union)}: {exc} in {_excerpt(text)!r}"
         ) from exc
     return from_dict(cls_or_union, data)
+
+
+def _dumps(data: Any) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 def _excerpt(text: object, limit: int = 200) -> object:
