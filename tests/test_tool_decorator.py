@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import datetime
 import enum
 import inspect
+import json
 import re
 import threading
 import typing
@@ -573,16 +575,16 @@ RETURNS: list[tuple[Any, list[Any], Any]] = [
     ([], [TextContent("[]")], []),
     ({"temp": 21.5, "city": "Zürich"}, [TextContent('{"temp": 21.5, "city": "Zürich"}')],
      {"temp": 21.5, "city": "Zürich"}),
-    (Point(1, 2), [TextContent('{"x": 1, "y": 2}')], Point(1, 2)),
-    (Priority.HIGH, [TextContent("2")], Priority.HIGH),
+    (Point(1, 2), [TextContent('{"x": 1, "y": 2}')], {"x": 1, "y": 2}),
+    (Priority.HIGH, [TextContent("2")], 2),
     (Reading(Place("p", Point(0), [Color.RED]), Priority.LOW),
      [TextContent('{"where": {"name": "p", "point": {"x": 0, "y": 0}, "tags": ["red"]}, '
                   '"level": 1}')],
-     Reading(Place("p", Point(0), [Color.RED]), Priority.LOW)),
+     {"where": {"name": "p", "point": {"x": 0, "y": 0}, "tags": ["red"]}, "level": 1}),
     ([Point(1, 1), Color.BLUE], [TextContent('[{"x": 1, "y": 1}, "blue"]')],
-     [Point(1, 1), Color.BLUE]),
-    ({3, 1, 2}, [TextContent("[1, 2, 3]")], {1, 2, 3}),
-    (Plain, [TextContent(f'"{Plain}"')], Plain),
+     [{"x": 1, "y": 1}, "blue"]),
+    ({3, 1, 2}, [TextContent("[1, 2, 3]")], [1, 2, 3]),
+    (Plain, [TextContent(f'"{Plain!r}"')], repr(Plain)),
 ]
 
 
@@ -594,6 +596,38 @@ def test_tool_return_value_conversion(value: Any, content: list[Any], details: A
     assert tool(f).execute("c", {}, AbortController().signal, lambda _: None) == (
         AgentToolResult(content, details=details)
     )
+
+
+class Opaque:
+    def __repr__(self) -> str:
+        return "Opaque()"
+
+
+WHEN = datetime.datetime(2024, 5, 6, 7, 8, 9)
+
+
+@pytest.mark.parametrize(
+    ("value", "text", "details"),
+    [
+        ({"b", "a"}, '["a", "b"]', ["a", "b"]),
+        (WHEN, '"2024-05-06T07:08:09"', "2024-05-06T07:08:09"),
+        (b"hi", '"aGk="', "aGk="),
+        (Opaque(), '"Opaque()"', "Opaque()"),
+        (float("nan"), "null", None),
+        ((1, "x"), '[1, "x"]', [1, "x"]),
+        ({"when": WHEN, 3: {1.5}}, '{"when": "2024-05-06T07:08:09", "3": [1.5]}',
+         {"when": "2024-05-06T07:08:09", "3": [1.5]}),
+    ],
+    ids=["set", "datetime", "bytes", "object", "nan", "tuple", "nested"],
+)
+def test_tool_return_value_is_made_json_ready(value: Any, text: str, details: Any) -> None:
+    def f():  # type: ignore[no-untyped-def]
+        return value
+
+    result = tool(f).execute("c", {}, AbortController().signal, lambda _: None)
+    assert result == AgentToolResult([TextContent(text)], details=details)
+    assert json.loads(ac.to_json(result)) == {"content": [{"type": "text", "text": text}],
+                                              **({"details": details} if details else {})}
 
 
 def test_tool_agent_tool_result_is_returned_as_is() -> None:
@@ -784,12 +818,41 @@ def test_tool_end_to_end_coerces_and_converts_model_arguments(faux: FauxProvider
         "forecast",
         [TextContent('{"city": "Paris", "days": 42, "unit": "blue", "where": {"name": "Louvre", '
                      '"point": {"x": 2, "y": 48}, "tags": ["red"]}}')],
-        details={"city": "Paris", "days": 42, "unit": Color.BLUE, "where": place},
+        details={"city": "Paris", "days": 42, "unit": "blue",
+                 "where": {"name": "Louvre", "point": {"x": 2, "y": 48}, "tags": ["red"]}},
         timestamp=result.timestamp,
     )
     assert out[3].text == "It will be sunny."
     [end] = [e for e in events if isinstance(e, ac.ToolExecutionEndEvent)]
     assert end.is_error is False
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"non-standard JSON constant {name}")
+
+
+def test_tool_returning_odd_values_leaves_a_saveable_transcript(faux: FauxProvider) -> None:
+    @tool
+    def inspect_repo() -> Any:
+        """Inspect the repository."""
+        return {"tags": {"v2", "v1"}, "when": WHEN, "blob": b"\x00\xff", "head": Opaque(),
+                "ratio": float("inf")}
+
+    faux.set_responses([
+        faux_assistant_message([faux_tool_call("inspect_repo", {}, id="c1")]),
+        faux_assistant_message("done"),
+    ])
+    out, events = _run(faux, [inspect_repo])
+    expected = {"tags": ["v1", "v2"], "when": "2024-05-06T07:08:09", "blob": "AP8=",
+                "head": "Opaque()", "ratio": None}
+    assert out[2].details == expected
+    [end] = [e for e in events if isinstance(e, ac.ToolExecutionEndEvent)]
+    assert end.result.details == expected
+    for value in (end, events[-1], out[2]):
+        text = ac.to_json(value)
+        json.loads(text.encode("utf-8"), parse_constant=_refuse_constant)
+    assert isinstance(events[-1], ac.AgentEndEvent)
+    assert ac.from_json(list[ac.AgentMessage], json.dumps([ac.to_dict(m) for m in out])) == out
 
 
 def test_tool_exception_becomes_an_error_result_in_the_loop(faux: FauxProvider) -> None:

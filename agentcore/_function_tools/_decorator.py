@@ -41,13 +41,13 @@ from .._core import (
     TextContent,
     ToolExecutionMode,
     ToolUpdate,
+    json_ready,
 )
 from ._docstring import humanise, parse_docstring
 from ._schema import (
     Convert,
     UnsupportedError,
     add_default,
-    loose_json,
     object_schema,
     property_spec,
 )
@@ -150,9 +150,11 @@ def tool(
     omitted optional argument takes the function's default. The return value becomes the
     result: an `AgentToolResult` as is; a `str` as one `TextContent`; `None` as the text
     `"(no output)"`; a `TextContent`, an `ImageContent` or a non-empty list of them as the
-    content; anything else as JSON text (attrs instances as objects, enums as their values,
-    other unknown objects as `str`), with the value itself in `details`. Exceptions propagate,
-    which the loop reports to the model as an error result.
+    content; anything else is made JSON-ready (attrs classes and dataclasses as objects of the
+    fields their repr shows, enums as their values, sets and tuples as lists, datetimes as ISO
+    strings, bytes as base64, NaN as null, other objects as their `repr()`), kept in `details`
+    and shown to the model as JSON text, so the result can always be saved. Exceptions
+    propagate, which the loop reports to the model as an error result.
 
     Args:
         fn: The function. Omitted when called with options only (`@tool(name=...)`).
@@ -288,7 +290,8 @@ def _to_result(value: object) -> AgentToolResult:
     if (isinstance(value, list) and value
             and all(isinstance(block, (TextContent, ImageContent)) for block in value)):
         return AgentToolResult(list(value))
-    text = json.dumps(value, ensure_ascii=False, default=loose_json)
-    return AgentToolResult([TextContent(text)], details=value)
+    # Made JSON-ready once, here: the model reads the same value the transcript saves.
+    ready = json_ready(value)
+    return AgentToolResult([TextContent(json.dumps(ready, ensure_ascii=False))], details=ready)
 
 
