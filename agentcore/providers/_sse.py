@@ -4,7 +4,13 @@ Lines may end in LF, CRLF or CR (a CR at the end of one read and an LF at the st
 are one line end); a multi-byte UTF-8 character may be split across reads, since only whole
 lines are decoded. Comments (`:` lines) are skipped, `data:` lines are joined with newlines and
 one space after the colon is dropped, as the SSE specification says. Lines that are no field
-at all (a server's raw JSON error body, as Gemini sends) are kept aside as `UnframedLines`.
+at all (a server's raw JSON error body, as Gemini sends) are kept aside as `UnframedLines`, up
+to `UNFRAMED_LIMIT` characters; the rest of them is dropped.
+
+Decoding costs time linear in the bytes, however they are split: a line cut across reads is
+kept as a list of its pieces and joined once, and only new bytes are searched for line ends.
+Memory is bounded too: one event, or one line, longer than the decoder's `max_event_bytes`
+raises `EventTooLargeError`.
 """
 
 from __future__ import annotations
@@ -13,7 +19,20 @@ from collections.abc import Iterable, Iterator
 
 import attrs
 
-__all__ = ["SSEDecoder", "ServerSentEvent", "SseItem", "UnframedLines", "iter_sse"]
+from .._core import DEFAULT_MAX_EVENT_BYTES
+
+__all__ = [
+    "UNFRAMED_LIMIT",
+    "EventTooLargeError",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "SseItem",
+    "UnframedLines",
+    "iter_sse",
+]
+
+UNFRAMED_LIMIT = 64 * 1024
+"""How many characters of lines that are no SSE field are kept (an error body is far shorter)."""
 
 
 @attrs.frozen
@@ -39,46 +58,88 @@ SseItem = ServerSentEvent | UnframedLines
 """What a provider's event handler reads: events, then possibly the unframed lines."""
 
 
+class EventTooLargeError(ValueError):
+    """One event, or one line, is longer than the decoder's `max_event_bytes`."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"server-sent event exceeds max_event_bytes ({limit} bytes)")
+        self.limit = limit
+
+
 class SSEDecoder:
-    """Incremental decoder: `feed` it bytes as they arrive, `close` it at the end of the body."""
+    """Incremental decoder: `feed` it bytes as they arrive, `close` it at the end of the body.
 
-    __slots__ = ("_data", "_event", "_id", "_rest", "unframed")
+    `feed` and `close` raise `EventTooLargeError` when the data lines of one event, with the
+    line being received, exceed `max_event_bytes`.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_cr", "_data", "_event", "_id", "_limit", "_pending", "_pending_size", "_size",
+                 "_unframed_size", "unframed")
+
+    def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.unframed: list[str] = []
-        """Lines that are no SSE field (a server's raw error body, say), in order."""
-        self._rest = b""
+        """Lines that are no SSE field (a server's raw error body, say), in order, up to
+        `UNFRAMED_LIMIT` characters in all."""
+        self._limit = max_event_bytes
+        self._pending: list[bytes] = []  # the pieces of a line not ended yet
+        self._pending_size = 0
+        self._cr = False  # the last read ended in CR: maybe the first half of a CRLF
         self._event: str | None = None
         self._data: list[str] = []
+        self._size = 0  # the bytes of the current event's data lines
         self._id: str | None = None
+        self._unframed_size = 0
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Consume `chunk` and return the events it completed."""
-        buf = self._rest + chunk if self._rest else chunk
-        hold = b""
-        if b"\r" in buf:
-            if buf.endswith(b"\r"):  # maybe the first half of a CRLF: wait for the next read
-                buf, hold = buf[:-1], b"\r"
-            buf = buf.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = buf.split(b"\n")
-        self._rest = lines.pop() + hold
+        if self._cr:
+            chunk, self._cr = b"\r" + chunk, False
+        if b"\r" in chunk:
+            if chunk[-1:] == b"\r":  # wait for the next read: it may start with the LF
+                chunk, self._cr = chunk[:-1], True
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        pending = self._pending
+        if b"\n" not in chunk:
+            if chunk:
+                pending.append(chunk)
+                self._pending_size += len(chunk)
+                self._check(self._pending_size)
+            return []
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        if pending:
+            pending.append(lines[0])
+            lines[0] = b"".join(pending)
+            pending.clear()
+        if rest:
+            pending.append(rest)
+        self._pending_size = len(rest)
         out: list[ServerSentEvent] = []
         data = self._data
+        limit = self._limit
         for raw in lines:
             if raw[:6] == b"data: ":  # the common case, handled inline
+                self._size += len(raw)
+                if self._size > limit:
+                    raise EventTooLargeError(limit)
                 data.append(raw[6:].decode("utf-8", errors="replace"))
                 continue
             event = self._line(raw)
             if event is not None:
                 out.append(event)
                 data = self._data
+        if rest:
+            self._check(len(rest))
         return out
 
     def close(self) -> list[ServerSentEvent]:
         """Finish at the end of the body: a last event without its blank line still counts."""
         out = []
-        if self._rest:
-            rest, self._rest = self._rest.rstrip(b"\r"), b""
+        self._cr = False
+        if self._pending:
+            rest = b"".join(self._pending)
+            self._pending.clear()
+            self._pending_size = 0
             event = self._line(rest)
             if event is not None:
                 out.append(event)
@@ -87,14 +148,22 @@ class SSEDecoder:
             out.append(event)
         return out
 
+    def _check(self, pending: int) -> None:
+        """Raise if the line being received, with the event so far, is over the limit."""
+        if self._size + pending > self._limit:
+            raise EventTooLargeError(self._limit)
+
     def _line(self, raw: bytes) -> ServerSentEvent | None:
         if not raw:
             if not self._data and self._event is None:
                 return None
             event = ServerSentEvent(self._event, "\n".join(self._data), self._id)
-            self._event, self._data = None, []
+            self._event, self._data, self._size = None, [], 0
             return event
+        if len(raw) + self._size > self._limit:
+            raise EventTooLargeError(self._limit)
         if raw[:6] == b"data: ":  # the common case, by far
+            self._size += len(raw)
             self._data.append(raw[6:].decode("utf-8", errors="replace"))
             return None
         line = raw.decode("utf-8", errors="replace")
@@ -104,19 +173,23 @@ class SSEDecoder:
         if colon and value[:1] == " ":
             value = value[1:]
         if name == "data":
+            self._size += len(raw)
             self._data.append(value)
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
             self._id = value
-        elif name not in ("retry", "event", "data", "id"):
+        elif name not in ("retry", "event", "data", "id") and self._unframed_size < UNFRAMED_LIMIT:
+            line = line[: UNFRAMED_LIMIT - self._unframed_size]
+            self._unframed_size += len(line) + 1
             self.unframed.append(line)
         return None
 
 
-def iter_sse(chunks: Iterable[bytes]) -> Iterator[ServerSentEvent]:
+def iter_sse(chunks: Iterable[bytes],
+             max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[ServerSentEvent]:
     """Decode a stream of byte chunks into events."""
-    decoder = SSEDecoder()
+    decoder = SSEDecoder(max_event_bytes)
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()
