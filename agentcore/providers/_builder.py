@@ -3,6 +3,11 @@
 It owns the one live partial message of a reply (its `content` list grows in place), opens and
 closes text, thinking and tool-call blocks by a provider-chosen key, and produces the final
 `done` or `error` event, so the four providers only translate their wire format.
+
+Consuming a reply costs time linear in its bytes (API §10). Text grows without copying the text
+so far (see `_grow`); a tool call's partial arguments are parsed again only when the argument
+text has grown by a quarter (or is still short), and exactly once more, in full, when the call
+closes.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from .._core import (
     error_reply,
     now_ms,
 )
-from ._partial_json import parse_partial_json
+from ._partial_json import parse_arguments, parse_partial_json
 
 __all__ = ["ReplyBuilder"]
 
@@ -51,6 +56,11 @@ class _Kind(enum.Enum):
 
 
 _TEXT, _THINKING, _TOOL_CALL = _Kind.TEXT, _Kind.THINKING, _Kind.TOOL_CALL
+_EAGER_ARGS = 1024
+"""Argument text up to this many characters is parsed on every delta."""
+_REPARSE_GROWTH = 4
+"""Past that, it is parsed again once it has grown by 1/`_REPARSE_GROWTH` since the last parse:
+the parses then cost about `_REPARSE_GROWTH + 1` times the final text, whatever the deltas."""
 
 
 @attrs.define(eq=False)
@@ -59,17 +69,25 @@ class _Block:
 
     `index` is its place in the reply's `content`; `text` (text or thinking) or `args` (the
     tool call's argument JSON so far) accumulate deltas, and the content block is rebuilt from
-    them. `signature` is the text or thinking signature, `thought_signature` a tool call's.
+    them. `spare` is `text` without its last delta `lag` (see `_grow`). `arguments` is the
+    partial parse of the first `parsed` characters of `args` (the exact arguments once closed,
+    `arguments_error` saying why they could not be read). `signature` is the text or thinking
+    signature, `thought_signature` a tool call's.
     """
 
     index: int
     kind: _Kind
     text: str = ""
+    spare: str = ""
+    lag: str = ""
     signature: str | None = None
     redacted: bool = False
     call_id: str = ""
     name: str = ""
     args: str = ""
+    parsed: int = 0
+    arguments: dict[str, Any] = attrs.Factory(dict)
+    arguments_error: str | None = None
     thought_signature: str | None = None
     closed: bool = False
 
@@ -109,36 +127,50 @@ class ReplyBuilder:
             yield TextDeltaEvent(block.index, delta, self.partial)
 
     def _add_text(self, block: _Block, delta: str, signature: str | None) -> None:
-        block.text += delta
+        text = _grow(block, delta)
         if signature is not None:
             block.signature = signature
-        self.content[block.index] = _text(block.text, block.signature)
+        self.content[block.index] = _text(text, block.signature)
 
     def thinking(self, key: Hashable, delta: str, signature: str | None = None,
                  redacted: bool = False) -> Iterator[AssistantMessageEvent]:
         """Add `delta` to the thinking block `key`, opening it if needed."""
         block = yield from self._open(key, _THINKING)
-        block.text += delta
+        text = _grow(block, delta)
         if signature is not None:
             block.signature = signature
         block.redacted = block.redacted or redacted
-        self.content[block.index] = ThinkingContent(block.text, block.signature, block.redacted)
+        self.content[block.index] = ThinkingContent(text, block.signature, block.redacted)
         if delta:
             yield ThinkingDeltaEvent(block.index, delta, self.partial)
 
     def tool_call(self, key: Hashable, call_id: str | None = None, name: str | None = None,
                   args_delta: str = "", always_emit: bool = False,
                   thought_signature: str | None = None) -> Iterator[AssistantMessageEvent]:
-        """Add argument JSON to the tool call `key`, opening it if needed."""
+        """Add argument JSON to the tool call `key`, opening it if needed.
+
+        The partial `arguments` of the call are parsed again only when the argument text is
+        short or has grown enough (see `_REPARSE_GROWTH`); in between they are those of a
+        shorter prefix.
+        """
         block = yield from self._open(key, _TOOL_CALL, call_id=call_id or "", name=name or "")
-        if call_id:
-            block.call_id = call_id
-        if name:
-            block.name = name
-        if thought_signature is not None:
-            block.thought_signature = thought_signature
-        block.args += args_delta
-        self.content[block.index] = self._call(block)
+        changed = False
+        if call_id and call_id != block.call_id:
+            block.call_id, changed = call_id, True
+        if name and name != block.name:
+            block.name, changed = name, True
+        if thought_signature is not None and thought_signature != block.thought_signature:
+            block.thought_signature, changed = thought_signature, True
+        if args_delta:
+            args = block.args
+            block.args = ""  # the only reference left is `args`: CPython appends in place
+            args += args_delta
+            block.args = args
+            size = len(args)
+            if size <= _EAGER_ARGS or size - block.parsed >= block.parsed // _REPARSE_GROWTH:
+                block.arguments, block.parsed, changed = parse_partial_json(args), size, True
+        if changed:
+            self.content[block.index] = self._call(block)
         if args_delta or always_emit:
             yield ToolCallDeltaEvent(block.index, args_delta, self.partial)
 
@@ -172,7 +204,8 @@ class ReplyBuilder:
         """Set the whole text of block `key` (an authoritative final text from the server)."""
         block = self._blocks.get(key)
         if block is not None and block.kind is not _TOOL_CALL:
-            block.text = text
+            block.text = block.spare = text
+            block.lag = ""
             self._refresh(block)
 
     def replace_args(self, key: Hashable, args: str) -> None:
@@ -180,6 +213,11 @@ class ReplyBuilder:
         block = self._blocks.get(key)
         if block is not None and block.kind is _TOOL_CALL:
             block.args = args
+            if block.closed:
+                block.arguments, block.arguments_error = parse_arguments(args)
+            else:
+                block.arguments = parse_partial_json(args)
+            block.parsed = len(args)
             self.content[block.index] = self._call(block)
 
     def has(self, key: Hashable) -> bool:
@@ -226,7 +264,14 @@ class ReplyBuilder:
         yield DoneEvent(reason, self.final(reason))
 
     def error(self, message: str, aborted: bool) -> ErrorEvent:
-        """The terminal `error` event, keeping the content and usage received so far."""
+        """The terminal `error` event, keeping the content and usage received so far.
+
+        An open tool call keeps the partial arguments of all its argument text.
+        """
+        for block in self._blocks.values():
+            if block.kind is _TOOL_CALL and not block.closed and block.parsed != len(block.args):
+                block.arguments, block.parsed = parse_partial_json(block.args), len(block.args)
+                self.content[block.index] = self._call(block)
         reply = error_reply(self.model, message, aborted=aborted, content=self._kept())
         reply = attrs.evolve(reply, usage=self.usage, response_id=self.response_id,
                              timestamp=self.partial.timestamp)
@@ -271,8 +316,8 @@ class ReplyBuilder:
         return block
 
     def _call(self, block: _Block) -> ToolCall:
-        return ToolCall(block.call_id, block.name, parse_partial_json(block.args),
-                        block.thought_signature)
+        return ToolCall(block.call_id, block.name, block.arguments, block.thought_signature,
+                        arguments_error=block.arguments_error)
 
     def _refresh(self, block: _Block) -> None:
         if block.kind is _TEXT:
@@ -285,18 +330,41 @@ class ReplyBuilder:
         block.closed = True
         if self._current is block:
             self._current = None
+        block.spare = block.lag = ""  # no more deltas: free the spare copy of the text
         if block.kind is _TEXT:
             self._refresh(block)
             return TextEndEvent(block.index, block.text, self.partial)
         if block.kind is _THINKING:
             self._refresh(block)
             return ThinkingEndEvent(block.index, block.text, self.partial)
+        block.arguments, block.arguments_error = parse_arguments(block.args)
+        block.parsed = len(block.args)
         call = self._call(block)
         self.content[block.index] = call
         return ToolCallEndEvent(block.index, call, self.partial)
 
 
 _text = TextContent.unchecked  # bound once: it runs on every text delta
+
+
+def _grow(block: _Block, delta: str) -> str:
+    """Append `delta` to `block.text` and return the new text, in time linear in `delta`.
+
+    `str` is immutable, so `text + delta` copies the text so far: quadratic over a long reply.
+    CPython appends in place instead when the left operand's only reference is the local
+    being assigned. The visible text cannot be that operand (the content block holds it, and a
+    reader on another thread must never see the block without it), so the block keeps a second
+    string, `spare`, equal to the text without its last delta `lag`: the spare, which nothing
+    else references once the content block that showed it is replaced, takes `lag + delta` in
+    place and becomes the new text; the old text becomes the spare. Where the spare is still
+    referenced (someone kept an old content block), or on another interpreter, `+=` copies:
+    slower, never wrong.
+    """
+    text = block.spare
+    block.spare = ""
+    text += block.lag + delta
+    block.spare, block.text, block.lag = block.text, text, delta
+    return text
 
 
 def _empty_call(block: AssistantContent) -> bool:
