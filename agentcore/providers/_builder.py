@@ -114,8 +114,15 @@ class ReplyBuilder:
         """Add `delta` to the text block `key`, opening it (and closing another) if needed."""
         block = self._current
         if block is not None and block.kind is _TEXT and self._blocks.get(key) is block:
-            # the hot path: another delta for the open text block, one event, no generator
-            self._add_text(block, delta, signature)
+            # the hot path: another delta for the open text block, one event, no generator;
+            # `_grow` inlined
+            text = block.spare
+            block.spare = ""
+            text += block.lag + delta
+            block.spare, block.text, block.lag = block.text, text, delta
+            if signature is not None:
+                block.signature = signature
+            self.content[block.index] = _text(text, block.signature)
             return [TextDeltaEvent(block.index, delta, self.partial)] if delta else []
         return self._opening_text(key, delta, signature)
 

@@ -92,22 +92,25 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Consume `chunk` and return the events it completed."""
-        if self._cr:
-            chunk, self._cr = b"\r" + chunk, False
-        if b"\r" in chunk:
-            if chunk[-1:] == b"\r":  # wait for the next read: it may start with the LF
-                chunk, self._cr = chunk[:-1], True
-            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        pending = self._pending
-        if b"\n" not in chunk:
-            if chunk:
-                pending.append(chunk)
-                self._pending_size += len(chunk)
-                self._check(self._pending_size)
-            return []
+        if (chunk[:6] == b"data: " and chunk.find(b"\n") == len(chunk) - 2 and chunk[-1] == 10
+                and not self._data and self._event is None and not self._pending
+                and not self._cr and b"\r" not in chunk):
+            # The most common read of all, one whole event of one data line (a chunked body
+            # sends an event per HTTP chunk): no splitting, no loop.
+            if len(chunk) - 2 > self._limit:
+                raise EventTooLargeError(self._limit)
+            return [ServerSentEvent(None, chunk[6:-2].decode("utf-8", "replace"), self._id)]
+        if self._cr or b"\r" in chunk:
+            chunk = self._lf_only(chunk)
         lines = chunk.split(b"\n")
         rest = lines.pop()
+        pending = self._pending
         if pending:
+            if not lines:  # still no line end
+                pending.append(rest)
+                self._pending_size += len(rest)
+                self._check(self._pending_size)
+                return []
             pending.append(lines[0])
             lines[0] = b"".join(pending)
             pending.clear()
@@ -116,21 +119,36 @@ class SSEDecoder:
         self._pending_size = len(rest)
         out: list[ServerSentEvent] = []
         data = self._data
+        size = self._size
         limit = self._limit
         for raw in lines:
             if raw[:6] == b"data: ":  # the common case, handled inline
-                self._size += len(raw)
-                if self._size > limit:
+                size += len(raw)
+                if size > limit:
                     raise EventTooLargeError(limit)
-                data.append(raw[6:].decode("utf-8", errors="replace"))
-                continue
-            event = self._line(raw)
-            if event is not None:
-                out.append(event)
-                data = self._data
+                data.append(raw[6:].decode("utf-8", "replace"))
+            elif not raw:  # the end of an event: the next most common case
+                if data or self._event is not None:
+                    out.append(ServerSentEvent(self._event, "\n".join(data), self._id))
+                    self._event, data = None, []
+                    self._data = data
+                size = 0
+            else:
+                self._size = size
+                self._line(raw)  # a line that is not empty dispatches nothing
+                size = self._size
+        self._size = size
         if rest:
             self._check(len(rest))
         return out
+
+    def _lf_only(self, chunk: bytes) -> bytes:
+        """`chunk` with its line ends made LF, a CR at its end held back for the next read."""
+        if self._cr:
+            chunk, self._cr = b"\r" + chunk, False
+        if chunk[-1:] == b"\r":  # wait for the next read: it may start with the LF
+            chunk, self._cr = chunk[:-1], True
+        return chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
     def close(self) -> list[ServerSentEvent]:
         """Finish at the end of the body: a last event without its blank line still counts."""
