@@ -334,3 +334,15 @@ def test_to_json_of_any_agent_end_is_strict_json(values: list[Any], text: str) -
     data = _strict_loads(to_json(event))
     assert len(data["messages"]) == len(values) + 1
     assert isinstance(from_json(AgentEvent, to_json(event)), AgentEndEvent)
+
+
+def test_non_finite_cost_saves_and_loads_back_as_nan() -> None:
+    import math
+
+    import agentcore as ac
+
+    message = ac.AssistantMessage([], "a", "p", "m", usage=ac.Usage(cost=ac.Cost(total=math.inf)))
+    text = ac.to_json(message)
+    assert '"total":null' in text
+    back = ac.from_json(ac.AssistantMessage, text)
+    assert math.isnan(back.usage.cost.total)

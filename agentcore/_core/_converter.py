@@ -5,6 +5,7 @@ See `_serde` for the wire format. Built once, on first use (cattrs is imported t
 
 from __future__ import annotations
 
+import math
 import re
 import types
 from collections.abc import Callable, Mapping, Sequence
@@ -286,6 +287,8 @@ def _structure_bool(value: Any, _: Any) -> bool:
 
 
 def _structure_float(value: Any, _: Any) -> float:
+    if value is None:  # to_json writes a NaN or an infinity as null: it reads back as NaN
+        return math.nan
     if not isinstance(value, (int, float)) or isinstance(value, bool):
         raise TypeError(f"expected a number, got {value!r}")
     return float(value)
