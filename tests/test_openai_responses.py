@@ -903,7 +903,7 @@ def test_responses_arguments_only_in_the_done_item(sse_server) -> None:
     assert events[-1].reason is StopReason.TOOL_USE
 
 
-def test_responses_truncated_arguments_still_give_a_dict(sse_server) -> None:
+def test_responses_truncated_arguments_give_a_dict_and_the_reason(sse_server) -> None:
     item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f",
             "arguments": ""}
     body = b"".join([
@@ -915,7 +915,11 @@ def test_responses_truncated_arguments_still_give_a_dict(sse_server) -> None:
         completed(status="incomplete", incomplete_details={"reason": "max_output_tokens"}),
     ])
     events = replay(sse_server, body)
-    assert events[-1].message.content == [ToolCall("call_1|fc_1", "f", {"city": "Par"})]
+    [call] = events[-1].message.content
+    assert (call.id, call.name, call.arguments) == ("call_1|fc_1", "f", {})
+    assert call.arguments_error is not None
+    assert call.arguments_error.startswith("the arguments are not valid JSON")
+    assert "'{\"city\":\"Par'" in call.arguments_error
     assert events[-1].reason is StopReason.LENGTH  # only stop is upgraded to toolUse
 
 
