@@ -5,20 +5,28 @@ overrides the status), waiting what the server asks for (`retry-after-ms`, else 
 seconds or as an HTTP date) or else an exponential backoff with jitter. A server asking for more
 than the policy's cap is not waited for: the request fails at once with a `RetryRefusal`, as
 the reference does ("Server requested 120s retry delay (max: 60s).").
+
+Server hints are untrusted input: a value that is garbage, negative, not finite or beyond any
+plausible wait (`MAX_HINT_S`) counts as no hint at all, so the normal backoff applies (never
+longer than the cap) and a retryable answer stays retryable.
 """
 
 from __future__ import annotations
 
 import email.utils
+import math
 import random
+import re
 import time
 from collections.abc import Mapping
+from datetime import timezone
 
 import attrs
 
 __all__ = [
     "DEFAULT_MAX_RETRIES",
     "DEFAULT_MAX_RETRY_DELAY_MS",
+    "MAX_HINT_S",
     "RetryPolicy",
     "RetryRefusal",
     "backoff",
@@ -27,7 +35,10 @@ __all__ = [
 
 DEFAULT_MAX_RETRIES = 2
 DEFAULT_MAX_RETRY_DELAY_MS = 60_000
+MAX_HINT_S = 86_400.0
+"""The longest server-requested delay taken as a hint (a day); a longer one is read as garbage."""
 _RETRY_STATUSES = frozenset({408, 409, 429})
+_NUMBER = re.compile(r"\s*\+?[0-9]{1,20}(?:\.[0-9]{1,20})?\s*")
 
 
 @attrs.frozen
@@ -70,27 +81,55 @@ class RetryPolicy:
             return RetryRefusal(asked_s, self.max_delay_ms)
         return None
 
+    def capped(self, backoff_s: float) -> float:
+        """A backoff of ours, never longer than the cap (a cap of 1 s turns 2 s into 1 s)."""
+        return min(backoff_s, self.max_delay_ms / 1000) if self.max_delay_ms > 0 else backoff_s
+
 
 def server_delay(headers: Mapping[str, str]) -> float | None:
-    """Seconds the server asked us to wait, from `retry-after-ms` or `Retry-After`."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    value = lowered.get("retry-after-ms")
-    if value is not None:
-        try:
-            return max(0.0, float(value) / 1000)
-        except ValueError:
-            pass
+    """Seconds the server asked us to wait, from `retry-after-ms` or `Retry-After`.
+
+    None when neither holds a usable value: garbage, a malformed date, a negative or non-finite
+    number or more than `MAX_HINT_S` are no hint (never an exception). An HTTP date in the past
+    is a delay of 0.
+    """
+    lowered = {k.lower(): v for k, v in headers.items() if isinstance(v, str)}
+    millis = _number(lowered.get("retry-after-ms"))
+    if millis is not None:
+        return _plausible(millis / 1000)
     value = lowered.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    when = email.utils.parsedate_to_datetime(value) if value.strip() else None
-    if when is None:
+    seconds = _number(value)
+    if seconds is not None:
+        return _plausible(seconds)
+    return _plausible(_date_delay(value))
+
+
+def _number(value: str | None) -> float | None:
+    """A plain non-negative decimal number, else None (no signs, exponents, `nan`, `1_0`)."""
+    if value is None or not _NUMBER.fullmatch(value):
         return None
-    return max(0.0, when.timestamp() - time.time())
+    return float(value)
+
+
+def _date_delay(value: str) -> float | None:
+    """Seconds until an HTTP date (at least 0), or None when `value` is no date."""
+    if not value.strip() or len(value) > 64:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        if when.tzinfo is None:  # "-0000": UTC, with no claim about the local zone
+            when = when.replace(tzinfo=timezone.utc)
+        return max(0.0, when.timestamp() - time.time())
+    except (ValueError, TypeError, OverflowError, IndexError, OSError):
+        return None
+
+
+def _plausible(seconds: float | None) -> float | None:
+    if seconds is None or not math.isfinite(seconds) or not 0 <= seconds <= MAX_HINT_S:
+        return None
+    return seconds
 
 
 def backoff(attempt: int) -> float:
