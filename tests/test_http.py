@@ -4,16 +4,26 @@ from __future__ import annotations
 
 import email.utils
 import json
+import logging
 import pathlib
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import pytest
+import requests
 from sse_server import SSEServer, free_port
 
-from agentcore import AbortController
+from agentcore import (
+    AbortController,
+    Context,
+    Model,
+    StopReason,
+    StreamOptions,
+    UserMessage,
+    complete,
+)
 from agentcore.providers import _http
 from agentcore.providers._http import (
     HttpError,
@@ -33,6 +43,19 @@ KEY = "sk-test"
 BODY = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
 
+_SESSION: list[requests.Session] = []
+
+
+@pytest.fixture(autouse=True)
+def http_session() -> Iterator[requests.Session]:
+    """One agentcore session per test, used by `make_request` and closed afterwards."""
+    session = _http.new_http_session()
+    _SESSION[:] = [session]
+    yield session
+    _SESSION.clear()
+    session.close()
+
+
 def fixture_id(path: pathlib.Path) -> str:
     return str(path.relative_to(FIXTURES))
 
@@ -43,6 +66,7 @@ def fixture_bytes(name: str) -> bytes:
 
 def make_request(server: SSEServer, **kwargs) -> HttpRequest:
     kwargs.setdefault("secrets", (KEY,))
+    kwargs.setdefault("session", _SESSION[0])
     return HttpRequest(
         url=f"{server.url}/chat/completions",
         body=json.dumps(BODY).encode(),
@@ -247,7 +271,7 @@ def test_http_x_should_retry_overrides_the_status(sse_server, backoffs) -> None:
 
 def test_http_connection_refused_is_retried_then_fails(backoffs) -> None:
     request = HttpRequest(url=f"http://127.0.0.1:{free_port()}/chat/completions", body=b"{}",
-                          headers={})
+                          headers={}, session=_SESSION[0])
     with pytest.raises(HttpError) as info:
         open_stream(request)
     assert str(info.value) == "Connection error."
@@ -257,7 +281,7 @@ def test_http_connection_refused_is_retried_then_fails(backoffs) -> None:
 
 def test_http_connection_refused_without_retries(backoffs) -> None:
     request = HttpRequest(url=f"http://127.0.0.1:{free_port()}/x", body=b"{}", headers={},
-                          max_retries=0)
+                          max_retries=0, session=_SESSION[0])
     with pytest.raises(HttpError, match=r"^Connection error\.$"):
         open_stream(request)
     assert backoffs == []
@@ -428,17 +452,110 @@ def test_http_redact_function() -> None:
     assert _http.redact("token abcd", ("abcd",)) == "token ***"
 
 
-def test_http_sessions_are_per_thread(run_in_thread) -> None:
-    here = _http._session()
-    assert _http._session() is here
-    others: list[object] = []
-    done = threading.Event()
+# --- server hints that are no hints ------------------------------------------------------------
 
-    def other_thread() -> None:
-        others.extend([_http._session(), _http._session()])
-        done.set()
+BAD_HINTS = ["garbage", "Wed, 99 Foo 2015 07:28:00 GMT", "Fri, 31 Dec 9999 23:59:59 GMT", "-5",
+             "1e400", "nan", "inf", "1_0", "99999999999", "", "3, 3"]
 
-    run_in_thread(other_thread)
-    assert done.wait(WAIT_S)
-    assert others[0] is others[1]
-    assert others[0] is not here
+
+@pytest.mark.parametrize("header", ["Retry-After", "retry-after-ms"])
+@pytest.mark.parametrize("value", BAD_HINTS)
+def test_http_a_bad_server_hint_falls_back_to_the_backoff(sse_server, backoffs, header,
+                                                         value) -> None:
+    sse_server.status(429, '{"error": "slow down"}', {header: value})
+    sse_server.sse(b"data: ok\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert backoffs == [0]
+
+
+@pytest.mark.parametrize("value", BAD_HINTS)
+def test_http_a_bad_server_hint_keeps_the_error_text_when_retries_run_out(
+    sse_server, backoffs, value
+) -> None:
+    body = fixture_bytes("openai_completions/http_429.json").decode()
+    for _ in range(3):
+        sse_server.status(429, body, {"Retry-After": value, "retry-after-ms": value})
+    error = failure(make_request(sse_server))
+    assert str(error) == f"429 {body}"
+    assert (error.status, error.refusal) == (429, None)
+    assert backoffs == [0, 1]
+
+
+def test_http_server_delay_parsing() -> None:
+    from agentcore.providers._retry import MAX_HINT_S, server_delay
+
+    assert server_delay({"Retry-After": "2"}) == 2.0
+    assert server_delay({"retry-after": " 1.5 "}) == 1.5
+    assert server_delay({"retry-after-ms": "250"}) == 0.25
+    assert server_delay({"retry-after-ms": "nan", "Retry-After": "3"}) == 3.0
+    assert server_delay({"Retry-After": str(int(MAX_HINT_S))}) == MAX_HINT_S
+    assert server_delay({"Retry-After": str(int(MAX_HINT_S) + 1)}) is None
+    assert server_delay({"Retry-After": "Sun, 06 Nov 1994 08:49:37 GMT"}) == 0.0
+    assert server_delay({"Retry-After": "Sun, 06 Nov 1994 08:49:37 -0000"}) == 0.0
+    date = email.utils.formatdate(time.time() + 100, usegmt=True)
+    delay = server_delay({"Retry-After": date})
+    assert delay is not None
+    assert 95 < delay <= 100
+    for value in BAD_HINTS:
+        assert server_delay({"Retry-After": value, "retry-after-ms": value}) is None, value
+
+
+def test_http_backoff_is_capped_by_the_max_retry_delay() -> None:
+    from agentcore.providers._retry import RetryPolicy
+
+    assert RetryPolicy(2, 1000).capped(8.0) == 1.0
+    assert RetryPolicy(2, 1000).capped(0.4) == 0.4
+    assert RetryPolicy(2, 0).capped(8.0) == 8.0  # 0: no cap
+
+
+def test_http_a_bad_hint_through_a_provider_keeps_the_429_text(sse_server, backoffs) -> None:
+    body = fixture_bytes("openai_completions/http_429.json").decode()
+    for _ in range(3):
+        sse_server.status(429, body, {"Retry-After": "1e400"})
+    model = Model("gpt-4o-mini", "M", "openai-completions", "openai", f"{sse_server.url}/v1")
+    reply = complete(model, Context(None, [UserMessage("hi")]), StreamOptions(api_key=KEY))
+    message = json.loads(body)["error"]["message"]
+    assert reply.error_message == f"429 {message}"
+    assert len(sse_server.requests) == 3
+
+
+# --- replies of an unexpected shape ------------------------------------------------------------
+
+SHAPES = [
+    ("openai-completions", "openai", "/v1", 'data: {"choices": 5}',
+     "TypeError: 'int' object is not subscriptable, in '{\"choices\": 5}'"),
+    ("openai-completions", "openai", "/v1", 'data: {"choices": [{"index": 0, "delta": 5}]}',
+     "AttributeError: 'int' object has no attribute 'get', in "
+     "'{\"choices\": [{\"index\": 0, \"delta\": 5}]}'"),
+    ("openai-responses", "openai", "/v1",
+     'data: {"type": "response.output_text.delta", "delta": 5}', "TypeError: "),
+    ("anthropic-messages", "anthropic", "",
+     'event: message_delta\ndata: {"type": "message_delta", "delta": 5}', "AttributeError: "),
+    ("google-generative-ai", "google", "/v1beta", 'data: {"candidates": 3}', "TypeError: "),
+]
+
+
+@pytest.mark.parametrize(("api", "provider", "suffix", "event", "what"), SHAPES,
+                         ids=[f"{s[0]}-{i}" for i, s in enumerate(SHAPES)])
+def test_http_an_unexpected_shape_is_named_with_an_excerpt(sse_server, caplog, api, provider,
+                                                          suffix, event, what) -> None:
+    caplog.set_level(logging.DEBUG)
+    sse_server.sse(event.encode() + b"\n\n")
+    model = Model("m", "M", api, provider, sse_server.url + suffix)
+    reply = complete(model, Context(None, [UserMessage("hi")]), StreamOptions(api_key=KEY))
+    assert reply.stop_reason == StopReason.ERROR
+    assert reply.error_message.startswith(f"unexpected response from {provider} ({api}): {what}")
+    assert any("Traceback" in r.getMessage() for r in caplog.records)
+
+
+def test_http_an_unexpected_shape_excerpt_is_short_and_redacted(sse_server) -> None:
+    key = "plain-key-0123456789"
+    payload = json.dumps({"echo": key, "choices": 5, "pad": "-" * 500})
+    sse_server.sse(f"data: {payload}\n\n".encode())
+    model = Model("m", "M", "openai-completions", "openai", f"{sse_server.url}/v1")
+    reply = complete(model, Context(None, [UserMessage("hi")]), StreamOptions(api_key=key))
+    assert reply.error_message is not None
+    assert len(reply.error_message) < 300
+    assert reply.error_message.endswith("...'")
+    assert '\'{"echo": "***", "choices": 5' in reply.error_message
+    assert key not in reply.error_message

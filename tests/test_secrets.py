@@ -6,9 +6,11 @@ way real providers do ("Incorrect API key provided: sk-..."), so redaction is wh
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import pathlib
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -230,7 +232,8 @@ def test_secrets_a_failing_run_shows_no_key(
         assert not leaks(recorded.all_text(), key), recorded.all_text()
     else:
         assert not leaks(last.error_message + caplog.text, key)
-        assert any(r.exc_info for r in caplog.records)  # the debug traceback was logged
+        # the debug traceback was logged, as redacted text rather than as exc_info
+        assert any("Traceback" in r.getMessage() and not r.exc_info for r in caplog.records)
 
 
 def test_secrets_redacted_error_messages_stay_useful(
@@ -296,3 +299,140 @@ def test_secrets_the_local_placeholder_key_is_not_redacted(
     reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]))
     assert sse_server.requests[0].header("Authorization") == "Bearer none"
     assert reply.error_message == '404 model "nonexistent" not found, try pulling it first'
+
+
+# --- keys of any shape, in any encoding ---------------------------------------------------------
+
+ODD_KEY = "az-7f/Q+x=\"quoted\"\\back%slash'é-0123456789"  # escapes differently everywhere
+WIRE_APIS = {  # api: (provider, base-URL suffix)
+    "openai-completions": ("openai", "/v1"),
+    "openai-responses": ("openai", "/v1"),
+    "anthropic-messages": ("anthropic", ""),
+    "google-generative-ai": ("google", "/v1beta"),
+}
+
+
+def encodings(key: str) -> dict[str, str]:
+    """How a key can show up in text, Basic credentials at each base64 alignment included."""
+    from urllib.parse import quote, quote_plus
+
+    percent = quote(key, safe="")
+    forms = {"raw": key, "repr": repr(key)[1:-1], "ascii": ascii(key)[1:-1],
+             "json": json.dumps(key)[1:-1],
+             "json-utf8": json.dumps(key, ensure_ascii=False)[1:-1], "percent": percent,
+             "percent-lower": re.sub(r"%[0-9A-F]{2}", lambda m: m.group().lower(), percent),
+             "form": quote_plus(key), "stripped": key.strip()}
+    for user in ("", "u", "us", "user"):
+        forms[f"basic({user!r}:key)"] = base64.b64encode(f"{user}:{key}".encode()).decode()
+    return forms
+
+
+def shows(text: str, key: str) -> list[str]:
+    """The encodings of `key` (or of its middle part, for base64) found in `text`."""
+    found = [name for name, form in encodings(key).items()
+             if not name.startswith("basic") and form in text]
+    middle = key.strip().encode()[3:-3]  # what base64 cannot hide at any alignment
+    for shift in range(3):
+        piece = base64.b64encode(middle[shift: shift + (len(middle) - shift) // 3 * 3]).decode()
+        if len(piece) >= 8 and piece[:-4] in text:
+            found.append(f"base64 at {shift}")
+    return found
+
+
+@pytest.mark.parametrize("key", [ODD_KEY, PLAIN_KEY, "short-key-1", "k" * 64])
+def test_secrets_redact_covers_every_encoding(key: str) -> None:
+    from agentcore.providers._http import redact
+
+    for name, form in encodings(key).items():
+        text = f"before [{form}] after"
+        redacted = redact(text, (key,))
+        assert shows(redacted, key) == [], (name, redacted)
+        assert redacted.startswith("before ["), name
+        assert redacted.endswith("] after"), name
+
+
+def test_secrets_redact_leaves_other_text_alone() -> None:
+    from agentcore.providers._http import redact
+
+    text = "401 Unauthorized: the key you sent (ending in 6789) is not valid for this project"
+    assert redact(text, (PLAIN_KEY,)) == text
+
+
+BAD_KEYS = {
+    "trailing newline": (PLAIN_KEY + "\n", "line break"),
+    "crlf inside": (PLAIN_KEY[:8] + "\r\n" + PLAIN_KEY[8:], "line break"),
+    "nul": (PLAIN_KEY + "\x00", "control character"),
+    "escape": ("\x1b" + PLAIN_KEY, "control character"),
+    "leading space": (" " + PLAIN_KEY, "starts with whitespace"),
+    "not latin-1": (PLAIN_KEY + "\u2019", "not Latin-1"),
+}
+
+
+@pytest.mark.parametrize("api", list(WIRE_APIS))
+@pytest.mark.parametrize("bad", list(BAD_KEYS))
+def test_secrets_a_key_that_is_no_header_value_is_named_not_shown(
+    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, api: str, bad: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key, problem = BAD_KEYS[bad]
+    provider, suffix = WIRE_APIS[api]
+    model = ac.Model("m-1", "M", api, provider, sse_server.url + suffix)
+    stream = ac.stream(model, ac.Context(None, [ac.UserMessage("hi")]),
+                       ac.StreamOptions(api_key=key))
+    events = list(stream)
+    reply = stream.result()
+
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert reply.error_message is not None
+    assert reply.error_message.startswith(f"{provider} ({api}): the API key is not a valid HTTP "
+                                          "header value: it ")
+    assert problem in reply.error_message
+    assert sse_server.requests == []
+    texts = [ac.to_json(e) for e in events] + [repr(e) for e in events]
+    texts += [ac.to_json(reply), repr(reply), str(reply), caplog.text]
+    texts += [r.getMessage() for r in caplog.records] + [repr(r.args) for r in caplog.records]
+    assert shows("\n".join(texts), key) == []
+
+
+def test_secrets_a_bad_header_value_names_the_header_not_the_value(sse_server: SSEServer) -> None:
+    model = ac.Model("m-1", "M", "openai-completions", "openai", f"{sse_server.url}/v1")
+    reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]), ac.StreamOptions(
+        api_key=PLAIN_KEY, headers={"X-Team": "alpha\nbeta-0123456789"}))
+    assert reply.error_message == (
+        "openai (openai-completions): the value of header 'X-Team' is not a valid HTTP header "
+        "value: it contains a line break (often a trailing newline copied with the key)")
+    assert sse_server.requests == []
+
+
+@pytest.mark.parametrize("api", list(WIRE_APIS))
+def test_secrets_an_echo_in_any_encoding_is_redacted(
+    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, api: str
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = ODD_KEY.replace("é", "e")  # sent in a header: Latin-1 only
+    provider, suffix = WIRE_APIS[api]
+    echo = " | ".join(f"{name}={form}" for name, form in encodings(key).items())
+    sse_server.status(401, json.dumps({"error": {"message": f"bad key: {echo}"}}))
+    model = ac.Model("m-1", "M", api, provider, sse_server.url + suffix)
+    stream = ac.stream(model, ac.Context(None, [ac.UserMessage("hi")]),
+                       ac.StreamOptions(api_key=key))
+    events = list(stream)
+    reply = stream.result()
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert "bad key: raw=***" in (reply.error_message or "")
+    texts = [ac.to_json(e) for e in events] + [repr(e) for e in events]
+    texts += [ac.to_json(reply), caplog.text]
+    assert shows("\n".join(texts), key) == []
+
+
+def test_secrets_basic_credentials_in_headers_are_redacted_decoded_too(
+    sse_server: SSEServer,
+) -> None:
+    password = "vllm-token-0123456789"
+    basic = base64.b64encode(f"admin:{password}".encode()).decode()
+    sse_server.status(403, f"user admin with password {password} may not use this model")
+    model = ac.Model("m-1", "M", "openai-completions", "openai", f"{sse_server.url}/v1")
+    reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]), ac.StreamOptions(
+        api_key="none", headers={"Authorization": f"Basic {basic}"}))
+    assert reply.error_message == "403 user admin with password *** may not use this model"
+    assert sse_server.requests[0].header("Authorization") == f"Basic {basic}"

@@ -14,15 +14,20 @@ Private modules, used only inside this package:
 - `_reply`: `WireApi`, the seam each wire module fills in, and `stream_http_reply`, which
   streams any of them.
 - `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
-- `_http` (session, request, SSE body, abort), `_retry` (retry policy), `_sse` (SSE decoding).
+- `_http` (sessions, request, SSE body, abort in every phase, redaction), `_retry` (retry
+  policy, server hints), `_sse` (SSE decoding).
 - `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
+
+`new_http_session()` makes the `requests.Session` an `Agent` owns and passes as
+`http_session` to all its runs (keep-alive; abort cuts a connect or a wait for headers).
 
 Importing this package loads neither the wire modules nor requests.
 """
 
 from __future__ import annotations
 
+from ._http import new_http_session
 from ._registry import StreamFn, complete, register_provider, stream, unregister_provider
 from .models import (
     env_var_for,
@@ -41,6 +46,7 @@ __all__ = [
     "get_model",
     "get_models",
     "get_providers",
+    "new_http_session",
     "register_provider",
     "require_api_key",
     "stream",

@@ -1,21 +1,30 @@
-"""HTTP for providers: one `requests.Session` per thread, retries, SSE streaming, abort.
+"""HTTP for providers: sessions, retries, SSE streaming, abort at every phase, redaction.
 
 `open_stream` sends the request, retrying what `_retry` says may be retried (in sleeps that an
-abort cuts short) but never once the body has started. `iter_events` reads the body as
-Server-Sent Events; an abort shuts the socket down from the aborting thread, so a blocked read
-returns at once instead of draining the response.
+abort cuts short) but never once the body has started. With a signal, the request is sent and its
+headers awaited on a short-lived daemon thread (`_Opener`) while the caller waits for it or the
+abort, whichever comes first: an abort returns at once in any phase (resolving, connecting,
+waiting for headers). Sessions from `new_http_session` also hand every socket a request opens or
+reuses to the opener before it connects, so the abort shuts that socket down and the opener ends
+too. `iter_events` reads the body as Server-Sent Events; an abort shuts the socket down from the
+aborting thread, so a blocked read returns at once instead of draining the response.
+`finish_body` ends a reply its handler stopped reading, so that its connection can be reused.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import functools
+import json
 import logging
 import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, quote_plus
 
 import attrs
 
@@ -26,11 +35,16 @@ from ._retry import RetryPolicy, RetryRefusal, server_delay
 from ._retry import backoff as _backoff
 from ._sse import SSEDecoder, SseItem, UnframedLines
 
+if TYPE_CHECKING:
+    import requests
+
 __all__ = [
     "HttpError",
     "HttpRequest",
     "RequestAborted",
+    "finish_body",
     "iter_events",
+    "new_http_session",
     "open_stream",
     "redact",
 ]
@@ -41,6 +55,8 @@ CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 600.0
 _BODY_LIMIT = 64 * 1024
 _READ_SIZE = 64 * 1024
+_DRAIN_S = 0.25  # how long the rest of a body may take to arrive, after the handler stopped
+_DRAIN_ITEMS = 8  # and how many more items it may hold, before the connection is closed instead
 
 
 class RequestAborted(Exception):
@@ -67,7 +83,7 @@ class HttpError(Exception):
 
 @attrs.frozen
 class HttpRequest:
-    """One POST of a JSON body that answers with an event stream."""
+    """One POST of a JSON body that answers with an event stream, sent through `session`."""
 
     url: str
     body: bytes
@@ -78,18 +94,23 @@ class HttpRequest:
     max_retry_delay_ms: int | None = None
     on_response: Callable[[int, Mapping[str, str]], None] | None = None
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
+    session: requests.Session = attrs.field(kw_only=True, repr=False)
 
 
-_local = threading.local()
+def new_http_session() -> requests.Session:
+    """A `requests.Session` configured for agentcore: keep-alive, and abort in every phase.
 
+    Its connections hand their sockets to the request being opened, so that `abort()` can shut
+    a connect or a wait for response headers down at once. The caller owns it and closes it
+    (an `Agent` closes its own in `Agent.close()`). Any other session works too; with one, an
+    abort still returns at once but an abandoned connect or wait ends only at its timeout.
+    """
+    import requests
 
-def _session() -> Any:
-    """This thread's `requests.Session` (created on first use; requests is imported lazily)."""
-    session = getattr(_local, "session", None)
-    if session is None:
-        import requests
-
-        session = _local.session = requests.Session()
+    session = requests.Session()
+    adapter_type = _adapter_type()
+    session.mount("https://", adapter_type())
+    session.mount("http://", adapter_type())
     return session
 
 
@@ -97,13 +118,48 @@ _KEY_PATTERNS = re.compile(
     r"(sk-ant-[A-Za-z0-9_\-]{6,}|sk-[A-Za-z0-9_\-*]{6,}|AIza[0-9A-Za-z_\-]{10,}"
     r"|gsk_[A-Za-z0-9]{10,}|xai-[A-Za-z0-9]{10,})"
 )
+_MIN_SECRET = 4
+_MIN_BASE64_BYTES = 6  # shorter pieces of a key in base64 would match ordinary words
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+
+
+def _forms(secret: str) -> set[str]:
+    """The ways `secret` can be written into text.
+
+    Raw, stripped, escaped, percent-encoded, and the base64 of it at each of the three
+    alignments it can have inside Basic credentials.
+    """
+    forms: set[str] = set()
+    for raw in {secret, secret.strip()}:
+        if len(raw) < _MIN_SECRET:
+            continue
+        percent = {quote(raw, safe=""), quote(raw), quote_plus(raw)}
+        forms |= percent | {_PERCENT.sub(lambda m: m.group().lower(), p) for p in percent}
+        forms |= {raw, repr(raw)[1:-1], ascii(raw)[1:-1], json.dumps(raw)[1:-1],
+                  json.dumps(raw, ensure_ascii=False)[1:-1]}
+        data = raw.encode("utf-8", "surrogatepass")
+        for shift in range(3):
+            piece = data[shift: shift + (len(data) - shift) // 3 * 3]
+            if len(piece) >= _MIN_BASE64_BYTES:
+                forms.add(base64.b64encode(piece).decode("ascii"))
+                forms.add(base64.urlsafe_b64encode(piece).decode("ascii"))
+    return {form for form in forms if len(form) >= _MIN_SECRET}
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """Remove API keys from `text`: the given secrets and anything shaped like a known key."""
+    """Remove API keys from `text`: the given secrets in any encoding, and known key shapes.
+
+    Every secret of at least four characters is replaced by `***` wherever it appears raw,
+    without surrounding whitespace, repr-, ascii- or JSON-escaped, percent-encoded (either case
+    of hex digit) or base64-encoded as inside HTTP Basic credentials (`user:key`).
+    """
+    forms: set[str] = set()
     for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
+        if secret:
+            forms |= _forms(secret)
+    if forms:
+        pattern = "|".join(re.escape(form) for form in sorted(forms, key=len, reverse=True))
+        text = re.sub(pattern, "***", text)
     return _KEY_PATTERNS.sub(lambda m: m.group()[:3] + "***", text)
 
 
@@ -114,13 +170,19 @@ def _sleep(seconds: float, signal: AbortSignal | None) -> None:
         raise RequestAborted(ABORTED_TEXT)
 
 
-def _read_body(response: Any) -> str:
+def _read_body(response: Any, signal: AbortSignal | None) -> str:
+    """Up to `_BODY_LIMIT` bytes of an error body; an abort cuts the read short."""
+    remove = signal.add_listener(_shutdown(response)) if signal is not None else None
     try:
         raw = response.raw.read(_BODY_LIMIT, decode_content=True) or b""
     except Exception:
         raw = b""
     finally:
+        if remove is not None:
+            remove()
         response.close()
+    if signal is not None and signal.aborted:
+        raise RequestAborted(ABORTED_TEXT)
     return raw.decode("utf-8", errors="replace")
 
 
@@ -134,31 +196,34 @@ def open_stream(request: HttpRequest) -> Any:
     signal = request.signal
     policy = RetryPolicy.of(request.max_retries, request.max_retry_delay_ms)
     read_timeout = request.timeout or DEFAULT_READ_TIMEOUT_S
+    timeouts = (min(CONNECT_TIMEOUT_S, read_timeout), read_timeout)
     attempt = 0
     while True:
         if signal is not None and signal.aborted:
             raise RequestAborted(ABORTED_TEXT)
         try:
-            response = _session().post(
-                request.url, data=request.body, headers=request.headers, stream=True,
-                timeout=(min(CONNECT_TIMEOUT_S, read_timeout), read_timeout),
-            )
+            response = _post(request, timeouts)
         except (requests.ConnectionError, requests.Timeout) as exc:
             if signal is not None and signal.aborted:
                 raise RequestAborted(ABORTED_TEXT) from None
             timed_out = isinstance(exc, requests.Timeout)
             if attempt < policy.max_retries:
-                _log.debug("retrying %s after %s", request.url, type(exc).__name__)
-                _sleep(_backoff(attempt), signal)
+                _log.debug("retrying %s after %s", redact(request.url, request.secrets),
+                           type(exc).__name__)
+                _sleep(policy.capped(_backoff(attempt)), signal)
                 attempt += 1
                 continue
             raise HttpError("Request timed out." if timed_out else "Connection error.") from None
         headers = dict(response.headers)
         if request.on_response is not None:
-            request.on_response(response.status_code, headers)
+            try:
+                request.on_response(response.status_code, headers)
+            except BaseException:
+                response.close()
+                raise
         if 200 <= response.status_code < 300:
             return response
-        body = redact(_read_body(response), request.secrets)
+        body = redact(_read_body(response, signal), request.secrets)
         status = response.status_code
         if policy.retries_status(attempt, status, headers):
             asked = server_delay(headers)
@@ -166,10 +231,219 @@ def open_stream(request: HttpRequest) -> Any:
             if refusal is not None:
                 raise HttpError(f"{refusal.text} {body}".rstrip(), status, body, headers,
                                 refusal=refusal)
-            _sleep(asked if asked is not None else _backoff(attempt), signal)
+            _sleep(asked if asked is not None else policy.capped(_backoff(attempt)), signal)
             attempt += 1
             continue
         raise HttpError(f"{status} {body}".rstrip(), status, body, headers)
+
+
+def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
+    """POST `request` and return the response once its headers are in.
+
+    Without a signal this happens on the calling thread. With one, on an `_Opener`, so that an
+    abort returns at once whatever the request is blocked in; an abort raises `RequestAborted`.
+    """
+
+    def send() -> Any:
+        return request.session.post(request.url, data=request.body, headers=request.headers,
+                                    stream=True, timeout=timeouts)
+
+    if request.signal is None:
+        return send()
+    opener = _Opener(send)
+    opener.start()
+    remove = request.signal.add_listener(opener.abandon)
+    try:
+        opener.finished.wait()
+    finally:
+        remove()
+    return opener.outcome()
+
+
+class _SocketWatch:
+    """The sockets one request opens or reuses, so that an abort can shut them down.
+
+    Thread-safe. A socket added after `cut()` is shut down at once (the abort came first).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._cut = False
+
+    def add(self, sock: socket.socket) -> None:
+        with self._lock:
+            if not self._cut:
+                self._sockets.append(sock)
+                return
+        _shut(sock)
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            sockets, self._sockets = self._sockets, []
+        for sock in sockets:
+            _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut `sock` down both ways: a blocked connect, send or receive on it returns at once."""
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Opener(threading.Thread):
+    """Runs one `send()` (connect, send, wait for headers) off the calling thread.
+
+    The caller waits on `finished`, which `abandon()` (the abort) sets as well; `outcome()` then
+    gives the response or raises what `send()` raised, or `RequestAborted`. An abandoned opener
+    closes the response it may still get; it is a daemon, so an abandoned connect never keeps
+    the process alive. The connections of `new_http_session` add their sockets to `watch`.
+    """
+
+    def __init__(self, send: Callable[[], Any]) -> None:
+        super().__init__(name="agentcore-http-open", daemon=True)
+        self.watch = _SocketWatch()
+        self.finished = threading.Event()
+        self._send = send
+        self._lock = threading.Lock()
+        self._response: Any = None
+        self._error: BaseException | None = None
+        self._abandoned = False
+
+    def run(self) -> None:
+        try:
+            response = self._send()
+        except BaseException as exc:
+            with self._lock:
+                self._error = exc
+        else:
+            with self._lock:
+                abandoned = self._abandoned
+                if not abandoned:
+                    self._response = response
+            if abandoned:
+                response.close()
+        finally:
+            self._send = _nothing  # drop the request (and the session) as soon as possible
+            self.finished.set()
+
+    def abandon(self) -> None:
+        """Give up on the request (from the aborting thread): cut its sockets, wake the caller."""
+        with self._lock:
+            self._abandoned = True
+            response, self._response = self._response, None
+        self.watch.cut()
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.close()
+        self.finished.set()
+
+    def outcome(self) -> Any:
+        """The response; raises what sending raised, or `RequestAborted` once abandoned."""
+        with self._lock:
+            if self._abandoned:
+                raise RequestAborted(ABORTED_TEXT)
+            error, self._error = self._error, None
+            if error is not None:
+                raise error
+            return self._response
+
+
+def _nothing() -> None:
+    return None
+
+
+def _current_watch() -> _SocketWatch | None:
+    thread = threading.current_thread()
+    return thread.watch if isinstance(thread, _Opener) else None
+
+
+def _watched_socket(conn: Any, watch: _SocketWatch) -> socket.socket:
+    """A connected socket for urllib3 connection `conn`, added to `watch` before it connects.
+
+    What `urllib3.util.connection.create_connection` and `HTTPConnection._new_conn` do (urllib3
+    offers no hook between creating a socket and connecting it), with the same exceptions.
+    """
+    from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
+    from urllib3.util.connection import allowed_gai_family
+
+    host = str(conn.host).strip("[]")
+    try:
+        found = socket.getaddrinfo(host, conn.port, allowed_gai_family(), socket.SOCK_STREAM)
+    except socket.gaierror as exc:
+        raise NameResolutionError(conn.host, conn, exc) from exc
+    error: OSError = OSError("getaddrinfo returns an empty list")
+    for family, kind, proto, _, address in found:
+        sock = socket.socket(family, kind, proto)
+        try:
+            for option in conn.socket_options or ():
+                sock.setsockopt(*option)
+            if conn.timeout is None or isinstance(conn.timeout, (int, float)):
+                sock.settimeout(conn.timeout)
+            if conn.source_address:
+                sock.bind(conn.source_address)
+            watch.add(sock)
+            sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            error = exc
+            continue
+        return sock
+    if isinstance(error, TimeoutError):
+        raise ConnectTimeoutError(conn, f"Connection to {conn.host} timed out. "
+                                        f"(connect timeout={conn.timeout})") from error
+    raise NewConnectionError(conn, f"Failed to establish a new connection: {error}") from error
+
+
+@functools.cache
+def _adapter_type() -> type[Any]:
+    """The `HTTPAdapter` of `new_http_session`, built on first use (requests loads lazily).
+
+    Its connections create their sockets through `_watched_socket` when on an `_Opener`, and
+    add a reused socket to the opener's watch before sending on it.
+    """
+    import requests.adapters
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class WatchedHTTPConnection(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            watch = _current_watch()
+            return super()._new_conn() if watch is None else _watched_socket(self, watch)
+
+        def request(self, *args: Any, **kwargs: Any) -> None:
+            watch = _current_watch()
+            if watch is not None and self.sock is not None:
+                watch.add(self.sock)
+            super().request(*args, **kwargs)
+
+    class WatchedHTTPSConnection(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            watch = _current_watch()
+            return super()._new_conn() if watch is None else _watched_socket(self, watch)
+
+        def request(self, *args: Any, **kwargs: Any) -> None:
+            watch = _current_watch()
+            if watch is not None and self.sock is not None:
+                watch.add(self.sock)
+            super().request(*args, **kwargs)
+
+    class WatchedPool(HTTPConnectionPool):
+        ConnectionCls = WatchedHTTPConnection
+
+    class WatchedTLSPool(HTTPSConnectionPool):
+        ConnectionCls = WatchedHTTPSConnection
+
+    class AgentcoreAdapter(requests.adapters.HTTPAdapter):
+        """`HTTPAdapter` whose direct connections an abort can cut in any phase."""
+
+        def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+            super().init_poolmanager(*args, **kwargs)
+            self.poolmanager.pool_classes_by_scheme = {"http": WatchedPool,
+                                                       "https": WatchedTLSPool}
+
+    return AgentcoreAdapter
 
 
 def _socket_of(response: Any) -> socket.socket | None:
@@ -195,12 +469,38 @@ def _shutdown(response: Any) -> Callable[[], None]:
     def cut() -> None:
         sock = _socket_of(response)
         if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
+            _shut(sock)
         with contextlib.suppress(Exception):  # races the reading thread, which fails either way
             response.close()
 
     return cut
+
+
+def finish_body(events: Iterator[SseItem], response: Any) -> None:
+    """End a reply whose handler stopped reading `events` (from `iter_events(response, ...)`).
+
+    What is left of the body is read if it comes at once (OpenAI's terminating chunk after
+    `[DONE]`): a body read to its end gives its connection back to the session's pool, so the
+    next request reuses it. A body with more to say, or slow to end, is closed instead, and so
+    is its connection. Never raises.
+    """
+    deadline = time.monotonic() + _DRAIN_S
+    sock = _socket_of(response)
+    try:
+        for _ in range(_DRAIN_ITEMS):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            if sock is not None:
+                sock.settimeout(left)  # urllib3 sets it afresh for the connection's next request
+            next(events)
+    except (StopIteration, HttpError, RequestAborted, OSError):
+        pass
+    finally:
+        if isinstance(events, Generator):
+            events.close()
+        with contextlib.suppress(Exception):
+            response.close()
 
 
 def _body_chunks(raw: Any) -> Iterator[bytes]:

@@ -6,10 +6,14 @@ A wire module describes its API as a `WireApi` (URL, headers, body, event handle
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import logging
+import re
+import traceback
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -24,9 +28,21 @@ from .._core import (
     is_credential_header,
 )
 from ._builder import ReplyBuilder
-from ._http import HttpError, HttpRequest, RequestAborted, iter_events, open_stream, redact
-from ._sse import SseItem
+from ._http import (
+    HttpError,
+    HttpRequest,
+    RequestAborted,
+    finish_body,
+    iter_events,
+    new_http_session,
+    open_stream,
+    redact,
+)
+from ._sse import ServerSentEvent, SseItem
 from ._text import dumps
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "ProviderError",
@@ -46,6 +62,12 @@ EventHandler = Callable[[ReplyBuilder, Iterator[SseItem]], Iterator[AssistantMes
 
 class ProviderError(Exception):
     """A failure reported by the provider inside the stream; its text becomes `error_message`."""
+
+
+_MALFORMED = (KeyError, IndexError, TypeError, AttributeError)
+"""What a handler raises on JSON of an unexpected shape (`{"choices": []}` indexed at 0)."""
+_EXCERPT = 160
+_BAD_HEADER_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 
 
 @attrs.frozen
@@ -91,7 +113,8 @@ def secrets_of(api_key: str, model: Model, options: StreamOptions) -> tuple[str,
     """What to redact from error text: the key and credential-like header values.
 
     A key may come in `model.headers` or `options.headers` (`Authorization: Bearer ...`,
-    `x-api-key`) rather than as `api_key`; servers echo those back just the same.
+    `x-api-key`) rather than as `api_key`; servers echo those back just the same. HTTP Basic
+    credentials count with their decoded password too.
     """
     from .models import is_placeholder_key
 
@@ -101,9 +124,52 @@ def secrets_of(api_key: str, model: Model, options: StreamOptions) -> tuple[str,
     for headers in (model.headers, options.headers):
         for name, value in (headers or {}).items():
             if is_credential_header(name):
-                found.append(value)
-                found.append(value.partition(" ")[2])  # the credential after "Bearer "
+                scheme, _, credential = value.partition(" ")
+                found += [value, credential]  # the credential after "Bearer "
+                if scheme.lower() == "basic":
+                    found += _basic_parts(credential)
     return tuple(secret for secret in found if len(secret.strip()) >= 4)
+
+
+def _basic_parts(credential: str) -> list[str]:
+    """`user:password` and the password of HTTP Basic credentials, when they decode."""
+    try:
+        decoded = base64.b64decode(credential.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return []
+    return [decoded, decoded.partition(":")[2]]
+
+
+def _header_problem(value: str) -> str | None:
+    """Why `value` cannot be sent as an HTTP header value, or None when it can."""
+    if "\n" in value or "\r" in value:
+        return "it contains a line break (often a trailing newline copied with the key)"
+    if _BAD_HEADER_CHAR.search(value):
+        return "it contains a control character"
+    if value[:1].isspace():
+        return "it starts with whitespace"
+    if not value.isascii() and any(ord(c) > 0xFF for c in value):
+        return "it contains a character that is not Latin-1"
+    return None
+
+
+def check_headers(headers: Mapping[str, str], api_key: str, model: Model) -> None:
+    """Raise `ProviderError` naming the provider and the problem for a header that cannot be sent.
+
+    The key is checked by itself too (a leading space hides after `Bearer `). The value is never
+    shown: it is usually the key, and requests' own error would quote it.
+    """
+    where = f"{model.provider} ({model.api})"
+    if api_key and any(api_key in value for value in headers.values()):
+        problem = _header_problem(api_key)
+        if problem is not None:
+            raise ProviderError(f"{where}: the API key is not a valid HTTP header value: "
+                                f"{problem}")
+    for name, value in headers.items():
+        problem = _header_problem(value)
+        if problem is not None:
+            raise ProviderError(f"{where}: the value of header {name!r} is not a valid HTTP "
+                                f"header value: {problem}")
 
 
 def http_status_text(error: HttpError, from_json: Callable[[Any], str | None]) -> str:
@@ -124,8 +190,8 @@ def http_status_text(error: HttpError, from_json: Callable[[Any], str | None]) -
 
 
 def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
-              options: StreamOptions, api_key: str) -> Any:
-    """Apply `on_payload`, POST the JSON and return the open 2xx response."""
+              options: StreamOptions, api_key: str, session: requests.Session) -> Any:
+    """Apply `on_payload`, check the headers, POST the JSON and return the open 2xx response."""
     if options.on_payload is not None:
         replaced = options.on_payload(body, model)
         if replaced is not None:
@@ -133,11 +199,12 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
     merged = {"Content-Type": "application/json", "Accept": "text/event-stream", **headers}
     merged.update(model.headers or {})
     merged.update(options.headers or {})
+    check_headers(merged, api_key, model)
     request = HttpRequest(
         url, dumps(body).encode("utf-8"), merged, signal=options.signal,
         timeout=options.timeout, max_retries=options.max_retries,
         max_retry_delay_ms=options.max_retry_delay_ms, on_response=options.on_response,
-        secrets=secrets_of(api_key, model, options),
+        secrets=secrets_of(api_key, model, options), session=session,
     )
     return open_stream(request)
 
@@ -152,6 +219,24 @@ def _http_error_message(wire: WireApi, error: HttpError) -> str:
     return message
 
 
+def _remember(items: Iterator[SseItem], last: list[SseItem | None]) -> Iterator[SseItem]:
+    """`items`, keeping the one last handed out in `last[0]` (for error messages)."""
+    for item in items:
+        last[0] = item
+        yield item
+
+
+def _unexpected(model: Model, exc: BaseException, item: SseItem | None) -> str:
+    """The message for a handler that met JSON of a shape it did not expect."""
+    what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    message = f"unexpected response from {model.provider} ({model.api}): {what}"
+    if item is not None:
+        text = item.data if isinstance(item, ServerSentEvent) else item.text
+        excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
+        message += f", in {excerpt!r}"
+    return message
+
+
 def stream_http_reply(
     wire: WireApi, model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
@@ -159,22 +244,34 @@ def stream_http_reply(
 
     The API key is looked up now (a missing one raises `MissingApiKeyError`); the body is built
     and sent when the stream is first read. Every later failure ends the stream with an `error`
-    event carrying what arrived so far.
+    event carrying what arrived so far. The request goes through `options.http_session`, never
+    closed here; without one, through a session of its own, closed when the reply ends.
     """
     api_key = api_key_for(model, options)
     signal = options.signal
 
     def events() -> Iterator[AssistantMessageEvent]:
         builder = ReplyBuilder(model, wire.auto_close)
+        owned = new_http_session() if options.http_session is None else None
+        session = options.http_session or owned
+        assert session is not None
+        last: list[SseItem | None] = [None]
+        reading = False
         try:
             response = post_json(wire.url(model), wire.body(model, context, options),
-                                 wire.headers(model, api_key), model, options, api_key)
+                                 wire.headers(model, api_key), model, options, api_key,
+                                 session)
             yield builder.start()
-            yield from wire.handle(builder, iter_events(response, signal))
+            items = iter_events(response, signal)
+            reading = True
+            yield from wire.handle(builder, _remember(items, last))
+            reading = False
+            finish_body(items, response)
             if signal is not None and signal.aborted:
                 raise RequestAborted(ABORTED_TEXT)
             yield from builder.done()
         except Exception as exc:
+            secrets = secrets_of(api_key, model, options)
             aborted = signal is not None and signal.aborted
             if aborted or isinstance(exc, RequestAborted):
                 message, aborted = ABORTED_TEXT, True
@@ -182,10 +279,18 @@ def stream_http_reply(
                 message = _http_error_message(wire, exc)
             elif isinstance(exc, json.JSONDecodeError):
                 message = f"invalid JSON from the provider: {exc.msg}"
+            elif reading and isinstance(exc, _MALFORMED):
+                message = _unexpected(model, exc, last[0])
             else:
                 message = describe(exc)
-                if not isinstance(exc, ProviderError):
-                    _log.debug("%s stream failed", model.api, exc_info=True)
-            yield builder.error(redact(message, secrets_of(api_key, model, options)), aborted)
+            if not isinstance(exc, (ProviderError, RequestAborted, HttpError)):
+                # The traceback as redacted text: a record's exc_info would be formatted
+                # later, by any handler, with the exception's own (unredacted) message.
+                trace = "".join(traceback.format_exception(exc))
+                _log.debug("%s stream failed:\n%s", model.api, redact(trace, secrets))
+            yield builder.error(redact(message, secrets), aborted)
+        finally:
+            if owned is not None:
+                owned.close()
 
     return AssistantMessageEventStream.from_iterator(events())

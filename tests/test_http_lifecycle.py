@@ -1,0 +1,335 @@
+"""The life of an HTTP request: abort in every phase, keep-alive, who owns the session.
+
+Real sockets on 127.0.0.1 only: a listener whose accept queue is full (connects never finish),
+the scripted `sse_server` (headers that never come, bodies that never end) and a small counting
+server below (how many TCP connections a series of replies opens and closes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import pathlib
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+import requests
+from sse_server import SSEServer
+
+import agentcore as ac
+from agentcore.providers import new_http_session
+
+FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+WAIT_S = 5.0
+ABORT_BOUND_S = 0.5  # the benchmark holds the 100 ms target; this only has to beat the timeouts
+KEY = "sk-test-lifecycle"
+CONTEXT = ac.Context(None, [ac.UserMessage("hi")])
+
+# api, provider, base-URL suffix, a text reply fixture
+APIS = {
+    "openai-completions": ("openai", "/v1", "openai_completions/text.sse"),
+    "openai-responses": ("openai", "/v1", "openai_responses/text.sse"),
+    "anthropic-messages": ("anthropic", "", "anthropic/text.sse"),
+    "google-generative-ai": ("google", "/v1beta", "google/text.sse"),
+}
+
+
+def model_for(base_url: str, api: str = "openai-completions") -> ac.Model:
+    provider, suffix, _ = APIS[api]
+    return ac.Model("m-1", "M", api, provider, base_url + suffix)
+
+
+def wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
+    """Poll `condition` (for state another process or thread owns) until true or `timeout`."""
+    tick = threading.Event()
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        tick.wait(0.005)
+    return True
+
+
+# --- a listener that never accepts --------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def never_accepts() -> Iterator[str]:
+    """The base URL of a listener on 127.0.0.1 whose accept queue is full: connects hang."""
+    listener = socket.socket()
+    fillers: list[socket.socket] = []
+    try:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        for _ in range(16):
+            filler = socket.socket()
+            filler.settimeout(0.2)
+            try:
+                filler.connect(("127.0.0.1", port))
+            except TimeoutError:
+                filler.close()
+                break
+            fillers.append(filler)
+        else:
+            pytest.skip("could not fill the accept queue of a local listener")
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        for filler in fillers:
+            filler.close()
+        listener.close()
+
+
+# --- a server that counts connections -----------------------------------------------------------
+
+
+class CountingServer(ThreadingHTTPServer):
+    """Answers every POST with `body` as a chunked event stream; counts connections."""
+
+    daemon_threads = False
+    block_on_close = True
+
+    def __init__(self, body: bytes) -> None:
+        self.body = body
+        self.accepted = 0
+        self.closed = 0
+        self.lock = threading.Lock()
+        super().__init__(("127.0.0.1", 0), _CountingHandler)
+        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02},
+                                       name="counting-server")
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.thread.join(WAIT_S)
+
+
+class _CountingHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 10
+    server: CountingServer
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.lock:
+            self.server.accepted += 1
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+        with self.server.lock:
+            self.server.closed += 1
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        body = self.server.body
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(body), body))
+        self.wfile.flush()
+        self.wfile.write(b"0\r\n\r\n")  # the end of the body, after the last event
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Silence the per-request log lines."""
+
+
+@pytest.fixture
+def counting_server() -> Iterator[Callable[[bytes], CountingServer]]:
+    servers: list[CountingServer] = []
+
+    def start(body: bytes) -> CountingServer:
+        servers.append(CountingServer(body))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+# --- abort in every phase -----------------------------------------------------------------------
+
+
+def consume_with_abort(model: ac.Model, trigger: Callable[[], bool],
+                       **options: Any) -> tuple[ac.AssistantMessage, float]:
+    """Stream a reply, abort it once `trigger()` holds, and return it with abort → end (s)."""
+    controller = ac.AbortController()
+    stream = ac.stream(model, CONTEXT, ac.StreamOptions(api_key=KEY, signal=controller.signal,
+                                                        **options))
+    aborted_at: list[float] = []
+
+    def abort_when_ready() -> None:
+        if wait_until(trigger):
+            aborted_at.append(time.monotonic())
+            controller.abort()
+
+    helper = threading.Thread(target=abort_when_ready, name="test-aborter")
+    helper.start()
+    try:
+        result = stream.result()
+        ended_at = time.monotonic()
+    finally:
+        helper.join(WAIT_S)
+    assert aborted_at, "the trigger never held"
+    return result, ended_at - aborted_at[0]
+
+
+def assert_aborted(result: ac.AssistantMessage) -> None:
+    assert result.stop_reason == ac.StopReason.ABORTED
+
+
+@pytest.mark.parametrize("own_session", [False, True], ids=["per-call", "new_http_session"])
+def test_lifecycle_abort_while_connecting_ends_at_once(own_session: bool) -> None:
+    session = new_http_session() if own_session else None
+    try:
+        with never_accepts() as url:
+            started = time.monotonic()
+            result, latency = consume_with_abort(
+                model_for(url), lambda: time.monotonic() - started > 0.2, http_session=session)
+    finally:
+        if session is not None:
+            session.close()
+    assert_aborted(result)
+    assert latency < ABORT_BOUND_S
+    # the connecting thread is woken too: no thread outlives the test (conftest checks)
+
+
+@pytest.mark.parametrize("own_session", [False, True], ids=["per-call", "new_http_session"])
+def test_lifecycle_abort_while_waiting_for_headers_closes_the_connection(
+    sse_server: SSEServer, own_session: bool
+) -> None:
+    gone = sse_server.hang_headers(WAIT_S)
+    session = new_http_session() if own_session else None
+    try:
+        result, latency = consume_with_abort(model_for(sse_server.url),
+                                             lambda: bool(sse_server.requests),
+                                             http_session=session)
+    finally:
+        if session is not None:
+            session.close()
+    assert_aborted(result)
+    assert latency < ABORT_BOUND_S
+    assert gone.seen.wait(WAIT_S), "the server never saw the connection close"
+
+
+def test_lifecycle_abort_while_waiting_for_headers_with_a_plain_session(
+    sse_server: SSEServer,
+) -> None:
+    """A session not made by agentcore: the abort still returns at once; the abandoned request
+    ends at its own pace (here the server gives up after a second), on a daemon thread."""
+    gone = sse_server.hang_headers(1.0)
+    with requests.Session() as session:
+        result, latency = consume_with_abort(model_for(sse_server.url),
+                                             lambda: bool(sse_server.requests),
+                                             http_session=session)
+        assert_aborted(result)
+        assert latency < ABORT_BOUND_S
+        assert not gone.seen.is_set() or gone.at is not None
+
+
+def test_lifecycle_abort_while_reading_the_body(sse_server: SSEServer) -> None:
+    gone = sse_server.slow_sse([b'data: {"choices": []}\n\n'], interval_s=WAIT_S)
+    result, latency = consume_with_abort(model_for(sse_server.url),
+                                         lambda: bool(sse_server.requests))
+    assert_aborted(result)
+    assert latency < ABORT_BOUND_S
+    assert gone.seen.wait(WAIT_S)
+
+
+def test_lifecycle_abort_while_sleeping_before_a_retry(sse_server: SSEServer) -> None:
+    sse_server.status(429, '{"error": {"message": "slow down"}}', {"Retry-After": "30"})
+    result, latency = consume_with_abort(model_for(sse_server.url),
+                                         lambda: bool(sse_server.requests))
+    assert_aborted(result)
+    assert latency < ABORT_BOUND_S
+    assert len(sse_server.requests) == 1
+
+
+# --- connections --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("api", list(APIS))
+def test_lifecycle_replies_through_one_session_reuse_one_connection(
+    counting_server: Callable[[bytes], CountingServer], api: str
+) -> None:
+    server = counting_server((FIXTURES / APIS[api][2]).read_bytes())
+    model = model_for(server.url, api)
+    with new_http_session() as session:
+        for _ in range(20):
+            controller = ac.AbortController()  # as an Agent's run passes one
+            reply = ac.complete(model, CONTEXT, ac.StreamOptions(
+                api_key=KEY, http_session=session, signal=controller.signal))
+            assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+        assert server.accepted <= 2
+    assert wait_until(lambda: server.closed == server.accepted)
+
+
+def test_lifecycle_a_given_session_is_used_and_never_closed(
+    counting_server: Callable[[bytes], CountingServer],
+) -> None:
+    server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    session = requests.Session()
+    sent: list[str] = []
+    session.hooks["response"].append(lambda response, **kwargs: sent.append(response.url))
+    try:
+        for _ in range(3):
+            reply = ac.complete(model_for(server.url), CONTEXT,
+                                ac.StreamOptions(api_key=KEY, http_session=session))
+            assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+        assert sent == [f"{server.url}/v1/chat/completions"] * 3
+        assert server.accepted == 1
+        assert server.closed == 0  # the connection waits in the caller's pool
+    finally:
+        session.close()
+    assert wait_until(lambda: server.closed == 1)
+
+
+def test_lifecycle_without_a_session_each_reply_closes_its_own(
+    counting_server: Callable[[bytes], CountingServer],
+) -> None:
+    server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    for count in (1, 2):
+        reply = ac.complete(model_for(server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
+        assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+        assert wait_until(lambda count=count: server.closed == count)  # not left to the GC
+    assert server.accepted == 2
+
+
+def test_lifecycle_a_failed_reply_closes_its_connection(sse_server: SSEServer) -> None:
+    gone = sse_server.slow_sse([b'data: {"choices": 5}\n\n'], interval_s=WAIT_S)
+    with new_http_session() as session:
+        reply = ac.complete(model_for(sse_server.url), CONTEXT,
+                            ac.StreamOptions(api_key=KEY, http_session=session))
+        assert reply.stop_reason == ac.StopReason.ERROR
+        assert gone.seen.wait(WAIT_S)
+
+
+def test_lifecycle_a_body_that_goes_on_after_the_last_event_is_not_waited_for(
+    sse_server: SSEServer,
+) -> None:
+    body = (FIXTURES / "openai_completions/text.sse").read_bytes()
+    gone = sse_server.slow_sse([body], interval_s=WAIT_S)  # [DONE], then silence
+    with new_http_session() as session:
+        started = time.monotonic()
+        reply = ac.complete(model_for(sse_server.url), CONTEXT,
+                            ac.StreamOptions(api_key=KEY, http_session=session))
+        assert reply.stop_reason == ac.StopReason.STOP
+        assert time.monotonic() - started < 1.0
+        assert gone.seen.wait(WAIT_S)  # closed, not kept: the body never ended
+
+
+def test_lifecycle_new_http_session_is_a_requests_session() -> None:
+    with new_http_session() as session:
+        assert isinstance(session, requests.Session)
+        assert type(session.get_adapter("https://api.openai.com")) is type(
+            session.get_adapter("http://127.0.0.1"))
