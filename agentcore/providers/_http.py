@@ -55,7 +55,7 @@ CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 600.0
 _BODY_LIMIT = 64 * 1024
 _READ_SIZE = 64 * 1024
-_DRAIN_S = 0.25  # how long the rest of a body may take to arrive, after the handler stopped
+_DRAIN_S = 0.1  # how long the rest of a body may take to arrive, after the handler stopped
 _DRAIN_ITEMS = 8  # and how many more items it may hold, before the connection is closed instead
 
 
