@@ -27,7 +27,8 @@ Importing this package loads neither the wire modules nor requests.
 
 from __future__ import annotations
 
-from ._http import new_http_session
+from typing import TYPE_CHECKING
+
 from ._registry import StreamFn, complete, register_provider, stream, unregister_provider
 from .models import (
     env_var_for,
@@ -37,6 +38,9 @@ from .models import (
     get_providers,
     require_api_key,
 )
+
+if TYPE_CHECKING:
+    import requests
 
 __all__ = [
     "StreamFn",
@@ -52,3 +56,16 @@ __all__ = [
     "stream",
     "unregister_provider",
 ]
+
+
+def new_http_session() -> requests.Session:
+    """A `requests.Session` configured for agentcore: keep-alive, and abort in every phase.
+
+    Pass it as `http_session` to every request that should share connections; the caller owns
+    it and closes it (`session.close()`). Requests through it can be aborted while connecting
+    or waiting for response headers, not only while reading the body. Importing requests and
+    the HTTP module waits until this is first called.
+    """
+    from ._http import new_http_session as new
+
+    return new()

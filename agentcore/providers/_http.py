@@ -13,7 +13,6 @@ aborting thread, so a blocked read returns at once instead of draining the respo
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import functools
 import json
@@ -24,7 +23,6 @@ import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, quote_plus
 
 import attrs
 
@@ -129,6 +127,9 @@ def _forms(secret: str) -> set[str]:
     Raw, stripped, escaped, percent-encoded, and the base64 of it at each of the three
     alignments it can have inside Basic credentials.
     """
+    import base64  # only on an error path: kept out of the import of the wire modules
+    from urllib.parse import quote, quote_plus
+
     forms: set[str] = set()
     for raw in {secret, secret.strip()}:
         if len(raw) < _MIN_SECRET:

@@ -13,7 +13,6 @@ longer than the cap) and a retryable answer stays retryable.
 
 from __future__ import annotations
 
-import email.utils
 import math
 import random
 import re
@@ -117,6 +116,8 @@ def _date_delay(value: str) -> float | None:
     """Seconds until an HTTP date (at least 0), or None when `value` is no date."""
     if not value.strip() or len(value) > 64:
         return None
+    import email.utils  # here: it loads base64, calendar and locale, unneeded until a 429
+
     try:
         when = email.utils.parsedate_to_datetime(value)
         if when.tzinfo is None:  # "-0000": UTC, with no claim about the local zone
