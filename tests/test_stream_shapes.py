@@ -17,7 +17,8 @@ from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore._core import DEFAULT_MAX_EVENT_BYTES
-from agentcore.providers import _builder, _partial_json
+from agentcore.providers import _builder, _partial_json, new_http_session
+from agentcore.providers._http import HttpError, HttpRequest, iter_events, open_stream
 from agentcore.providers._sse import UNFRAMED_LIMIT, ServerSentEvent, SSEDecoder
 
 KEY = "sk-test"
@@ -190,6 +191,39 @@ def test_stream_text_partial_holds_the_text_so_far_and_old_blocks_never_change(
     assert all(block.text == text for block, text in kept)  # kept blocks are values
 
 
+def read_events(server: SSEServer, max_event_bytes: int) -> list[Any]:
+    with new_http_session() as session:
+        request = HttpRequest(f"{server.url}/v1/chat/completions", b"{}", {}, secrets=(KEY,),
+                              session=session)
+        response = open_stream(request)
+        try:
+            return list(iter_events(response, None, max_event_bytes))
+        finally:
+            response.close()
+
+
+@pytest.mark.parametrize("chunking", ["whole", "random"])
+def test_http_event_over_the_limit_ends_the_body_naming_it(sse_server, chunking) -> None:
+    body = b"data: small\n\n" + b"data: " + b"x" * 40_000 + b"\n\n" + b"data: never\n\n"
+    sse_server.sse(body, chunking=chunking)
+    with pytest.raises(HttpError, match=r"^server-sent event exceeds max_event_bytes "
+                                        r"\(32768 bytes\)$"):
+        read_events(sse_server, 32 * 1024)
+
+
+def test_http_event_at_the_limit_is_fine(sse_server) -> None:
+    data = b"x" * (32 * 1024 - len(b"data: "))
+    sse_server.sse(b"data: " + data + b"\n\n")
+    assert read_events(sse_server, 32 * 1024) == [ServerSentEvent(None, data.decode())]
+
+
+def test_http_line_over_the_limit_fails_before_it_ends(sse_server) -> None:
+    gone = sse_server.slow_sse([b"y" * 8192], interval_s=0.001)  # one line, never ended
+    with pytest.raises(HttpError, match=r"exceeds max_event_bytes \(65536 bytes\)"):
+        read_events(sse_server, 64 * 1024)
+    assert gone.seen.wait(5.0)
+
+
 def test_stream_event_over_the_default_limit_is_an_error_reply(sse_server) -> None:
     limit = DEFAULT_MAX_EVENT_BYTES
     sse_server.sse(chunk({"role": "assistant", "content": "x" * (limit + 1)}))
@@ -231,3 +265,11 @@ def test_sse_decoder_limit_counts_the_lines_of_one_event() -> None:
     assert decoder.feed(b"data: " + b"b" * 40 + b"\n") == []
     with pytest.raises(ValueError, match=r"exceeds max_event_bytes \(100 bytes\)"):
         decoder.feed(b"data: " + b"c" * 60 + b"\n")  # 46 + 66 bytes
+
+
+def test_stream_max_event_bytes_option_bounds_an_event(sse_server) -> None:
+    sse_server.sse(chunk({"role": "assistant", "content": "x" * 5000}))
+    events = list(stream(sse_server, max_event_bytes=4096))
+    assert [e.type for e in events] == ["start", "error"]
+    assert events[-1].error.error_message == (
+        "server-sent event exceeds max_event_bytes (4096 bytes)")

@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._core import ABORTED_TEXT, AbortSignal
+from .._core import ABORTED_TEXT, DEFAULT_MAX_EVENT_BYTES, AbortSignal
 from ._retry import RetryPolicy, RetryRefusal, server_delay
 
 # Looked up here at call time, so that tests can make the waits instant (conftest `backoffs`).
 from ._retry import backoff as _backoff
-from ._sse import SSEDecoder, SseItem, UnframedLines
+from ._sse import EventTooLargeError, SSEDecoder, SseItem, UnframedLines
 
 if TYPE_CHECKING:
     import requests
@@ -505,28 +505,31 @@ def finish_body(events: Iterator[SseItem], response: Any) -> None:
 
 
 def _body_chunks(raw: Any) -> Iterator[bytes]:
-    """The body's bytes as they arrive.
+    """The body's bytes as they arrive, at most `_READ_SIZE` at a time.
 
     Whole HTTP chunks when the body is chunked (urllib3's chunked reader costs a third of its
-    generic `read1` per call), else whatever one read gives.
+    generic `read1` per call), larger ones in pieces (a server's one huge chunk must not be
+    read whole before the decoder can refuse it), else whatever one read gives.
     """
     if getattr(raw, "chunked", False) and raw.supports_chunked_reads():
-        yield from raw.read_chunked(None, decode_content=True)
+        yield from raw.read_chunked(_READ_SIZE, decode_content=True)
         return
     while chunk := raw.read1(_READ_SIZE, decode_content=True):
         yield chunk
 
 
-def iter_events(response: Any, signal: AbortSignal | None) -> Iterator[SseItem]:
+def iter_events(response: Any, signal: AbortSignal | None,
+                max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[SseItem]:
     """Yield the body's events as they arrive; raises `RequestAborted` or `HttpError`.
 
-    Lines that were no SSE field come last, as one `UnframedLines`.
+    Lines that were no SSE field come last, as one `UnframedLines`. An event (or a line) over
+    `max_event_bytes` ends the body with an `HttpError` naming the limit.
     """
     import requests
     import urllib3
 
     remove = signal.add_listener(_shutdown(response)) if signal is not None else None
-    decoder = SSEDecoder()
+    decoder = SSEDecoder(max_event_bytes)
     chunks = _body_chunks(response.raw)
     try:
         while True:
@@ -547,6 +550,8 @@ def iter_events(response: Any, signal: AbortSignal | None) -> Iterator[SseItem]:
         yield from decoder.close()
         if decoder.unframed:  # e.g. Gemini's raw JSON error body after the last event
             yield UnframedLines("\n".join(decoder.unframed))
+    except EventTooLargeError as exc:
+        raise HttpError(str(exc)) from None
     finally:
         if remove is not None:
             remove()

@@ -262,7 +262,7 @@ def stream_http_reply(
                                  wire.headers(model, api_key), model, options, api_key,
                                  session)
             yield builder.start()
-            items = iter_events(response, signal)
+            items = iter_events(response, signal, options.max_event_bytes)
             reading = True
             yield from wire.handle(builder, _remember(items, last))
             reading = False
