@@ -333,3 +333,46 @@ def test_lifecycle_new_http_session_is_a_requests_session() -> None:
         assert isinstance(session, requests.Session)
         assert type(session.get_adapter("https://api.openai.com")) is type(
             session.get_adapter("http://127.0.0.1"))
+
+
+# --- the Agent's own session ----------------------------------------------------------------------
+
+
+def test_lifecycle_agent_runs_share_one_connection_and_close_frees_it(
+    counting_server: Callable[[bytes], CountingServer],
+) -> None:
+    server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    with ac.Agent(model_for(server.url), api_key=KEY) as agent:
+        for _ in range(20):
+            run = agent.prompt("hi")
+            assert run.result(WAIT_S)[-1].stop_reason == ac.StopReason.STOP
+        assert server.accepted <= 2
+        assert server.closed < server.accepted  # kept alive between runs
+    assert wait_until(lambda: server.closed == server.accepted)  # close() closed the session
+
+
+def test_lifecycle_agent_leaves_a_given_session_open(
+    counting_server: Callable[[bytes], CountingServer],
+) -> None:
+    server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    with new_http_session() as session:
+        agent = ac.Agent(model_for(server.url), api_key=KEY, http_session=session)
+        for _ in range(3):
+            agent.prompt("hi").result(WAIT_S)
+        agent.close()
+        assert server.accepted == 1
+        assert server.closed == 0  # still the caller's
+    assert wait_until(lambda: server.closed == 1)
+
+
+def test_lifecycle_agent_without_http_makes_no_session() -> None:
+    from agentcore.providers.faux import faux_assistant_message, register_faux_provider
+
+    faux = register_faux_provider()
+    try:
+        faux.set_responses([faux_assistant_message("hi")])
+        with ac.Agent(faux.get_model()) as agent:
+            agent.prompt("hi").result(WAIT_S)
+            assert agent._http_session is None
+    finally:
+        faux.unregister()

@@ -23,6 +23,7 @@ from .._core import (
     AbortSignal,
     AgentBusyError,
     AgentContext,
+    AgentcoreError,
     AgentEndEvent,
     AgentEvent,
     AgentMessage,
@@ -71,7 +72,7 @@ from .._loop import (
     run_agent_loop,
     run_agent_loop_continue,
 )
-from ..providers import StreamFn
+from ..providers import StreamFn, new_http_session, speaks_http
 from ._input import as_message, copy_list, message_list, prompt_messages, tool_list
 from ._queue import MessageQueue
 from ._run import AgentRun
@@ -199,6 +200,8 @@ class Agent:
                                            on_setattr=attrs.setters.NO_OP)
     _error_message: str | None = attrs.field(init=False, default=None,
                                              on_setattr=attrs.setters.NO_OP)
+    _http_session: Any = attrs.field(init=False, default=None, on_setattr=attrs.setters.NO_OP)
+    _closed: bool = attrs.field(init=False, default=False, on_setattr=attrs.setters.NO_OP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
@@ -311,6 +314,31 @@ class Agent:
         raise ValueError("cannot continue from an assistant message: no steering or follow-up "
                          "message is queued")
 
+    def close(self) -> None:
+        """Abort the active run, wait for it to end, and release what the agent owns.
+
+        What it owns is the HTTP session its runs share (an `http_session` you passed is
+        yours, and stays open). A closed agent raises `AgentcoreError` on `prompt` and
+        `continue_`; closing again does nothing. `with Agent(...) as agent:` closes on exit.
+        """
+        with self._lock:
+            self._closed = True
+            run = self._run
+        if run is not None:
+            run.abort()
+            if threading.current_thread().name != run.name:  # from its own thread: no wait
+                run.wait()
+        with self._lock:
+            session, self._http_session = self._http_session, None
+        if session is not None:
+            session.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
     def abort(self) -> None:
         """Abort the active run; does nothing when idle."""
         run = self._run
@@ -335,6 +363,8 @@ class Agent:
             self._error_message = None
 
     def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool) -> AgentRun:
+        if self._closed:
+            raise AgentcoreError("the agent is closed; create a new Agent to go on")
         # Everything that can fail comes before the agent is marked busy.
         config = self._config(skip_first_steering)
         context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
@@ -373,7 +403,14 @@ class Agent:
             prepare_next_turn=self.prepare_next_turn,
             should_stop_after_turn=self.should_stop_after_turn,
             options=self.options, reasoning=self.thinking_level,
+            http_session=self.options.http_session or self._shared_session(),
         )
+
+    def _shared_session(self) -> Any:
+        """The HTTP session this agent's runs share (keep-alive), created on first use."""
+        if self._http_session is None and self.stream_fn is None and speaks_http(self.model.api):
+            self._http_session = new_http_session()
+        return self._http_session
 
     def _main(
         self, run: AgentRun, prompts: list[AgentMessage] | None, context: AgentContext,

@@ -29,7 +29,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._registry import StreamFn, complete, register_provider, stream, unregister_provider
+from ._registry import (
+    StreamFn,
+    complete,
+    register_provider,
+    speaks_http,
+    stream,
+    unregister_provider,
+)
 from .models import (
     env_var_for,
     get_env_api_key,
@@ -53,6 +60,7 @@ __all__ = [
     "new_http_session",
     "register_provider",
     "require_api_key",
+    "speaks_http",
     "stream",
     "unregister_provider",
 ]

@@ -24,7 +24,14 @@ from .._core import (
     error_reply,
 )
 
-__all__ = ["StreamFn", "complete", "register_provider", "stream", "unregister_provider"]
+__all__ = [
+    "StreamFn",
+    "complete",
+    "register_provider",
+    "speaks_http",
+    "stream",
+    "unregister_provider",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -59,6 +66,13 @@ _BUILTIN = {
     "google-generative-ai": ("google", "stream_google"),
 }
 """Built-in providers, imported on first use so that `import agentcore` stays light."""
+
+
+def speaks_http(api: str) -> bool:
+    """Whether `api` is served by one of the built-in HTTP wire modules (no custom provider)."""
+    with _lock:
+        custom = api in _providers
+    return api in _BUILTIN and not custom
 
 
 def _builtin(api: str) -> StreamFn | None:
