@@ -213,7 +213,7 @@ class _Run:
         if not reply.tool_calls:
             return [], False
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
-                          self._get_executor, self._tool_signal)
+                          self._get_executor, self._tool_controller)
         results, terminate = batch.run()
         self.context.messages.extend(results)
         self.new_messages.extend(results)
@@ -277,13 +277,13 @@ class _Run:
         except Exception as exc:
             raise _SinkError(exc) from exc
 
-    def _tool_signal(self) -> AbortSignal:
-        """The signal tools get: aborted with the run's, and by the run when it ends early."""
+    def _tool_controller(self) -> AbortController:
+        """Aborts the signal tools get: with the run's, and when the run ends early."""
         if self._tools is None:
             self._tools = controller = AbortController()
             signal = self.signal
             self._unlink = signal.add_listener(lambda: controller.abort(signal.reason))
-        return self._tools.signal
+        return self._tools
 
     def _get_executor(self) -> Submitter:
         if self._executor is None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import logging
 import queue
+import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
 import attrs
 
 from .._core import (
+    AbortController,
     AbortSignal,
     AgentContext,
     AgentEvent,
@@ -122,7 +124,7 @@ class ToolBatch:
     signal: AbortSignal
     emit: Callable[[AgentEvent], None]
     get_executor: Callable[[], Submitter]  # called only when a batch needs one (may create it)
-    tool_signal: Callable[[], AbortSignal]  # the run's signal for tools (see _Run._tool_signal)
+    tools: Callable[[], AbortController]  # aborts the signal tools get (see _Run._tool_controller)
     _inbox: queue.SimpleQueue[_Message] = attrs.field(factory=queue.SimpleQueue)
 
     def run(self) -> tuple[list[ToolResultMessage], bool]:
@@ -137,8 +139,7 @@ class ToolBatch:
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
-                    self._submit(c)
-                    self._pump(1)
+                    self._run_one(c)
                 self._emit_message(c)
         else:
             ready = []
@@ -146,9 +147,12 @@ class ToolBatch:
                 self._start(c)
                 if self._prepare(c):
                     ready.append(c)
-            for c in ready:
-                self._submit(c)
-            self._pump(len(ready))
+            if len(ready) == 1:
+                self._run_one(ready[0])
+            else:
+                for c in ready:
+                    self._submit(c)
+                self._pump(len(ready))
             for c in calls:
                 self._emit_message(c)
         results = [c.message for c in calls if c.message is not None]
@@ -206,15 +210,68 @@ class ToolBatch:
     def _aborted(self) -> bool:
         return self.signal.aborted
 
+    def _run_one(self, c: _Call) -> None:
+        """Run a lone call: on this thread unless the config names an executor.
+
+        Why not the pool, as for a batch: a hand-off to another thread and back costs 5 µs on a
+        busy 2-core VM but 35-60 µs on an idle one (waking a sleeping CPU), more than the whole
+        loop's turn, and a lone call gains no concurrency from it. The price: a tool runs on the
+        run's thread when called alone and on a pool thread in a batch, so a tool keeping state
+        in `threading.local` (a database connection, say) sees different threads from one turn
+        to the next.
+        """
+        if self.config.tool_executor is not None:
+            self._submit(c)
+            self._pump(1)
+            return
+        tool, run_thread = c.tool, threading.get_ident()
+        assert tool is not None
+        sink_error: list[BaseException] = []
+
+        def on_update(partial: object) -> None:
+            if not isinstance(partial, AgentToolResult):
+                raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
+            if c.finished or sink_error:
+                return
+            if threading.get_ident() != run_thread:
+                self._inbox.put(_Update(c, partial))
+                return
+            try:
+                self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
+                                                   partial))
+            except BaseException as exc:  # re-raised once the tool returns, not into it
+                sink_error.append(exc)
+                self.tools().abort("the run ended early")  # so that the tool returns soon
+
+        if self._aborted():
+            self._finish(c, error_result(CALL_ABORTED_TEXT), True)
+            return
+        try:
+            result = tool.execute(c.call.id, c.args, self.tools().signal, on_update)
+            _check_result(tool, result)
+        except KeyboardInterrupt:
+            raise  # the user stopping the program, not a tool failure
+        except BaseException as exc:  # as on a worker thread (sys.exit() included): the result
+            outcome: tuple[AgentToolResult, bool] = (error_result(describe(exc)), True)
+        else:
+            outcome = (result, False)
+        finally:
+            c.finished = True
+        if sink_error:
+            raise sink_error[0]
+        while not self._inbox.empty():  # updates the tool sent from threads of its own
+            update = self._inbox.get()
+            assert isinstance(update, _Update)  # nothing else is submitted for a lone call
+            self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
+                                               update.partial))
+        self._after(c, *outcome)
+
     def _submit(self, c: _Call) -> None:
         """Hand `c` to the executor (the run's own pool unless the config names one).
 
-        Every call, a lone one too, runs off the run's thread: the run's thread stays free to
-        emit the tool's progress and to notice an abort, and a tool that keeps state in
-        `threading.local` sees the pool's threads, never the run's. The hand-off through the
-        run's own pool costs a few µs (benchmarks/loop_overhead.py).
+        The run's thread stays free meanwhile to emit the tools' progress in order.
         """
-        tool, inbox, signal = c.tool, self._inbox, self.tool_signal()
+        tool, inbox, signal = c.tool, self._inbox, self.tools().signal
         assert tool is not None
 
         def on_update(partial: object) -> None:
