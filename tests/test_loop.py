@@ -1180,3 +1180,42 @@ def test_loop_sink_raising_signals_running_tools_before_waiting(faux: FauxProvid
                           ac.AgentLoopConfig(model=faux.get_model()), sink, caller.signal)
     assert seen == [True] * calls
     assert not caller.signal.aborted  # the caller's own signal is left alone
+
+
+def test_loop_converts_custom_messages_that_arrive_mid_run(faux: FauxProvider) -> None:
+    """The loop skips the per-call class check only while it knows every message is plain."""
+    seen: list[list[str]] = []
+
+    def reply(context: ac.Context, options: Any, model: Any) -> ac.AssistantMessage:
+        seen.append([type(m).__name__ for m in context.messages])
+        if len(seen) == 1:
+            return faux_assistant_message([faux_tool_call("echo", {"value": "a"})])
+        return faux_assistant_message("done")
+
+    faux.set_responses([reply, reply])
+    polls: list[int] = []
+
+    def steering() -> list[ac.AgentMessage]:
+        polls.append(1)
+        return [ac.BashExecutionMessage("ls", "a b", 0)] if len(polls) == 2 else []
+
+    config = ac.AgentLoopConfig(model=faux.get_model(), get_steering_messages=steering)
+    ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext("", [], [make_tool()]), config,
+                      lambda e: None)
+    assert seen[0] == ["UserMessage"]  # all plain so far: passed as is
+    # Steered in after the tool turn, a shell run reaches the model as a user message.
+    assert seen[1] == ["UserMessage", "AssistantMessage", "ToolResultMessage", "UserMessage"]
+
+
+def test_loop_converts_custom_messages_already_in_the_context(faux: FauxProvider) -> None:
+    seen: list[list[str]] = []
+
+    def reply(context: ac.Context, options: Any, model: Any) -> ac.AssistantMessage:
+        seen.append([type(m).__name__ for m in context.messages])
+        return faux_assistant_message("done")
+
+    faux.set_responses([reply])
+    history = [ac.CompactionSummaryMessage("earlier", 10), ac.UserMessage("q")]
+    ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext("", history, []),
+                      ac.AgentLoopConfig(model=faux.get_model()), lambda e: None)
+    assert seen == [["UserMessage", "UserMessage", "UserMessage"]]

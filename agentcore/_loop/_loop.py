@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
 from .._core import (
     ABORTED_TEXT,
+    LLM_TYPES,
     AbortController,
     AbortSignal,
     AgentContext,
@@ -32,6 +33,7 @@ from .._core import (
     ErrorEvent,
     EventSink,
     EventStream,
+    Message,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -87,10 +89,24 @@ class _Run:
     _pool: WorkerPool | None = None  # the run's own, when the config names no executor
     _tools: AbortController | None = None  # aborts the tools' signal; follows `signal`
     _unlink: Callable[[], None] | None = None
+    _sole_writer: bool = False
+    _llm_only: bool = False  # every message in the context is a user/assistant/tool result
 
     def __attrs_post_init__(self) -> None:
         self.model = self.config.model
         self.reasoning = self.config.reasoning
+        config = self.config
+        # With none of the hooks that see the live context, the loop alone writes its
+        # messages: it can then know, at O(1) a message, that all of them are plain LLM
+        # messages, and spare every model call the O(n) check of default_convert_to_llm.
+        self._sole_writer = (
+            config.convert_to_llm is default_convert_to_llm
+            and config.transform_context is None and config.before_tool_call is None
+            and config.after_tool_call is None and config.prepare_next_turn is None
+            and config.should_stop_after_turn is None
+        )
+        self._llm_only = self._sole_writer and LLM_TYPES.issuperset(
+            map(type, self.context.messages))
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         try:
@@ -188,14 +204,18 @@ class _Run:
     def _stream_events(self) -> Iterator[AssistantMessageEvent]:
         config = self.config
         messages: list[AgentMessage] = list(self.context.messages)  # hooks get their own copy
-        if config.transform_context is not None:
-            messages = list(config.transform_context(messages, self.signal))
-        if config.convert_to_llm is default_convert_to_llm:  # its output needs no second check
-            llm_messages = default_convert_to_llm(messages)
+        if self._llm_only:  # known plain: nothing to convert, nothing to check
+            llm_messages: Sequence[Message] = cast("list[Message]", messages)
             make_context = Context.unchecked
         else:
-            llm_messages = list(config.convert_to_llm(messages))
-            make_context = Context
+            if config.transform_context is not None:
+                messages = list(config.transform_context(messages, self.signal))
+            if config.convert_to_llm is default_convert_to_llm:  # needs no second check
+                llm_messages = default_convert_to_llm(messages)
+                make_context = Context.unchecked
+            else:
+                llm_messages = list(config.convert_to_llm(messages))
+                make_context = Context
         key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
         wanted = (key or self.config.api_key, self.reasoning)
         if self._options is None or self._options_for != wanted:  # rebuilt only on a change
@@ -243,6 +263,8 @@ class _Run:
         return list(source() or ())
 
     def _add(self, message: AgentMessage) -> None:
+        if type(message) not in LLM_TYPES:
+            self._llm_only = False
         self._emit(MessageStartEvent(message))
         self._emit(MessageEndEvent(message))
         self.context.messages.append(message)
