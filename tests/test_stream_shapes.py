@@ -273,3 +273,25 @@ def test_stream_max_event_bytes_option_bounds_an_event(sse_server) -> None:
     assert [e.type for e in events] == ["start", "error"]
     assert events[-1].error.error_message == (
         "server-sent event exceeds max_event_bytes (4096 bytes)")
+
+
+@pytest.mark.parametrize("text", ['{"a": [1, 2.5, "x"]}', ' {"a": 1}', '{"a": 1} ', "[1]x",
+                                  '"\\ud83d"', "", "{", "nan", "NaN", "1e400", "  ", "{}{}"])
+def test_decode_json_matches_json_loads(text: str) -> None:
+    import json
+
+    from agentcore.providers._text import decode_json
+
+    try:
+        expected: Any = ("ok", json.loads(text))
+    except json.JSONDecodeError as exc:
+        expected = ("error", str(exc))
+    try:
+        got: Any = ("ok", decode_json(text))
+    except json.JSONDecodeError as exc:
+        got = ("error", str(exc))
+    if expected[0] == "ok" and isinstance(expected[1], float) and expected[1] != expected[1]:
+        assert got[0] == "ok"
+        assert got[1] != got[1]  # NaN
+    else:
+        assert got == expected

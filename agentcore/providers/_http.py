@@ -519,11 +519,14 @@ def _body_chunks(raw: Any) -> Iterator[bytes]:
 
 
 def iter_events(response: Any, signal: AbortSignal | None,
-                max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> Iterator[SseItem]:
+                max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
+                seen: list[SseItem | None] | None = None) -> Iterator[SseItem]:
     """Yield the body's events as they arrive; raises `RequestAborted` or `HttpError`.
 
     Lines that were no SSE field come last, as one `UnframedLines`. An event (or a line) over
-    `max_event_bytes` ends the body with an `HttpError` naming the limit.
+    `max_event_bytes` ends the body with an `HttpError` naming the limit. `seen[0]` holds the
+    last event of the latest read, for error messages (kept per read, not per event: a
+    generator layer per event would cost more than the whole hot path's margin).
     """
     import requests
     import urllib3
@@ -546,7 +549,11 @@ def iter_events(response: Any, signal: AbortSignal | None,
                 raise RequestAborted(ABORTED_TEXT)
             if not chunk:
                 break
-            yield from decoder.feed(chunk)
+            events = decoder.feed(chunk)
+            if events:
+                if seen is not None:
+                    seen[0] = events[-1]
+                yield from events
         yield from decoder.close()
         if decoder.unframed:  # e.g. Gemini's raw JSON error body after the last event
             yield UnframedLines("\n".join(decoder.unframed))

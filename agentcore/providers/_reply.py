@@ -219,13 +219,6 @@ def _http_error_message(wire: WireApi, error: HttpError) -> str:
     return message
 
 
-def _remember(items: Iterator[SseItem], last: list[SseItem | None]) -> Iterator[SseItem]:
-    """`items`, keeping the one last handed out in `last[0]` (for error messages)."""
-    for item in items:
-        last[0] = item
-        yield item
-
-
 def _unexpected(model: Model, exc: BaseException, item: SseItem | None) -> str:
     """The message for a handler that met JSON of a shape it did not expect."""
     what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
@@ -262,9 +255,9 @@ def stream_http_reply(
                                  wire.headers(model, api_key), model, options, api_key,
                                  session)
             yield builder.start()
-            items = iter_events(response, signal, options.max_event_bytes)
+            items = iter_events(response, signal, options.max_event_bytes, last)
             reading = True
-            yield from wire.handle(builder, _remember(items, last))
+            yield from wire.handle(builder, items)
             reading = False
             finish_body(items, response)
             if signal is not None and signal.aborted:

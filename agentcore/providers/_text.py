@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .._core import ImageContent, TextContent, ToolResultMessage
 
-__all__ = ["IMAGE_NOTE", "dumps", "safe_id", "sanitize", "short_hash", "tool_result_text"]
+__all__ = [
+    "IMAGE_NOTE",
+    "decode_json",
+    "dumps",
+    "safe_id",
+    "sanitize",
+    "short_hash",
+    "tool_result_text",
+]
 
 IMAGE_NOTE = "(see attached image)"
 """The text of a tool result that holds images only: no provider accepts an empty result."""
@@ -84,3 +94,24 @@ def short_hash(text: str) -> str:
     h1 = _imul(h1 ^ (h1 >> 16), 2246822507) ^ _imul(h2 ^ (h2 >> 13), 3266489909)
     h2 = _imul(h2 ^ (h2 >> 16), 2246822507) ^ _imul(h1 ^ (h1 >> 13), 3266489909)
     return _base36(h2 & 0xFFFFFFFF) + _base36(h1 & 0xFFFFFFFF)
+
+
+_DECODER = json.JSONDecoder()
+# The C scanner when CPython has it (typeshed types make_scanner's argument oddly).
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
+
+
+def decode_json(text: str) -> Any:
+    """`json.loads(text)` for one SSE data field, by the C scanner straight when it can.
+
+    The common case, a value that fills the text exactly, skips `JSONDecoder.decode`'s
+    whitespace regexes and frames; anything else (padding, trailing data, an error) goes
+    through `json.loads`, so results and errors are exactly its own.
+    """
+    try:
+        value, end = _scan(text, 0)
+    except (StopIteration, ValueError):
+        return json.loads(text)
+    if end != len(text):
+        return json.loads(text)
+    return value

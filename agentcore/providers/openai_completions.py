@@ -6,7 +6,6 @@ server; their differences are `Compat` flags detected from the model (see `_open
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,7 +37,7 @@ from ._openai import (
 )
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
-from ._text import dumps, safe_id, sanitize, short_hash, tool_result_text
+from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
 from ._transform import transform_messages
 
 __all__ = ["build_body", "stream_openai_completions"]
@@ -48,7 +47,6 @@ _FINISH = {
     "tool_calls": StopReason.TOOL_USE, "function_call": StopReason.TOOL_USE,
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
-_decode = json.JSONDecoder().decode
 
 
 def _normalize_id(model: Model) -> Any:
@@ -249,7 +247,7 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
             break
         if not sse.data:
             continue
-        chunk = _decode(sse.data)
+        chunk = decode_json(sse.data)
         if not isinstance(chunk, dict):
             continue
         if last == text_key and builder.response_id is not None:
