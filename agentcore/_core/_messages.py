@@ -13,7 +13,7 @@ from attrs.validators import deep_iterable, instance_of, optional
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._enums import StopReason, member_of, to_stop_reason
 from ._usage import Usage
-from ._validators import strict_int, string
+from ._validators import list_of, strict_int, string
 
 __all__ = [
     "LLM_TYPES",
@@ -47,7 +47,7 @@ def _markdown(message: object) -> str:
 _str = string
 _opt_str = optional(string)
 _timestamp = attrs.field(factory=now_ms, validator=strict_int)
-_user_blocks = deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list))
+_user_blocks = list_of(TextContent, ImageContent)
 
 
 @attrs.frozen
@@ -82,9 +82,7 @@ class AssistantMessage:
 
     role: ClassVar[str] = "assistant"
     content: list[AssistantContent] = attrs.field(
-        validator=deep_iterable(
-            instance_of((TextContent, ThinkingContent, ToolCall)), instance_of(list)
-        )
+        validator=list_of(TextContent, ThinkingContent, ToolCall)
     )
     api: str = attrs.field(validator=_str)
     provider: str = attrs.field(validator=_str)

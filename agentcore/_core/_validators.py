@@ -9,6 +9,7 @@ name the field and the type, never the value.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -18,6 +19,7 @@ __all__ = [
     "count",
     "has_role",
     "is_credential_header",
+    "list_of",
     "not_bool",
     "redact_headers",
     "secret_headers",
@@ -36,8 +38,34 @@ def not_bool(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
         raise TypeError(f"'{attribute.name}' must be a number, not a bool, got {value!r}")
 
 
-strict_int = and_(instance_of(int), not_bool)
-"""Attrs validator: an `int` that is not a `bool`."""
+def strict_int(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator: an `int` that is not a `bool` (one function: it runs on every message)."""
+    if type(value) is int:
+        return
+    if isinstance(value, bool):
+        raise TypeError(f"'{attribute.name}' must be a number, not a bool, got {value!r}")
+    if not isinstance(value, int):
+        raise TypeError(f"'{attribute.name}' must be an int, got {value!r}")
+
+
+def list_of(*types: type) -> Callable[[object, attrs.Attribute[Any], object], None]:
+    """Attrs validator: a `list` whose items are instances of `types`.
+
+    The same check as `deep_iterable(instance_of(types), instance_of(list))`, in one function
+    (it runs on every message the loop builds), and its errors name the item's index.
+    """
+    names = " or ".join(t.__name__ for t in types)
+
+    def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if not isinstance(value, list):
+            raise TypeError(f"'{attribute.name}' must be a list of {names}, got {value!r}")
+        for index, item in enumerate(value):
+            if not isinstance(item, types):
+                raise TypeError(f"'{attribute.name}[{index}]' must be a {names}, got {item!r}")
+
+    return check
+
+
 count = and_(strict_int, ge(0))
 """Attrs validator: a non-negative `int` that is not a `bool`."""
 

@@ -226,6 +226,8 @@ class _Run:
         context = make_context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
         stream: Any = self.stream_fn(self.model, context, options)
         if isinstance(stream, EventStream):
+            if stream.done():  # all there already (a scripted reply): nothing to wait for
+                return iter(stream)
             return stream.iter_until(self.signal, ABORT_GRACE_S)  # closes a reply cut short
         return iter(stream)
 
