@@ -408,7 +408,9 @@ def _adapter_type() -> type[Any]:
     from urllib3.connection import HTTPConnection, HTTPSConnection
     from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
-    class WatchedHTTPConnection(HTTPConnection):
+    class Watched(HTTPConnection):
+        """A connection whose socket an `_Opener`'s watch holds while a request is sent."""
+
         def _new_conn(self) -> socket.socket:
             watch = _current_watch()
             return super()._new_conn() if watch is None else _watched_socket(self, watch)
@@ -419,16 +421,11 @@ def _adapter_type() -> type[Any]:
                 watch.add(self.sock)
             super().request(*args, **kwargs)
 
-    class WatchedHTTPSConnection(HTTPSConnection):
-        def _new_conn(self) -> socket.socket:
-            watch = _current_watch()
-            return super()._new_conn() if watch is None else _watched_socket(self, watch)
+    class WatchedHTTPConnection(Watched):
+        pass
 
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            watch = _current_watch()
-            if watch is not None and self.sock is not None:
-                watch.add(self.sock)
-            super().request(*args, **kwargs)
+    class WatchedHTTPSConnection(Watched, HTTPSConnection):
+        pass
 
     class WatchedPool(HTTPConnectionPool):
         ConnectionCls = WatchedHTTPConnection
