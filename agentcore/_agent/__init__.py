@@ -5,7 +5,8 @@ Builds on `_loop` and `_core`.
 
 from __future__ import annotations
 
-from ._agent import Agent, AgentState
+from ._agent import Agent
+from ._live import AgentState
 from ._run import AgentRun
 
 __all__ = [

@@ -33,7 +33,6 @@ from .._core import (
     ImageContent,
     MessageEndEvent,
     MessageStartEvent,
-    MessageUpdateEvent,
     Model,
     OnPayload,
     OnResponse,
@@ -41,9 +40,7 @@ from .._core import (
     StreamOptions,
     TextContent,
     ThinkingLevel,
-    ToolExecutionEndEvent,
     ToolExecutionMode,
-    ToolExecutionStartEvent,
     ToolResultMessage,
     Transport,
     TurnEndEvent,
@@ -73,7 +70,15 @@ from .._loop import (
     run_agent_loop_continue,
 )
 from ..providers import StreamFn, new_http_session, speaks_http
-from ._input import as_message, copy_list, message_list, prompt_messages, tool_list
+from ._input import (
+    agent_options,
+    as_message,
+    copy_list,
+    message_list,
+    prompt_messages,
+    tool_list,
+)
+from ._live import AgentState, LiveState
 from ._queue import MessageQueue
 from ._run import AgentRun
 
@@ -88,21 +93,6 @@ _run_numbers = itertools.count(1)
 Listener = Callable[[AgentEvent, AbortSignal], None]
 
 
-@attrs.frozen
-class AgentState:
-    """A consistent snapshot of an `Agent`; its lists are copies."""
-
-    system_prompt: str
-    model: Model
-    thinking_level: ThinkingLevel
-    tools: list[AgentTool]
-    messages: list[AgentMessage]
-    is_streaming: bool
-    streaming_message: AgentMessage | None
-    pending_tool_calls: frozenset[str]
-    error_message: str | None
-
-
 def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any:
     if agent._run is not None:
         raise AgentBusyError(f"cannot set '{attribute.name}' while the agent is running")
@@ -110,17 +100,7 @@ def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any
 
 
 _setters = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate)
-
-
-def _agent_options(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if not isinstance(value, StreamOptions):
-        raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
-    if value.signal is not None:
-        raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
-                         "(agent.signal, run.abort())")
-    if value.reasoning is not None:
-        raise ValueError(f"'{attribute.name}.reasoning' must be None: set the agent's "
-                         "'thinking_level' instead")
+_KEEP = attrs.setters.NO_OP
 
 
 @attrs.define(eq=False, repr=False, on_setattr=_setters)
@@ -166,7 +146,7 @@ class Agent:
     should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None,
                                                                      validator=hook)
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
-    options: StreamOptions = attrs.field(factory=StreamOptions, validator=_agent_options,
+    options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
                                          kw_only=True)
     on_payload: OnPayload | None = OPTION
     on_response: OnResponse | None = OPTION
@@ -185,23 +165,15 @@ class Agent:
     http_session: requests.Session | None = OPTION
     max_event_bytes: int = OPTION
 
-    _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock,
-                                         on_setattr=attrs.setters.NO_OP)
-    _steering: MessageQueue = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
-    _follow_up: MessageQueue = attrs.field(init=False, on_setattr=attrs.setters.NO_OP)
-    _listeners: list[Listener] = attrs.field(init=False, factory=list,
-                                             on_setattr=attrs.setters.NO_OP)
-    _run: AgentRun | None = attrs.field(init=False, default=None,
-                                        on_setattr=attrs.setters.NO_OP)
-    _is_streaming: bool = attrs.field(init=False, default=False, on_setattr=attrs.setters.NO_OP)
-    _streaming_message: AgentMessage | None = attrs.field(init=False, default=None,
-                                                          on_setattr=attrs.setters.NO_OP)
-    _pending: frozenset[str] = attrs.field(init=False, default=frozenset(),
-                                           on_setattr=attrs.setters.NO_OP)
-    _error_message: str | None = attrs.field(init=False, default=None,
-                                             on_setattr=attrs.setters.NO_OP)
-    _http_session: Any = attrs.field(init=False, default=None, on_setattr=attrs.setters.NO_OP)
-    _closed: bool = attrs.field(init=False, default=False, on_setattr=attrs.setters.NO_OP)
+    # Private state: never converted or validated on assignment (`_KEEP`); see the docstring.
+    _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock, on_setattr=_KEEP)
+    _steering: MessageQueue = attrs.field(init=False, on_setattr=_KEEP)
+    _follow_up: MessageQueue = attrs.field(init=False, on_setattr=_KEEP)
+    _listeners: list[Listener] = attrs.field(init=False, factory=list, on_setattr=_KEEP)
+    _run: AgentRun | None = attrs.field(init=False, default=None, on_setattr=_KEEP)
+    _live: LiveState = attrs.field(init=False, factory=LiveState, on_setattr=_KEEP)
+    _http_session: Any = attrs.field(init=False, default=None, on_setattr=_KEEP)
+    _closed: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
@@ -216,12 +188,10 @@ class Agent:
     def state(self) -> AgentState:
         """A consistent snapshot of the agent's state."""
         with self._lock:
-            streaming = self._streaming_message
-            if isinstance(streaming, AssistantMessage):  # the live partial: freeze a copy
-                streaming = attrs.evolve(streaming, content=list(streaming.content))
+            live = self._live
             return AgentState(self.system_prompt, self.model, self.thinking_level,
-                              list(self.tools), list(self.messages), self._is_streaming,
-                              streaming, self._pending, self._error_message)
+                              list(self.tools), list(self.messages), live.is_streaming,
+                              live.snapshot_message(), live.pending, live.error_message)
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -358,9 +328,7 @@ class Agent:
                                      "before resetting")
             self.messages = []
             self.clear_all_queues()
-            self._streaming_message = None
-            self._pending = frozenset()
-            self._error_message = None
+            self._live = LiveState()
 
     def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool) -> AgentRun:
         if self._closed:
@@ -371,14 +339,13 @@ class Agent:
         stream_fn = self.stream_fn
         run = AgentRun(AbortController())
         self._run = run
-        self._is_streaming = True
-        self._streaming_message = None
-        self._error_message = None
+        self._live.begin()
         try:
             run.start(lambda: self._main(run, prompts, context, config, stream_fn),
                       name=f"agentcore-run-{next(_run_numbers)}")
         except BaseException:  # no thread to be had: the agent stays idle and usable
-            self._run, self._is_streaming = None, False
+            self._run = None
+            self._live.end()
             raise
         return run
 
@@ -430,9 +397,7 @@ class Agent:
             with self._lock:
                 self._steering.restore()
                 self._follow_up.restore()
-                self._is_streaming = False
-                self._streaming_message = None
-                self._pending = frozenset()
+                self._live.end()
                 self._run = None
             run.finish(messages)
 
@@ -456,7 +421,11 @@ class Agent:
     def _handle(self, run: AgentRun, event: AgentEvent) -> None:
         """Apply `event` to the state, log it on the run, then call the listeners."""
         with self._lock:
-            self._reduce(event)
+            started, ended = self._live.apply(event)
+            if started is not None and not self._steering.accept(started):
+                self._follow_up.accept(started)
+            if ended is not None:
+                self.messages.append(ended)
             listeners = list(self._listeners)
         run.publish(event)
         for listener in listeners:
@@ -464,24 +433,3 @@ class Agent:
                 listener(event, run.signal)
             except Exception:
                 _log.exception("agent listener %r raised on %s", listener, event.type)
-
-    def _reduce(self, event: AgentEvent) -> None:
-        if isinstance(event, MessageStartEvent):
-            if not self._steering.accept(event.message):
-                self._follow_up.accept(event.message)
-            self._streaming_message = event.message
-        elif isinstance(event, MessageUpdateEvent):
-            self._streaming_message = event.message
-        elif isinstance(event, MessageEndEvent):
-            self._streaming_message = None
-            self.messages.append(event.message)
-        elif isinstance(event, ToolExecutionStartEvent):
-            self._pending = self._pending | {event.tool_call_id}
-        elif isinstance(event, ToolExecutionEndEvent):
-            self._pending = self._pending - {event.tool_call_id}
-        elif isinstance(event, TurnEndEvent):
-            message = event.message
-            if isinstance(message, AssistantMessage) and message.error_message:
-                self._error_message = message.error_message
-        elif isinstance(event, AgentEndEvent):
-            self._streaming_message = None

@@ -1,4 +1,4 @@
-"""What the `Agent` accepts: prompts and queued messages as messages, its list attributes copied."""
+"""What the `Agent` accepts: prompts and queued messages as messages, its lists and options."""
 
 from __future__ import annotations
 
@@ -7,9 +7,23 @@ from typing import Any
 
 import attrs
 
-from .._core import AgentMessage, AgentTool, ImageContent, TextContent, UserMessage
+from .._core import (
+    AgentMessage,
+    AgentTool,
+    ImageContent,
+    StreamOptions,
+    TextContent,
+    UserMessage,
+)
 
-__all__ = ["as_message", "copy_list", "message_list", "prompt_messages", "tool_list"]
+__all__ = [
+    "agent_options",
+    "as_message",
+    "copy_list",
+    "message_list",
+    "prompt_messages",
+    "tool_list",
+]
 
 
 def as_message(value: Any, name: str) -> AgentMessage:
@@ -57,3 +71,15 @@ def tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
 def message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
     """A fresh list (typed, so `Agent(messages=[...])` type-checks for callers)."""
     return list(value)
+
+
+def agent_options(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator of `Agent.options`: no signal (runs have their own), no reasoning."""
+    if not isinstance(value, StreamOptions):
+        raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
+    if value.signal is not None:
+        raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
+                         "(agent.signal, run.abort())")
+    if value.reasoning is not None:
+        raise ValueError(f"'{attribute.name}.reasoning' must be None: set the agent's "
+                         "'thinking_level' instead")
