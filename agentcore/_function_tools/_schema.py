@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
-import datetime
 import enum
 import json
 import types
@@ -19,7 +18,7 @@ import attrs
 
 from ._docstring import normalise, parse_docstring
 
-__all__ = ["Convert", "Spec", "UnsupportedError", "add_default", "loose_json", "object_schema",
+__all__ = ["Convert", "Spec", "UnsupportedError", "add_default", "object_schema",
            "property_spec"]
 
 Convert = Callable[[Any], Any]
@@ -309,20 +308,5 @@ def _strict_json(value: object) -> Any:
     if isinstance(value, enum.Enum):
         return value.value
     raise TypeError(f"{value!r} has no JSON form")
-
-
-def loose_json(value: object) -> Any:
-    try:
-        return _strict_json(value)
-    except TypeError:
-        pass
-    if isinstance(value, (set, frozenset)):
-        try:
-            return sorted(value)  # a stable text for the model
-        except TypeError:
-            return list(value)
-    if isinstance(value, (datetime.date, datetime.time)):
-        return value.isoformat()
-    return str(value)
 
 
