@@ -114,3 +114,56 @@ def test_unanswered_tool_calls_ignores_a_failed_reply(stop_reason: str) -> None:
     reply = faux_assistant_message([ac.ToolCall("a", "t", {})], stop_reason=stop_reason,
                                    error_message="boom")
     assert unanswered_tool_calls([reply]) == []
+
+
+def test_agent_run_waiting_from_a_listener_raises_instead_of_hanging(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message([faux_text("hi")])])
+    agent = ac.Agent(faux.get_model())
+    caught: list[BaseException] = []
+    runs: list[ac.AgentRun] = []
+
+    def listener(event: ac.AgentEvent, signal: ac.AbortSignal) -> None:
+        if event.type == "turn_start":
+            for attempt in (lambda: list(runs[0]), lambda: runs[0].result(),
+                            lambda: agent.wait_for_idle(), lambda: runs[0].wait(5)):
+                try:
+                    attempt()
+                except RuntimeError as exc:
+                    caught.append(exc)
+
+    agent.subscribe(listener)
+    runs.append(agent.prompt("hi"))
+    assert runs[0].wait(5)
+    assert len(caught) == 4
+    assert all("from its own thread" in str(exc) for exc in caught)
+
+
+def test_agent_run_a_lone_tool_waiting_for_its_run_gets_an_error_result(
+    faux: FauxProvider,
+) -> None:
+    holder: list[ac.Agent] = []
+
+    @ac.tool
+    def wait_for_everything() -> str:
+        """Wait until the agent is idle (which can never happen from here)."""
+        holder[0].wait_for_idle()
+        return "unreachable"
+
+    faux.set_responses([faux_assistant_message([faux_tool_call("wait_for_everything", {})],
+                                               stop_reason="toolUse"),
+                        faux_assistant_message([faux_text("done")])])
+    holder.append(ac.Agent(faux.get_model(), tools=[wait_for_everything]))
+    messages = holder[0].prompt("go").result(5)
+    result = messages[2]
+    assert isinstance(result, ac.ToolResultMessage)
+    assert result.is_error
+    assert "from its own thread" in result.text
+    assert messages[-1].text == "done"  # type: ignore[union-attr]
+
+
+def test_agent_run_finished_run_can_be_read_from_anywhere(faux: FauxProvider) -> None:
+    faux.set_responses([faux_assistant_message([faux_text("hi")])])
+    agent = ac.Agent(faux.get_model())
+    run = agent.prompt("hi")
+    assert run.wait(5)
+    assert list(run)[-1].type == "agent_end"  # no waiting needed: never refused

@@ -296,7 +296,7 @@ class Agent:
             run = self._run
         if run is not None:
             run.abort()
-            if threading.current_thread().name != run.name:  # from its own thread: no wait
+            if not run.on_own_thread():  # from a listener or tool of the run: no wait
                 run.wait()
         with self._lock:
             session, self._http_session = self._http_session, None

@@ -46,6 +46,7 @@ class AgentRun:
         self._finishing = False  # from here on, add_finisher refuses: finishers are running
         self._finishers: list[Callable[[], None]] = []
         self._name = "agentcore-run"
+        self._thread: threading.Thread | None = None
 
     @property
     def signal(self) -> AbortSignal:
@@ -131,7 +132,12 @@ class AgentRun:
     def start(self, target: Callable[[], None], name: str) -> None:
         """Producer: run `target` on a new, non-daemon thread called `name`."""
         self._name = name
-        threading.Thread(target=target, name=name).start()
+        self._thread = threading.Thread(target=target, name=name)
+        self._thread.start()
+
+    def on_own_thread(self) -> bool:
+        """Whether the caller is this run's own thread (a listener, a hook, a lone tool)."""
+        return self._thread is not None and self._thread is threading.current_thread()
 
     def publish(self, event: AgentEvent) -> None:
         """Producer: append `event` to the run's log and wake the consumers."""
@@ -159,10 +165,19 @@ class AgentRun:
                                                                     AgentEndEvent))
 
     def _wait(self, ready: Callable[[], bool], timeout: float | None) -> bool:
+        """Wait until `ready()`; False on timeout. From the run's own thread, raise instead.
+
+        A listener, hook or tool on the run's thread waiting for the run would wait forever:
+        the run cannot go on until it returns. `Thread.join` raises in the same situation.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
             with self._cond:
                 while not ready():
+                    if self.on_own_thread():
+                        raise RuntimeError(
+                            "cannot wait for a run from its own thread (a listener, hook or "
+                            "tool of this run): the run goes on only once it returns")
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
                         return False
