@@ -15,7 +15,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from attrs.validators import deep_iterable, instance_of, is_callable
+from attrs.validators import deep_iterable, instance_of
 
 from .._core import (
     OPTION,
@@ -44,12 +44,14 @@ from .._core import (
     ToolResultMessage,
     Transport,
     TurnEndEvent,
+    cannot_take,
     default_convert_to_llm,
     describe,
     error_reply,
     flat_options,
     has_role,
     member_of,
+    takes,
     to_queue_mode,
     to_thinking_level,
     to_tool_execution_mode,
@@ -65,7 +67,6 @@ from .._loop import (
     ShouldStopAfterTurn,
     TransformContext,
     executor,
-    hook,
     run_agent_loop,
     run_agent_loop_continue,
 )
@@ -135,16 +136,22 @@ class Agent:
     tool_execution: ToolExecutionMode = attrs.field(default=ToolExecutionMode.PARALLEL,
                                                     converter=to_tool_execution_mode,
                                                     validator=member_of(ToolExecutionMode))
-    stream_fn: StreamFn | None = attrs.field(default=None, validator=hook)
+    stream_fn: StreamFn | None = attrs.field(
+        default=None, validator=takes("model", "context", "options", optional=True))
     convert_to_llm: ConvertToLlm = attrs.field(default=default_convert_to_llm,
-                                               validator=is_callable())
-    transform_context: TransformContext | None = attrs.field(default=None, validator=hook)
-    get_api_key: GetApiKey | None = attrs.field(default=None, validator=hook)
-    before_tool_call: BeforeToolCall | None = attrs.field(default=None, validator=hook)
-    after_tool_call: AfterToolCall | None = attrs.field(default=None, validator=hook)
-    prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, validator=hook)
-    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None,
-                                                                     validator=hook)
+                                               validator=takes("messages"))
+    transform_context: TransformContext | None = attrs.field(
+        default=None, validator=takes("messages", "signal", optional=True))
+    get_api_key: GetApiKey | None = attrs.field(default=None,
+                                                validator=takes("provider", optional=True))
+    before_tool_call: BeforeToolCall | None = attrs.field(
+        default=None, validator=takes("context", "signal", optional=True))
+    after_tool_call: AfterToolCall | None = attrs.field(
+        default=None, validator=takes("context", "signal", optional=True))
+    prepare_next_turn: PrepareNextTurn | None = attrs.field(
+        default=None, validator=takes("context", "signal", optional=True))
+    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(
+        default=None, validator=takes("context", optional=True))
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
                                          kw_only=True)
@@ -207,6 +214,9 @@ class Agent:
         """
         if not callable(listener):
             raise TypeError(f"subscribe: 'listener' must be callable, got {listener!r}")
+        if cannot_take(listener, 2):
+            raise TypeError(f"subscribe: 'listener' must accept 2 arguments, "
+                            f"listener(event, signal); got {listener!r}")
         with self._lock:
             if not any(existing is listener for existing in self._listeners):
                 self._listeners.append(listener)

@@ -92,6 +92,7 @@ from ._stream import AssistantMessageEventStream, EventStream
 from ._tools import AgentTool, AgentToolResult, Tool, ToolUpdate, validate_tool_arguments
 from ._usage import Cost, Usage
 from ._validators import (
+    cannot_take,
     count,
     has_role,
     is_credential_header,
@@ -101,6 +102,7 @@ from ._validators import (
     secret_str,
     strict_int,
     string,
+    takes,
 )
 from ._version import __version__
 
@@ -180,6 +182,7 @@ __all__ = [
     "UserMessage",
     "__version__",
     "calculate_cost",
+    "cannot_take",
     "count",
     "default_convert_to_llm",
     "describe",
@@ -201,6 +204,7 @@ __all__ = [
     "secret_str",
     "strict_int",
     "string",
+    "takes",
     "to_dict",
     "to_json",
     "to_queue_mode",

@@ -18,7 +18,7 @@ from attrs.validators import and_, deep_mapping, ge, in_, instance_of, is_callab
 from ._abort import AbortSignal
 from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
-from ._validators import count, secret_headers, secret_str
+from ._validators import count, secret_headers, secret_str, takes
 
 if TYPE_CHECKING:
     import requests
@@ -89,8 +89,10 @@ class StreamOptions:
                                                  repr=_redacted_headers)
     metadata: dict[str, Any] | None = attrs.field(default=None,
                                                   validator=optional(instance_of(dict)))
-    on_payload: OnPayload | None = attrs.field(default=None, validator=_hook)
-    on_response: OnResponse | None = attrs.field(default=None, validator=_hook)
+    on_payload: OnPayload | None = attrs.field(
+        default=None, validator=takes("payload", "model", optional=True))
+    on_response: OnResponse | None = attrs.field(
+        default=None, validator=takes("status", "headers", optional=True))
     max_retry_delay_ms: int | None = attrs.field(default=None, validator=_opt_count)
     max_retries: int | None = attrs.field(default=None, validator=_opt_count)
     transport: Transport = attrs.field(default="sse", validator=_transport)

@@ -18,7 +18,7 @@ from ._enums import ToolExecutionMode, member_of, to_tool_execution_mode
 from ._errors import ToolArgumentsError
 from ._fast_schema import compile_fast, json_copy
 from ._usage import Usage
-from ._validators import string
+from ._validators import string, takes
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -81,7 +81,8 @@ class AgentTool(Tool):
     that calls this tool run one call at a time.
     """
 
-    execute: ToolExecute = attrs.field(validator=is_callable())
+    execute: ToolExecute = attrs.field(
+        validator=takes("tool_call_id", "args", "signal", "on_update"))
     label: str | None = attrs.field(default=None, validator=optional(_str))
     execution_mode: ToolExecutionMode | None = attrs.field(
         default=None,

@@ -8,6 +8,8 @@ name the field and the type, never the value.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +18,7 @@ import attrs
 from attrs.validators import and_, ge, instance_of
 
 __all__ = [
+    "cannot_take",
     "count",
     "has_role",
     "is_credential_header",
@@ -26,6 +29,7 @@ __all__ = [
     "secret_str",
     "strict_int",
     "string",
+    "takes",
 ]
 
 string = instance_of(str)
@@ -110,3 +114,54 @@ def secret_headers(_: object, attribute: attrs.Attribute[Any], value: object) ->
         if not isinstance(header, str):
             raise TypeError(f"'{attribute.name}'[{name!r}] must be a str, got a "
                             f"{type(header).__name__} (value not shown: it may be a secret)")
+
+
+@functools.lru_cache(maxsize=512)
+def _cannot_take(fn: Callable[..., Any], count: int) -> bool:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: trust it
+        return False
+    try:
+        signature.bind(*range(count))
+    except TypeError:
+        return True
+    return False
+
+
+def cannot_take(fn: Callable[..., Any], count: int) -> bool:
+    """Whether `fn` certainly cannot be called with `count` positional arguments."""
+    try:
+        return _cannot_take(fn, count)
+    except TypeError:  # unhashable: check without the cache
+        return _cannot_take.__wrapped__(fn, count)
+
+
+def takes(*params: str, optional: bool = False) -> Callable[[object, attrs.Attribute[Any],
+                                                             object], None]:
+    """Attrs validator: a callable that can be called as `fn(*params)` (or None if `optional`).
+
+    A hook with the wrong number of parameters would otherwise fail on every call, far from
+    where it was given; this names the hook and the signature it needs, when it is given.
+    """
+    wanted = f"({', '.join(params)})"
+
+    def check(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+        if value is None and optional:
+            return
+        if not callable(value):
+            raise TypeError(f"'{attribute.name}' must be callable as {attribute.name}{wanted}, "
+                            f"got {value!r}")
+        if cannot_take(value, len(params)):
+            raise TypeError(f"'{attribute.name}' must accept {len(params)} argument(s), "
+                            f"{attribute.name}{wanted}; got {_describe_callable(value)}")
+
+    return check
+
+
+def _describe_callable(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    try:
+        return f"{name}{inspect.signature(fn)}"
+    except (TypeError, ValueError):
+        return name

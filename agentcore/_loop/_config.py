@@ -33,6 +33,7 @@ from .._core import (
     default_convert_to_llm,
     flat_options,
     member_of,
+    takes,
     to_thinking_level,
     to_tool_execution_mode,
 )
@@ -169,14 +170,16 @@ class AgentLoopConfig:
 
     model: Model = attrs.field(validator=instance_of(Model))
     convert_to_llm: ConvertToLlm = attrs.field(default=default_convert_to_llm,
-                                               validator=is_callable())
-    transform_context: TransformContext | None = attrs.field(default=None, validator=hook)
-    get_api_key: GetApiKey | None = attrs.field(default=None, validator=hook)
+                                               validator=takes("messages"))
+    transform_context: TransformContext | None = attrs.field(
+        default=None, validator=takes("messages", "signal", optional=True))
+    get_api_key: GetApiKey | None = attrs.field(default=None,
+                                                validator=takes("provider", optional=True))
     get_steering_messages: Callable[[], Sequence[AgentMessage]] | None = attrs.field(
-        default=None, validator=hook
+        default=None, validator=takes(optional=True)
     )
     get_follow_up_messages: Callable[[], Sequence[AgentMessage]] | None = attrs.field(
-        default=None, validator=hook
+        default=None, validator=takes(optional=True)
     )
     tool_execution: ToolExecutionMode = attrs.field(
         default=ToolExecutionMode.PARALLEL,
@@ -184,11 +187,14 @@ class AgentLoopConfig:
         validator=member_of(ToolExecutionMode),
     )
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
-    before_tool_call: BeforeToolCall | None = attrs.field(default=None, validator=hook)
-    after_tool_call: AfterToolCall | None = attrs.field(default=None, validator=hook)
-    prepare_next_turn: PrepareNextTurn | None = attrs.field(default=None, validator=hook)
-    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(default=None,
-                                                                     validator=hook)
+    before_tool_call: BeforeToolCall | None = attrs.field(
+        default=None, validator=takes("context", "signal", optional=True))
+    after_tool_call: AfterToolCall | None = attrs.field(
+        default=None, validator=takes("context", "signal", optional=True))
+    prepare_next_turn: PrepareNextTurn | None = attrs.field(
+        default=None, validator=takes("context", "signal", optional=True))
+    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(
+        default=None, validator=takes("context", optional=True))
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=_no_signal)
     reasoning: ThinkingLevel | None = OPTION
     session_id: str | None = OPTION

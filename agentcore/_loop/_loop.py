@@ -45,6 +45,7 @@ from .._core import (
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    cannot_take,
     default_convert_to_llm,
     describe,
     error_reply,
@@ -331,10 +332,13 @@ def _start(
         raise TypeError(f"'config' must be an AgentLoopConfig, got {config!r}")
     if not callable(emit):
         raise TypeError(f"'emit' must be callable, got {emit!r}")
+    if cannot_take(emit, 1):
+        raise TypeError(f"'emit' must accept 1 argument, emit(event); got {emit!r}")
     if signal is not None and not isinstance(signal, AbortSignal):
         raise TypeError(f"'signal' must be an AbortSignal or None, got {signal!r}")
-    if stream_fn is not None and not callable(stream_fn):
-        raise TypeError(f"'stream_fn' must be callable or None, got {stream_fn!r}")
+    if stream_fn is not None and (not callable(stream_fn) or cannot_take(stream_fn, 3)):
+        raise TypeError(f"'stream_fn' must be None or callable as stream_fn(model, context, "
+                        f"options), got {stream_fn!r}")
     if stream_fn is None:
         from ..providers import stream as default_stream
 
