@@ -235,3 +235,10 @@ def test_options_flat_keywords_type_check(tmp_path: Path) -> None:
                              timeout=300, check=False)
     assert failing.returncode == 1
     assert 'Argument "max_tokens" to "Agent" has incompatible type "str"' in failing.stdout
+
+
+def test_options_a_bad_options_value_is_not_hidden_by_flat_keywords(faux: FauxProvider) -> None:
+    with pytest.raises(TypeError, match="'options' must be a StreamOptions"):
+        ac.AgentLoopConfig(model=faux.get_model(), options={"max_tokens": 5}, max_tokens=5)
+    with pytest.raises(TypeError, match="'options' must be a StreamOptions"):
+        ac.Agent(faux.get_model(), options="fast", timeout=1.0)

@@ -161,9 +161,9 @@ def flat_options(cls: C) -> C:
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         flat = {name: kwargs.pop(name) for name in names if name in kwargs}
         if flat:
-            options = kwargs.get("options")
-            base = options if isinstance(options, StreamOptions) else StreamOptions()
-            kwargs["options"] = attrs.evolve(base, **flat)
+            options = kwargs.get("options", StreamOptions())
+            if isinstance(options, StreamOptions):  # anything else: the field's validator says
+                kwargs["options"] = attrs.evolve(options, **flat)
         self.__attrs_init__(*args, **kwargs)
 
     cls.__init__ = __init__  # type: ignore[misc]
