@@ -90,7 +90,6 @@ class _Run:
     _pool: WorkerPool | None = None  # the run's own, when the config names no executor
     _tools: AbortController | None = None  # aborts the tools' signal; follows `signal`
     _unlink: Callable[[], None] | None = None
-    _sole_writer: bool = False
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
 
     def __attrs_post_init__(self) -> None:
@@ -100,13 +99,13 @@ class _Run:
         # With none of the hooks that see the live context, the loop alone writes its
         # messages: it can then know, at O(1) a message, that all of them are plain LLM
         # messages, and spare every model call the O(n) check of default_convert_to_llm.
-        self._sole_writer = (
+        sole_writer = (
             config.convert_to_llm is default_convert_to_llm
             and config.transform_context is None and config.before_tool_call is None
             and config.after_tool_call is None and config.prepare_next_turn is None
             and config.should_stop_after_turn is None
         )
-        self._llm_only = self._sole_writer and LLM_TYPES.issuperset(
+        self._llm_only = sole_writer and LLM_TYPES.issuperset(
             map(type, self.context.messages))
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
