@@ -543,6 +543,7 @@ def test_agent_tool_in_details_is_written_as_its_fields() -> None:
         "label": None,
         "execution_mode": None,
         "prepare_arguments": None,
+        "timeout": None,
     }
 
 

@@ -283,8 +283,12 @@ class EventStream(Generic[E, R]):
     _ends: ClassVar[_Ends | None] = None
     """For a stream that ends itself at some event: the result that event ends it with."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, on_close: Callable[[], None] | None = None) -> None:
+        """`on_close()` runs once, when the consumer calls `close()` (say, to abort a run)."""
+        if on_close is not None and not callable(on_close):
+            raise TypeError(f"EventStream: 'on_close' must be callable or None, got {on_close!r}")
         self._feed: _Feed[E] = _QueueFeed(type(self)._ends)
+        self._on_close = on_close
 
     @classmethod
     def from_iterator(cls, events: Iterable[E]) -> Self:
@@ -326,6 +330,20 @@ class EventStream(Generic[E, R]):
                 return
             if item is not _NOTHING:  # a `wake()` left over from `iter_until`
                 yield item
+
+    def close(self) -> None:
+        """Tell the producer that the consumer is done; later calls do nothing.
+
+        Runs the `on_close` given to the constructor (for `agent_loop`'s stream, aborting the
+        run) and closes the source of a stream made by `from_iterator`. Events the producer
+        pushes until it ends can still be read, and `result()` still waits for that end.
+        """
+        on_close, self._on_close = self._on_close, None
+        try:
+            if on_close is not None:
+                on_close()
+        finally:
+            self._feed.close()
 
     def result(self, timeout: float | None = None) -> R:
         """Block until the stream ends and return its result (events are left unread).

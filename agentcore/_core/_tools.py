@@ -18,7 +18,7 @@ from ._enums import ToolExecutionMode, member_of, to_tool_execution_mode
 from ._errors import ToolArgumentsError
 from ._fast_schema import compile_fast, json_copy
 from ._usage import Usage
-from ._validators import string, takes
+from ._validators import seconds, string, takes
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -78,7 +78,9 @@ class AgentTool(Tool):
     `execute(tool_call_id, args, signal, on_update)` runs on a worker thread and reports
     failure by raising; `on_update(partial)` streams progress. `prepare_arguments(raw)` may
     reshape old-style arguments before validation. `execution_mode=SEQUENTIAL` makes any batch
-    that calls this tool run one call at a time.
+    that calls this tool run one call at a time. `timeout` (seconds) bounds each call: past it
+    the call's signal is aborted and the model gets an error result at once; `None` uses the
+    run's `tool_timeout`.
     """
 
     execute: ToolExecute = attrs.field(
@@ -92,6 +94,7 @@ class AgentTool(Tool):
     prepare_arguments: Callable[[Any], Any] | None = attrs.field(
         default=None, validator=optional(is_callable())
     )
+    timeout: float | None = attrs.field(default=None, validator=seconds)
     # Typed Any: jsonschema is imported lazily, and the annotation must resolve at runtime.
     _validator: Any = attrs.field(init=False, eq=False, repr=False)
 

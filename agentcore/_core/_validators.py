@@ -25,6 +25,7 @@ __all__ = [
     "list_of",
     "not_bool",
     "redact_headers",
+    "seconds",
     "secret_headers",
     "secret_str",
     "strict_int",
@@ -50,6 +51,17 @@ def strict_int(_: object, attribute: attrs.Attribute[Any], value: object) -> Non
         raise TypeError(f"'{attribute.name}' must be a number, not a bool, got {value!r}")
     if not isinstance(value, int):
         raise TypeError(f"'{attribute.name}' must be an int, got {value!r}")
+
+
+def seconds(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator: None, or a positive, finite number of seconds (a timeout)."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"'{attribute.name}' must be a number of seconds or None, got {value!r}")
+    if not 0 < value < float("inf"):
+        raise ValueError(f"'{attribute.name}' must be a positive, finite number of seconds, "
+                         f"got {value!r}")
 
 
 def list_of(*types: type) -> Callable[[object, attrs.Attribute[Any], object], None]:

@@ -107,6 +107,7 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     execution_mode: ToolExecutionMode | str | None = None,
+    timeout: float | None = None,
 ) -> FunctionTool[P, R]: ...
 
 
@@ -118,6 +119,7 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     execution_mode: ToolExecutionMode | str | None = None,
+    timeout: float | None = None,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -128,6 +130,7 @@ def tool(
     description: str | None = None,
     label: str | None = None,
     execution_mode: ToolExecutionMode | str | None = None,
+    timeout: float | None = None,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Build an `AgentTool` from a type-annotated function; usable as `@tool` or `@tool(...)`.
 
@@ -164,6 +167,9 @@ def tool(
         label: A human-readable name for user interfaces.
         execution_mode: `ToolExecutionMode.SEQUENTIAL` makes any batch calling this tool run
             one call at a time.
+        timeout: Seconds a call may take; past it the call's `signal` is aborted and the
+            model gets the error `tool '<name>' timed out after <t> s`. `None` uses the
+            run's `tool_timeout`.
 
     Returns:
         A `FunctionTool` (an `AgentTool` that still calls like `fn`), or, without `fn`, a
@@ -174,7 +180,8 @@ def tool(
             parameter cannot be described (`*args`, `**kwargs`, positional-only, or an
             annotation such as `set[int]`, `Callable` or a plain class); the message names
             the function and the parameter.
-        ValueError: The name is not a valid tool name, or `execution_mode` is unknown.
+        ValueError: The name is not a valid tool name, `execution_mode` is unknown, or
+            `timeout` is not a positive number of seconds.
     """
     for option, value in (("name", name), ("description", description), ("label", label)):
         if value is not None and not isinstance(value, str):
@@ -182,10 +189,10 @@ def tool(
     if fn is None:
 
         def decorate(function: Callable[P, R]) -> FunctionTool[P, R]:
-            return _build(function, name, description, label, execution_mode)
+            return _build(function, name, description, label, execution_mode, timeout)
 
         return decorate
-    return _build(fn, name, description, label, execution_mode)
+    return _build(fn, name, description, label, execution_mode, timeout)
 
 
 def _build(
@@ -194,6 +201,7 @@ def _build(
     description: str | None,
     label: str | None,
     execution_mode: ToolExecutionMode | str | None,
+    timeout: float | None,
 ) -> FunctionTool[P, R]:
     if isinstance(fn, FunctionTool):
         raise TypeError(f"tool: {fn.name!r} is already a tool")
@@ -250,6 +258,7 @@ def _build(
         run,
         label=label,
         execution_mode=execution_mode,
+        timeout=timeout,
         fn=fn,
     )
 

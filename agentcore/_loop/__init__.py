@@ -24,6 +24,7 @@ from ._config import (
     hook,
 )
 from ._loop import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
+from ._tool_exec import serving
 
 __all__ = [
     "AfterToolCall",
@@ -46,4 +47,5 @@ __all__ = [
     "hook",
     "run_agent_loop",
     "run_agent_loop_continue",
+    "serving",
 ]

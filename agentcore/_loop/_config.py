@@ -33,6 +33,7 @@ from .._core import (
     default_convert_to_llm,
     flat_options,
     member_of,
+    seconds,
     takes,
     to_thinking_level,
     to_tool_execution_mode,
@@ -160,8 +161,10 @@ def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> Non
 class AgentLoopConfig:
     """Everything a run needs besides its context: the model, hooks and provider options.
 
-    Hooks run on the run's thread (`before_tool_call`/`after_tool_call` too); a hook that
-    raises becomes an error message or an error tool result, never an exception. The provider
+    Hooks run on the run's thread (`before_tool_call`/`after_tool_call` too), tools on worker
+    threads (the run's own daemon pool, or `tool_executor`); a hook that raises becomes an
+    error message or an error tool result, never an exception. `tool_timeout` (seconds) bounds
+    every tool call whose tool sets no `timeout` of its own. The provider
     options are one `options: StreamOptions`, passed to the stream function with the run's
     signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
     read them back as attributes. `get_api_key(provider)` is asked before every model call and
@@ -187,6 +190,7 @@ class AgentLoopConfig:
         validator=member_of(ToolExecutionMode),
     )
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
+    tool_timeout: float | None = attrs.field(default=None, validator=seconds)
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     after_tool_call: AfterToolCall | None = attrs.field(

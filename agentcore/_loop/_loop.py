@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, cast
 
@@ -52,16 +53,13 @@ from .._core import (
 )
 from ..providers import StreamFn
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
-from ._tool_exec import Submitter, ToolBatch
+from ._exit import in_flight
+from ._tool_exec import ABORT_GRACE_S, Inbox, Submitter, ToolBatch, tool_inbox
 from ._workers import WorkerPool
 
 __all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
 
 _log = logging.getLogger(__name__)
-
-ABORT_GRACE_S = 1.0
-"""How long an aborted run waits for its model stream to end by itself before giving up."""
-
 
 class _SinkError(Exception):
     """Carries an exception raised by the caller's sink past the loop's own handlers."""
@@ -88,8 +86,10 @@ class _Run:
     _options_for: tuple[Any, ...] = ()
     _executor: Submitter | None = None
     _pool: WorkerPool | None = None  # the run's own, when the config names no executor
-    _tools: AbortController | None = None  # aborts the tools' signal; follows `signal`
-    _unlink: Callable[[], None] | None = None
+    # Stops the run from inside: follows `signal` (the caller's), and is aborted when the run
+    # ends early or the interpreter exits. Tools get its signal; hooks get `signal`.
+    _halt: AbortController = attrs.field(factory=AbortController)
+    _inbox: Inbox | None = None  # where tool calls report, once the run has any
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
 
     def __attrs_post_init__(self) -> None:
@@ -109,24 +109,26 @@ class _Run:
             map(type, self.context.messages))
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        signal, halt = self.signal, self._halt
+        unlink = signal.add_listener(lambda: halt.abort(signal.reason))
+        early = True  # the run ends by an exception: tell the tools still running, wait a bit
         try:
-            return self._loop(prompts)
+            with in_flight(halt):
+                messages = self._loop(prompts)
+            early = False
+            return messages
         except _SinkError as wrapped:
-            if self._tools is not None:  # tell the tools still running before waiting for them
-                self._tools.abort("the run ended early")
             raise wrapped.original from None
         except Exception as exc:
+            early = False
             _log.debug("agent loop failed", exc_info=True)
             return self._fail(exc)
-        except BaseException:  # Ctrl-C: tell the tools still running before waiting for them
-            if self._tools is not None:
-                self._tools.abort("the run ended early")
-            raise
         finally:
-            if self._unlink is not None:
-                self._unlink()
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
+            unlink()
+            if early:
+                halt.abort("the run ended early")
+            if self._pool is not None:  # a tool ignoring its abort is left behind, not waited for
+                self._pool.shutdown(wait=early, timeout=ABORT_GRACE_S)
 
     def _loop(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         self._emit(AgentStartEvent())
@@ -139,12 +141,12 @@ class _Run:
             more_tools = True
             while more_tools or pending:
                 if not first:
-                    if self.signal.aborted:
+                    if self._halt.signal.aborted:
                         return self._end()
                     self._emit(TurnStartEvent())
                 first = False
                 for message in pending:
-                    if self.signal.aborted:
+                    if self._halt.signal.aborted:
                         break  # the rest stay with their owner (the Agent requeues them)
                     self._add(message)
                 reply = self._reply()
@@ -154,7 +156,7 @@ class _Run:
                 results, terminate = self._run_tools(reply)
                 self._emit(TurnEndEvent(reply, results))
                 more_tools = bool(results) and not terminate
-                if self._between_turns(reply, results) or self.signal.aborted:
+                if self._between_turns(reply, results) or self._halt.signal.aborted:
                     return self._end()
                 pending = self._poll(self.config.get_steering_messages)
             pending = self._poll(self.config.get_follow_up_messages)
@@ -164,7 +166,7 @@ class _Run:
     def _reply(self) -> AssistantMessage:
         """Stream one assistant reply into the context and return the final message."""
         partial: AssistantMessage | None = None
-        if self.signal.aborted:
+        if self._halt.signal.aborted:
             final = self._error_reply(ABORTED_TEXT)
         else:
             try:
@@ -228,14 +230,16 @@ class _Run:
         if isinstance(stream, EventStream):
             if stream.done():  # all there already (a scripted reply): nothing to wait for
                 return iter(stream)
-            return stream.iter_until(self.signal, ABORT_GRACE_S)  # closes a reply cut short
+            return stream.iter_until(self._halt.signal, ABORT_GRACE_S)  # closes a reply cut short
         return iter(stream)
 
     def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         if not reply.tool_calls:
             return [], False
+        if self._inbox is None:
+            self._inbox = tool_inbox(self._halt.signal)
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
-                          self._get_executor, self._tool_controller)
+                          self._get_executor, self._halt.signal, self._inbox)
         results, terminate = batch.run()
         self.context.messages.extend(results)
         self.new_messages.extend(results)
@@ -260,7 +264,7 @@ class _Run:
         return False
 
     def _poll(self, source: Callable[[], Sequence[AgentMessage]] | None) -> list[AgentMessage]:
-        if source is None or self.signal.aborted:
+        if source is None or self._halt.signal.aborted:
             return []
         return list(source() or ())
 
@@ -289,7 +293,7 @@ class _Run:
             raise wrapped.original from None
 
     def _error_reply(self, text: str, content: Sequence[AssistantContent] = ()) -> AssistantMessage:
-        return error_reply(self.model, text, aborted=self.signal.aborted, content=content)
+        return error_reply(self.model, text, aborted=self._halt.signal.aborted, content=content)
 
     def _emit(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStartEvent):
@@ -300,14 +304,6 @@ class _Run:
             self.sink(event)
         except Exception as exc:
             raise _SinkError(exc) from exc
-
-    def _tool_controller(self) -> AbortController:
-        """Aborts the signal tools get: with the run's, and when the run ends early."""
-        if self._tools is None:
-            self._tools = controller = AbortController()
-            signal = self.signal
-            self._unlink = signal.add_listener(lambda: controller.abort(signal.reason))
-        return self._tools
 
     def _get_executor(self) -> Submitter:
         if self._executor is None:
@@ -400,15 +396,33 @@ def run_agent_loop_continue(
 def _in_background(
     run: _Run, prompts: list[AgentMessage] | None
 ) -> EventStream[AgentEvent, list[AgentMessage]]:
-    out: EventStream[AgentEvent, list[AgentMessage]] = EventStream()
-    run.sink = out.push
+    """Start `run` on a new thread, feeding the stream returned.
+
+    The thread holds the stream only weakly: a consumer that drops it (or calls `close()`)
+    aborts the run instead of leaving it going with nobody listening.
+    """
+    halt = run._halt
+    out: EventStream[AgentEvent, list[AgentMessage]] = EventStream(
+        on_close=lambda: halt.abort("the stream was closed"))
+    weakref.finalize(out, halt.abort, "the stream was dropped").atexit = False
+    ref = weakref.ref(out)
+
+    def sink(event: AgentEvent) -> None:
+        stream = ref()
+        if stream is not None:
+            stream.push(event)
 
     def main() -> None:
         try:
-            out.end(run.execute(prompts))
+            messages = run.execute(prompts)
         except BaseException as exc:
-            out.fail(exc)
+            if (stream := ref()) is not None:
+                stream.fail(exc)
+        else:
+            if (stream := ref()) is not None:
+                stream.end(messages)
 
+    run.sink = sink
     threading.Thread(target=main, name="agentcore-loop").start()
     return out
 

@@ -1,8 +1,10 @@
 """Running one assistant message's tool calls: preparation, execution, finalization.
 
-Tools of a batch run on an executor's worker threads; everything else (hooks, events) happens
-on the run's thread, which receives the tools' progress and completion through a queue of small
-typed messages. A lone call runs on the run's thread itself (see `ToolBatch._run_one`).
+Every call runs on a worker thread (the run's own daemon pool, or the config's executor);
+everything else (hooks, events) happens on the run's thread, which receives the tools' progress
+and completion through a queue of small typed messages. Because no tool runs on the run's
+thread, a call that outlives its timeout, or ignores an abort for `ABORT_GRACE_S`, can be
+abandoned: the run goes on without it and never waits for its thread.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -44,9 +47,12 @@ from ._config import (
     BeforeToolCallResult,
 )
 
-__all__ = ["Submitter", "ToolBatch"]
+__all__ = ["ABORT_GRACE_S", "Inbox", "Submitter", "ToolBatch", "serving", "tool_inbox"]
 
 _log = logging.getLogger(__name__)
+
+ABORT_GRACE_S = 1.0
+"""How long an aborted run waits for a tool (or a model stream) to stop before abandoning it."""
 
 CALL_ABORTED_TEXT = "Operation aborted"
 LENGTH_TEXT = (
@@ -60,6 +66,18 @@ def error_result(text: str, terminate: bool | None = None) -> AgentToolResult:
     return AgentToolResult([TextContent(text)], terminate=terminate)
 
 
+_serving = threading.local()
+"""Per thread: the signals of the runs whose tool calls the thread is running, innermost last."""
+
+
+def serving(signal: AbortSignal) -> bool:
+    """Whether the calling thread is running a tool call of the run given `signal`.
+
+    Such a thread must not wait for that run: the run waits for the call (see `AgentRun`).
+    """
+    return signal in getattr(_serving, "runs", ())
+
+
 @attrs.define(eq=False)
 class _Call:
     """One tool call on its way from preparation to its result."""
@@ -70,13 +88,16 @@ class _Call:
     args: Any = None
     result: AgentToolResult | None = None
     is_error: bool = False
-    # Written on the thread that ran the tool (a pool worker, or the run's thread for a lone
-    # call) once it is done; read by `on_update` on whichever thread the tool calls it from.
-    # Benign under the GIL: a bool store and load are atomic, and an update slipping past a
-    # stale False is either emitted before the call's end event or dropped (`_pump` checks
-    # `c.result`), never emitted after it.
+    # Written on the thread that ran the tool once it is done; read by `on_update` on whichever
+    # thread the tool calls it from. Benign under the GIL: a bool store and load are atomic,
+    # and an update slipping past a stale False is either emitted before the call's end event
+    # or dropped (`_pump` checks `c.result`), never emitted after it.
     finished: bool = False
     message: ToolResultMessage | None = None
+    timeout: float | None = None  # seconds, when the call has a deadline
+    deadline: float = float("inf")  # time.monotonic() past which the call is abandoned
+    own: AbortController | None = None  # this call's own signal, when it has a timeout
+    unlink: Callable[[], None] | None = None  # stops `own` following the tools' signal
 
 
 @attrs.frozen
@@ -110,22 +131,44 @@ class _Returned:
     result: AgentToolResult
 
 
-_Message = _Update | _NotStarted | _Raised | _Returned
-"""What reaches the run's thread through `ToolBatch`'s inbox."""
+class _Aborted:
+    """The tools' signal was aborted: from now on, calls have `ABORT_GRACE_S` to end."""
+
+
+_ABORTED = _Aborted()
+
+_Message = _Update | _NotStarted | _Raised | _Returned | _Aborted
+"""What reaches the run's thread through its tool inbox."""
+
+Inbox = queue.SimpleQueue[_Message]
+
+
+def tool_inbox(halt: AbortSignal) -> Inbox:
+    """The queue through which a run's tool calls report to its thread (one for the run).
+
+    It also hears when `halt` aborts, so that a run waiting for its tools notices at once.
+    """
+    inbox: Inbox = queue.SimpleQueue()
+    halt.add_listener(lambda: inbox.put(_ABORTED))
+    return inbox
 
 
 @attrs.define(eq=False)
 class ToolBatch:
-    """Runs the tool calls of `message` for one turn of a run (on the run's thread)."""
+    """Runs the tool calls of `message` for one turn of a run (on the run's thread).
+
+    `signal` is the run's signal as the caller gave it (hooks get it; tool threads are marked
+    as serving it, see `serving`); `halt` aborts the signal tools get, and follows `signal`.
+    """
 
     message: AssistantMessage
     context: AgentContext
     config: AgentLoopConfig
     signal: AbortSignal
     emit: Callable[[AgentEvent], None]
-    get_executor: Callable[[], Submitter]  # called only when a batch needs one (may create it)
-    tools: Callable[[], AbortController]  # aborts the signal tools get (see _Run._tool_controller)
-    _inbox: queue.SimpleQueue[_Message] = attrs.field(factory=queue.SimpleQueue)
+    get_executor: Callable[[], Submitter]  # called only when a call needs one (may create it)
+    halt: AbortSignal
+    _inbox: Inbox  # the run's `tool_inbox`: may hold late messages of earlier batches
 
     def run(self) -> tuple[list[ToolResultMessage], bool]:
         """Execute every call; return the results in source order and whether to terminate."""
@@ -139,7 +182,8 @@ class ToolBatch:
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
-                    self._run_one(c)
+                    self._submit(c)
+                    self._pump([c])
                 self._emit_message(c)
         else:
             ready = []
@@ -147,12 +191,9 @@ class ToolBatch:
                 self._start(c)
                 if self._prepare(c):
                     ready.append(c)
-            if len(ready) == 1:
-                self._run_one(ready[0])
-            else:
-                for c in ready:
-                    self._submit(c)
-                self._pump(len(ready))
+            for c in ready:
+                self._submit(c)
+            self._pump(ready)
             for c in calls:
                 self._emit_message(c)
         results = [c.message for c in calls if c.message is not None]
@@ -207,72 +248,25 @@ class ToolBatch:
         c.tool, c.args = tool, args
         return True
 
-    def _aborted(self) -> bool:
-        return self.signal.aborted
-
-    def _run_one(self, c: _Call) -> None:
-        """Run a lone call: on this thread unless the config names an executor.
-
-        Why not the pool, as for a batch: a hand-off to another thread and back costs 5 µs on a
-        busy 2-core VM but 35-60 µs on an idle one (waking a sleeping CPU), more than the whole
-        loop's turn, and a lone call gains no concurrency from it. The price: a tool runs on the
-        run's thread when called alone and on a pool thread in a batch, so a tool keeping state
-        in `threading.local` (a database connection, say) sees different threads from one turn
-        to the next.
-        """
-        if self.config.tool_executor is not None:
-            self._submit(c)
-            self._pump(1)
-            return
-        tool, run_thread = c.tool, threading.get_ident()
-        assert tool is not None
-        sink_error: list[BaseException] = []
-
-        def on_update(partial: object) -> None:
-            if not isinstance(partial, AgentToolResult):
-                raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
-            if c.finished or sink_error:
-                return
-            if threading.get_ident() != run_thread:
-                self._inbox.put(_Update(c, partial))
-                return
-            try:
-                self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
-                                                   partial))
-            except BaseException as exc:  # re-raised once the tool returns, not into it
-                sink_error.append(exc)
-                self.tools().abort("the run ended early")  # so that the tool returns soon
-
-        if self._aborted():
-            self._finish(c, error_result(CALL_ABORTED_TEXT), True)
-            return
-        try:
-            result = tool.execute(c.call.id, c.args, self.tools().signal, on_update)
-            _check_result(tool, result)
-        except KeyboardInterrupt:
-            raise  # the user stopping the program, not a tool failure
-        except BaseException as exc:  # as on a worker thread (sys.exit() included): the result
-            outcome: tuple[AgentToolResult, bool] = (error_result(describe(exc)), True)
-        else:
-            outcome = (result, False)
-        finally:
-            c.finished = True
-        if sink_error:
-            raise sink_error[0]
-        while not self._inbox.empty():  # updates the tool sent from threads of its own
-            update = self._inbox.get()
-            assert isinstance(update, _Update)  # nothing else is submitted for a lone call
-            self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name, c.call.arguments,
-                                               update.partial))
-        self._after(c, *outcome)
+    def _aborted(self) -> bool:  # a method: mypy would take a second check as unreachable
+        return self.halt.aborted
 
     def _submit(self, c: _Call) -> None:
         """Hand `c` to the executor (the run's own pool unless the config names one).
 
-        The run's thread stays free meanwhile to emit the tools' progress in order.
+        A call with a timeout gets a signal of its own, following the tools' signal, so that
+        its expiry aborts it alone. The run's thread stays free meanwhile to emit the tools'
+        progress in order and to notice deadlines.
         """
-        tool, inbox, signal = c.tool, self._inbox, self.tools().signal
+        tool, inbox, signal, owner = c.tool, self._inbox, self.halt, self.signal
         assert tool is not None
+        timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
+        if timeout is not None:
+            c.timeout, c.deadline = timeout, time.monotonic() + timeout
+            c.own = own = AbortController()
+            parent = signal
+            c.unlink = parent.add_listener(lambda: own.abort(parent.reason))
+            signal = own.signal
 
         def on_update(partial: object) -> None:
             if not isinstance(partial, AgentToolResult):
@@ -281,6 +275,8 @@ class ToolBatch:
                 inbox.put(_Update(c, partial))
 
         def work() -> None:
+            runs = _serving.__dict__.setdefault("runs", [])
+            runs.append(owner)
             try:
                 if signal.aborted:
                     inbox.put(_NotStarted(c))
@@ -293,30 +289,69 @@ class ToolBatch:
             else:
                 c.finished = True
                 inbox.put(_Returned(c, result))
+            finally:
+                runs.pop()
 
         try:
             self.get_executor().submit(work)
         except Exception as exc:  # a shut-down or saturated user executor
             inbox.put(_Raised(c, exc))
 
-    def _pump(self, count: int) -> None:
-        """Handle tool progress and completions on this thread until `count` calls finished."""
-        while count:
-            match self._inbox.get():
+    def _pump(self, calls: list[_Call]) -> None:
+        """Handle tool progress and completions on this thread until every call has its result.
+
+        A call past its deadline, or still running `ABORT_GRACE_S` after the tools' signal
+        aborted, gets its error result now; its thread is abandoned (whatever it sends later
+        is ignored).
+        """
+        pending = {id(c): c for c in calls}  # a call's messages hold it: ids stay unique
+        inbox, never = self._inbox, float("inf")
+        grace_ends = time.monotonic() + ABORT_GRACE_S if self._aborted() else never
+        while pending:
+            wake = min(grace_ends, min(c.deadline for c in pending.values()))
+            try:
+                if wake == never:
+                    message = inbox.get()
+                else:
+                    message = inbox.get(timeout=max(0.0, wake - time.monotonic()))
+            except queue.Empty:
+                message = None
+            match message:
                 case _Update(c, partial):
-                    if c.result is None:  # else a late update, behind the call's completion
+                    if c.result is None:  # else a late update, behind its call's result
                         self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name,
                                                            c.call.arguments, partial))
-                    continue
-                case _NotStarted(c):
+                case _NotStarted(c) if pending.pop(id(c), None) is not None:
                     self._finish(c, error_result(CALL_ABORTED_TEXT), True)
-                case _Raised(c, exc):
+                case _Raised(c, exc) if pending.pop(id(c), None) is not None:
                     if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
                         raise exc
                     self._after(c, error_result(describe(exc)), True)
-                case _Returned(c, result):
+                case _Returned(c, result) if pending.pop(id(c), None) is not None:
                     self._after(c, result, False)
-            count -= 1
+                case _Aborted():
+                    grace_ends = min(grace_ends, time.monotonic() + ABORT_GRACE_S)
+            if message is None or (message is _ABORTED and pending):
+                self._expire(pending, grace_ends)
+
+    def _expire(self, pending: dict[int, _Call], grace_ends: float) -> None:
+        """Give the calls past their deadline, or past the abort's grace, their error result."""
+        now = time.monotonic()
+        for key, c in list(pending.items()):
+            if c.deadline <= now:
+                del pending[key]
+                c.finished = True  # drop its later updates
+                text = f"tool '{c.call.name}' timed out after {c.timeout:g} s"
+                if c.own is not None:
+                    c.own.abort(text)
+                _log.warning("%s; abandoning its thread", text)
+                self._after(c, error_result(text), True)
+            elif grace_ends <= now:
+                del pending[key]
+                c.finished = True
+                _log.warning("tool %r ignored the abort for %s s; abandoning its thread",
+                             c.call.name, ABORT_GRACE_S)
+                self._finish(c, error_result(CALL_ABORTED_TEXT), True)
 
     def _after(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
         hook = self.config.after_tool_call
@@ -336,6 +371,8 @@ class ToolBatch:
 
     def _finish(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
         c.result, c.is_error = result, is_error
+        if c.unlink is not None:
+            c.unlink()
         self.emit(ToolExecutionEndEvent(c.call.id, c.call.name, result, is_error))
 
     def _message(self, c: _Call) -> ToolResultMessage:

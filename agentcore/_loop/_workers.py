@@ -14,6 +14,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 
 __all__ = ["WorkerPool"]
@@ -61,8 +62,11 @@ class WorkerPool:
                 return
         self._tasks.put(work)
 
-    def shutdown(self, wait: bool = True) -> None:
-        """Let every thread end once its work is done; with `wait`, join them."""
+    def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
+        """Let every thread end once its work is done; with `wait`, join them.
+
+        `timeout` bounds the whole wait (seconds): a thread still busy then is left running.
+        """
         with self._lock:
             if self._closed:
                 return
@@ -71,8 +75,9 @@ class WorkerPool:
         for _ in threads:
             self._tasks.put(None)
         if wait:
+            deadline = None if timeout is None else time.monotonic() + timeout
             for thread in threads:
-                thread.join()
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _serve(self) -> None:
         while True:

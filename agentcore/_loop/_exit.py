@@ -1,0 +1,53 @@
+"""Runs in flight when the interpreter exits.
+
+A run's thread is not a daemon, so the interpreter finishes every run before it exits, as a Node
+process finishes its pending work. Ctrl-C while it waits interrupts that wait, and Python then
+goes on to its `atexit` hooks with the runs still going: ours aborts every run in flight and
+gives them `EXIT_GRACE_S` to emit their `agent_end` (a tool ignoring its abort is abandoned
+after the loop's own grace), then lets the process end. On a normal exit no run is left by
+the time the hooks run, and the hook does nothing.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import threading
+from collections.abc import Iterator
+
+from .._core import AbortController
+
+__all__ = ["EXIT_GRACE_S", "in_flight"]
+
+EXIT_GRACE_S = 1.5
+"""How long the exit hook waits for the aborted runs to end (the process must end in 2 s)."""
+
+_cond = threading.Condition(threading.Lock())
+_runs: set[AbortController] = set()
+
+
+@contextlib.contextmanager
+def in_flight(halt: AbortController) -> Iterator[None]:
+    """While inside, the run that `halt` stops is in flight (the exit hook aborts it)."""
+    with _cond:
+        _runs.add(halt)
+    try:
+        yield
+    finally:
+        with _cond:
+            _runs.discard(halt)
+            if not _runs:
+                _cond.notify_all()
+
+
+def _at_exit() -> None:
+    """Abort the runs still in flight and wait a little for their ends."""
+    with _cond:
+        runs = list(_runs)
+    for halt in runs:
+        halt.abort("the interpreter is exiting")
+    with _cond:
+        _cond.wait_for(lambda: not _runs, EXIT_GRACE_S)
+
+
+atexit.register(_at_exit)
