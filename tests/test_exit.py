@@ -131,4 +131,5 @@ def test_ctrl_c_at_exit_aborts_the_run_and_ends_within_2_s(
     lines, took = interrupt(child, ready)
     assert took < 2.0, lines
     ends = [line for line in lines if line.startswith("agent_end")]
-    assert len(ends) == 1 and ends[0].startswith(last), lines
+    assert len(ends) == 1, lines
+    assert ends[0].startswith(last), lines
