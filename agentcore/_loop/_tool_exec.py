@@ -344,7 +344,7 @@ class ToolBatch:
                 text = f"tool '{c.call.name}' timed out after {c.timeout:g} s"
                 if c.own is not None:
                     c.own.abort(text)
-                _log.warning("%s; abandoning its thread", text)
+                _log.info("%s; the run goes on without it", text)
                 self._after(c, error_result(text), True)
             elif grace_ends <= now:
                 del pending[key]
