@@ -109,11 +109,11 @@ def _bundle(markdown: str, plain: str) -> dict[str, str]:
 
 
 def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
-    events, ended = run.snapshot()
+    events, ended, published = run.counted_snapshot()
     publish(_view(run, events), ended)  # here, so that the output belongs to the calling cell
     if ended:
         return
-    thread = threading.Thread(target=_follow, args=(run, publish, len(events)),
+    thread = threading.Thread(target=_follow, args=(run, publish, published),
                               name=f"{run.name}-display")
     thread.start()
     # The run waits for the final view before `result()` returns, so that even a notebook
@@ -127,7 +127,10 @@ def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
 
 
 def _follow(run: AgentRun, publish: _Publish, shown: int) -> None:
-    """Publish views of `run` until it has ended: throttled, then the final one at once."""
+    """Publish views of `run` until it has ended: throttled, then the final one at once.
+
+    `shown` counts the events published (dropped ones included) that the last view showed.
+    """
     next_at = 0.0
     try:
         while True:
@@ -135,10 +138,11 @@ def _follow(run: AgentRun, publish: _Publish, shown: int) -> None:
             delay = next_at - time.monotonic()
             if delay > 0:  # throttled: gather events until the next slot or the end
                 run.wait_for_end(delay)
-            events, ended = run.snapshot()  # rendered outside the lock the run records under
-            if len(events) == shown:  # finished, everything shown
+            # Copies, rendered outside the lock the run records under.
+            events, ended, published = run.counted_snapshot()
+            if published == shown:  # finished, everything shown
                 return
-            shown = len(events)
+            shown = published
             view = _view(run, events)
             publish(view, ended)
             if ended:

@@ -15,7 +15,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from attrs.validators import deep_iterable, instance_of
+from attrs.validators import and_, deep_iterable, ge, instance_of
 
 from .._core import (
     OPTION,
@@ -51,6 +51,7 @@ from .._core import (
     flat_options,
     has_role,
     member_of,
+    strict_int,
     takes,
     to_queue_mode,
     to_thinking_level,
@@ -81,7 +82,7 @@ from ._input import (
 )
 from ._live import AgentState, LiveState
 from ._queue import MessageQueue
-from ._run import AgentRun
+from ._run import MAX_EVENTS, AgentRun
 
 if TYPE_CHECKING:
     import requests
@@ -111,7 +112,8 @@ class Agent:
 
     Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. Settable
     attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
-    `follow_up`) are read live. See the module docstring for the threading contract.
+    `follow_up`) are read live. `max_events` (keyword only) bounds the events each run keeps
+    for late iteration (see `AgentRun`). See the module docstring for the threading contract.
     """
 
     model: Model = attrs.field(validator=instance_of(Model))
@@ -153,6 +155,8 @@ class Agent:
     should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(
         default=None, validator=takes("context", optional=True))
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
+    max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
+                                  kw_only=True)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
                                          kw_only=True)
     on_payload: OnPayload | None = OPTION
@@ -347,7 +351,7 @@ class Agent:
         config = self._config(skip_first_steering)
         context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
         stream_fn = self.stream_fn
-        run = AgentRun(AbortController())
+        run = AgentRun(AbortController(), max_events=self.max_events)
         self._run = run
         self._live.begin()
         try:
