@@ -146,6 +146,23 @@ def test_after_tool_call_sees_the_timeout(faux: FauxProvider) -> None:
     assert seen == [("tool 'slow' timed out after 0.05 s", True)]
 
 
+def test_agent_tool_timeout_applies_to_its_runs(faux: FauxProvider) -> None:
+    @ac.tool
+    def slow(signal: ac.AbortSignal) -> str:
+        """Wait."""
+        signal.wait(WAIT)
+        return "late"
+
+    faux.set_responses([one_call("slow"), faux_assistant_message("done")])
+    with ac.Agent(faux.get_model(), tools=[slow], tool_timeout=0.1) as agent:
+        out = agent.prompt("go").result(WAIT)
+        assert result_texts(out) == {"call-1": ("tool 'slow' timed out after 0.1 s", True)}
+        with pytest.raises(ValueError, match="'tool_timeout'"):
+            agent.tool_timeout = 0
+        agent.tool_timeout = None
+        assert agent.tool_timeout is None
+
+
 @pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, "1", True])
 def test_bad_timeouts_are_refused_naming_the_field(faux: FauxProvider, bad: Any) -> None:
     def noop(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> Any:
@@ -161,6 +178,8 @@ def test_bad_timeouts_are_refused_naming_the_field(faux: FauxProvider, bad: Any)
         ac.tool(timeout=bad)(fn)
     with pytest.raises(error, match="'tool_timeout'"):
         ac.AgentLoopConfig(model=faux.get_model(), tool_timeout=bad)
+    with pytest.raises(error, match="'tool_timeout'"):
+        ac.Agent(faux.get_model(), tool_timeout=bad)
 
 
 # --- abort: tools that ignore it are abandoned ---------------------------------------------------

@@ -51,6 +51,7 @@ from .._core import (
     flat_options,
     has_role,
     member_of,
+    seconds,
     strict_int,
     takes,
     to_queue_mode,
@@ -68,6 +69,7 @@ from .._loop import (
     ShouldStopAfterTurn,
     TransformContext,
     executor,
+    in_flight,
     run_agent_loop,
     run_agent_loop_continue,
 )
@@ -113,7 +115,8 @@ class Agent:
     Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. Settable
     attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
     `follow_up`) are read live. `max_events` (keyword only) bounds the events each run keeps
-    for late iteration (see `AgentRun`). See the module docstring for the threading contract.
+    for late iteration (see `AgentRun`); `tool_timeout` (seconds) bounds every tool call whose
+    tool sets no `timeout`. See the module docstring for the threading contract.
     """
 
     model: Model = attrs.field(validator=instance_of(Model))
@@ -155,6 +158,7 @@ class Agent:
     should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(
         default=None, validator=takes("context", optional=True))
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
+    tool_timeout: float | None = attrs.field(default=None, validator=seconds)
     max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
                                   kw_only=True)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
@@ -380,6 +384,7 @@ class Agent:
             transform_context=self.transform_context, get_api_key=self.get_api_key,
             get_steering_messages=steering, get_follow_up_messages=follow_ups,
             tool_execution=self.tool_execution, tool_executor=self.tool_executor,
+            tool_timeout=self.tool_timeout,
             before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
             prepare_next_turn=self.prepare_next_turn,
             should_stop_after_turn=self.should_stop_after_turn,
@@ -398,22 +403,25 @@ class Agent:
         config: AgentLoopConfig, stream_fn: StreamFn | None,
     ) -> None:
         messages: list[AgentMessage] = []
-        try:
-            emit = lambda event: self._handle(run, event)  # noqa: E731
-            if prompts is None:
-                messages = run_agent_loop_continue(context, config, emit, run.signal, stream_fn)
-            else:
-                messages = run_agent_loop(prompts, context, config, emit, run.signal, stream_fn)
-        except BaseException as exc:  # the loop itself broke: report it as the run's failure
-            _log.exception("agent run failed")
-            messages = self._fail(run, config.model, exc)
-        finally:
-            with self._lock:
-                self._steering.restore()
-                self._follow_up.restore()
-                self._live.end()
-                self._run = None
-            run.finish(messages)
+        with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
+            try:
+                emit = lambda event: self._handle(run, event)  # noqa: E731
+                if prompts is None:
+                    messages = run_agent_loop_continue(context, config, emit, run.signal,
+                                                       stream_fn)
+                else:
+                    messages = run_agent_loop(prompts, context, config, emit, run.signal,
+                                              stream_fn)
+            except BaseException as exc:  # the loop itself broke: report it as the run's failure
+                _log.exception("agent run failed")
+                messages = self._fail(run, config.model, exc)
+            finally:
+                with self._lock:
+                    self._steering.restore()
+                    self._follow_up.restore()
+                    self._live.end()
+                    self._run = None
+                run.finish(messages)
 
     def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
         text = describe(exc)

@@ -23,6 +23,7 @@ from ._config import (
     executor,
     hook,
 )
+from ._exit import in_flight
 from ._loop import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._tool_exec import serving
 
@@ -45,6 +46,7 @@ __all__ = [
     "agent_loop_continue",
     "executor",
     "hook",
+    "in_flight",
     "run_agent_loop",
     "run_agent_loop_continue",
     "serving",

@@ -13,9 +13,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from collections.abc import Iterator
-
-from .._core import AbortController
+from collections.abc import Callable, Iterator
 
 __all__ = ["EXIT_GRACE_S", "in_flight"]
 
@@ -23,19 +21,19 @@ EXIT_GRACE_S = 1.5
 """How long the exit hook waits for the aborted runs to end (the process must end in 2 s)."""
 
 _cond = threading.Condition(threading.Lock())
-_runs: set[AbortController] = set()
+_runs: set[Callable[[str], object]] = set()  # how to abort each run in flight
 
 
 @contextlib.contextmanager
-def in_flight(halt: AbortController) -> Iterator[None]:
-    """While inside, the run that `halt` stops is in flight (the exit hook aborts it)."""
+def in_flight(abort: Callable[[str], object]) -> Iterator[None]:
+    """While inside, a run is in flight: the exit hook calls `abort(reason)` to stop it."""
     with _cond:
-        _runs.add(halt)
+        _runs.add(abort)
     try:
         yield
     finally:
         with _cond:
-            _runs.discard(halt)
+            _runs.discard(abort)
             if not _runs:
                 _cond.notify_all()
 
@@ -44,8 +42,8 @@ def _at_exit() -> None:
     """Abort the runs still in flight and wait a little for their ends."""
     with _cond:
         runs = list(_runs)
-    for halt in runs:
-        halt.abort("the interpreter is exiting")
+    for abort in runs:
+        abort("the interpreter is exiting")
     with _cond:
         _cond.wait_for(lambda: not _runs, EXIT_GRACE_S)
 

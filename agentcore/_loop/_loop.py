@@ -113,7 +113,7 @@ class _Run:
         unlink = signal.add_listener(lambda: halt.abort(signal.reason))
         early = True  # the run ends by an exception: tell the tools still running, wait a bit
         try:
-            with in_flight(halt):
+            with in_flight(halt.abort):
                 messages = self._loop(prompts)
             early = False
             return messages
