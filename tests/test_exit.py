@@ -48,7 +48,21 @@ CHILD = textwrap.dedent('''
         time.sleep(30)  # "ignore": deaf to the abort
         return "late"
 
-    if mode == "stream":
+    @ac.tool
+    def echo(text: str) -> str:
+        """Echo."""
+        return "echo " + text
+
+    if mode == "parallel":  # the calls start once the main thread has ended
+        faux = register_faux_provider(tokens_per_second=50, token_size=(1, 1))
+        faux.set_responses([
+            faux_assistant_message([faux_text("calling two tools"),
+                                    faux_tool_call("echo", {"text": "a"}, id="a"),
+                                    faux_tool_call("echo", {"text": "b"}, id="b")],
+                                   stop_reason="toolUse"),
+            faux_assistant_message("finished"),
+        ])
+    elif mode == "stream":
         faux = register_faux_provider(tokens_per_second=20, token_size=(1, 1))
         faux.set_responses([faux_assistant_message([faux_text("word " * 400)])])
     else:
@@ -57,7 +71,7 @@ CHILD = textwrap.dedent('''
             faux_assistant_message([faux_tool_call("work", {})], stop_reason="toolUse"),
             faux_assistant_message("finished"),
         ])
-    agent = ac.Agent(faux.get_model(), tools=[work])
+    agent = ac.Agent(faux.get_model(), tools=[work, echo])
 
     streaming = []
 
@@ -65,6 +79,8 @@ CHILD = textwrap.dedent('''
         if event.type == "message_update" and not streaming:
             streaming.append(True)
             say("streaming")
+        if event.type == "tool_execution_end":
+            say("result", event.tool_call_id, event.result.content[0].text, event.is_error)
         if event.type == "agent_end":
             last = event.messages[-1]
             say("agent_end", last.role, getattr(last, "stop_reason", None),
@@ -117,6 +133,17 @@ def test_a_run_in_flight_at_exit_is_finished(tmp_path: Path) -> None:
     assert child.returncode == 0, err
     assert lines.index("main done") < lines.index("agent_end assistant stop finished")
     assert "tool started" in lines
+
+
+def test_parallel_calls_started_during_exit_get_real_results(tmp_path: Path) -> None:
+    child = start(tmp_path, "parallel")
+    out, err = child.communicate(timeout=30)
+    lines = out.splitlines()
+    assert child.returncode == 0, err
+    assert lines[0] == "main done"
+    assert sorted(line for line in lines if line.startswith("result")) == [
+        "result a echo a False", "result b echo b False"]
+    assert lines[-1] == "agent_end assistant stop finished"
 
 
 @pytest.mark.parametrize(("mode", "ready", "last"), [
