@@ -249,10 +249,11 @@ class AgentRun:
                                                                     AgentEndEvent))
 
     def _wait(self, ready: Callable[[], bool], timeout: float | None) -> bool:
-        """Wait until `ready()`; False on timeout. From the run's own thread, raise instead.
+        """Wait until `ready()`; False on timeout. From a thread the run waits on, raise instead.
 
-        A listener, hook or tool on the run's thread waiting for the run would wait forever:
-        the run cannot go on until it returns. `Thread.join` raises in the same situation.
+        A listener or hook on the run's thread, or a tool call on a worker, waiting for the run
+        would wait forever: the run cannot go on until it returns. `Thread.join` raises in the
+        same situation.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         try:
