@@ -36,6 +36,7 @@ from agentcore import (
     ModelNotFoundError,
     ProviderNotFoundError,
     QueueMode,
+    RunError,
     SerializationError,
     StartEvent,
     StopReason,
@@ -112,6 +113,7 @@ EXPECTED_ALL = [
     "PrepareNextTurnContext",
     "ProviderNotFoundError",
     "QueueMode",
+    "RunError",
     "SerializationError",
     "StartEvent",
     "StopReason",
@@ -394,6 +396,7 @@ def test_every_public_error_derives_from_agentcore_error() -> None:
         ProviderNotFoundError,
         ModelNotFoundError,
         MissingApiKeyError,
+        RunError,
         SerializationError,
     }
     for error in errors:

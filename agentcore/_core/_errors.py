@@ -9,12 +9,15 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
     ├── ProviderNotFoundError     (also LookupError) no provider registered for model.api
     ├── ModelNotFoundError        (also LookupError) no such model in the catalogue
     ├── MissingApiKeyError        no API key given and none in the environment
+    ├── RunError                  AgentRun.raise_for_error(): the run ended in error or abort
     └── SerializationError        (also ValueError) data that does not decode into the type
 
 Failures of models, tools and hooks are not raised: they become messages (see the loop).
 """
 
 from __future__ import annotations
+
+from ._enums import StopReason
 
 ABORTED_TEXT = "Request was aborted"
 """The error text of a reply that ended because its run was aborted."""
@@ -51,6 +54,21 @@ class ModelNotFoundError(AgentcoreError, LookupError):
 
 class MissingApiKeyError(AgentcoreError):
     """No API key was passed and the provider's environment variable is not set."""
+
+
+class RunError(AgentcoreError):
+    """A run ended with `stop_reason` `"error"` or `"aborted"` (`AgentRun.raise_for_error()`).
+
+    `stop_reason` is the `StopReason` the run ended with; `message` is its error text.
+    """
+
+    def __init__(self, stop_reason: StopReason, message: str) -> None:
+        super().__init__(f"the run ended with stop_reason {stop_reason.value!r}: {message}")
+        self.stop_reason = stop_reason
+        self.message = message
+
+    def __reduce__(self) -> tuple[object, ...]:  # picklable with its two fields
+        return (type(self), (self.stop_reason, self.message))
 
 
 class SerializationError(AgentcoreError, ValueError):
