@@ -215,7 +215,7 @@ def test_agent_abort_reaches_a_nested_agent_run() -> None:
     assert inner.messages[-1].stop_reason == "aborted"
     [result] = [m for m in messages if isinstance(m, ac.ToolResultMessage)]
     assert result.is_error
-    assert result.content == [ac.TextContent("the inner agent was aborted")]
+    assert result.content == [ac.TextContent("RuntimeError: the inner agent was aborted")]
     assert not inner.state.is_streaming
     assert not outer.state.is_streaming
 

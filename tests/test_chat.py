@@ -73,8 +73,8 @@ def test_chat_runs_the_tools_and_shows_their_results() -> None:
     assert len(USAGE.findall(calc)) == 1  # one usage line for the prompt's two model calls
     end = re.search(TOOL_END.format(name="calculator"), zero)
     assert end is not None
-    assert (end["text"], end["status"]) == ("division by zero in '1/0'", "error")
-    assert "The calculator failed: division by zero in '1/0'" in zero
+    assert (end["text"], end["status"]) == ("ValueError: division by zero in '1/0'", "error")
+    assert "The calculator failed: ValueError: division by zero in '1/0'" in zero
     assert '  -> clock({"timezone": "UTC"})\n' in clock
     now = re.search(TOOL_END.format(name="clock"), clock)
     assert now is not None

@@ -227,8 +227,8 @@ def test_calculator_division_by_zero_is_an_error_result(faux: FauxProvider) -> N
     )
     result = next(m for m in messages if isinstance(m, ac.ToolResultMessage))
     assert result == ac.ToolResultMessage(
-        "c1", "calculator", [ac.TextContent("division by zero in '1/0'")], is_error=True,
-        timestamp=result.timestamp,
+        "c1", "calculator", [ac.TextContent("ValueError: division by zero in '1/0'")],
+        is_error=True, timestamp=result.timestamp,
     )
     assert [e.is_error for e in ends] == [True]
 

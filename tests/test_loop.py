@@ -665,10 +665,10 @@ def test_semantic_8_after_tool_call_overrides_field_by_field(faux: FauxProvider)
     assert (by_id["tool-1"].text, by_id["tool-1"].details, by_id["tool-1"].is_error) == (
         "rewritten", {"value": "a"}, False)
     assert (by_id["tool-2"].text, by_id["tool-2"].details, by_id["tool-2"].is_error) == (
-        "tool broke", {"recovered": True}, False)
+        "RuntimeError: tool broke", {"recovered": True}, False)
     failed = next(c for c in seen if c.tool_call.name == "failing")
     assert failed.is_error
-    assert text_of(failed.result) == "tool broke"
+    assert text_of(failed.result) == "RuntimeError: tool broke"
 
 
 def test_semantic_8_after_tool_call_raising_gives_an_error_result(faux: FauxProvider) -> None:
@@ -1124,7 +1124,8 @@ def test_semantic_6_a_shut_down_tool_executor_gives_each_call_an_error_result(
     out, sink = run(faux, tools=[make_tool()], tool_executor=pool)
     ends = sink.of(ac.ToolExecutionEndEvent)
     assert [(e.tool_call_id, e.is_error) for e in ends] == [("c0", True), ("c1", True)]
-    assert {text_of(e.result) for e in ends} == {"cannot schedule new futures after shutdown"}
+    assert {text_of(e.result) for e in ends} == {
+        "RuntimeError: cannot schedule new futures after shutdown"}
     assert out[-1].text == "done"
 
 

@@ -199,11 +199,11 @@ def test_agent_tool_failure_reaches_the_model_as_an_error_result(sse_server: SSE
     results = [m for m in agent.state.messages if isinstance(m, ac.ToolResultMessage)]
     assert [(r.tool_call_id, r.is_error, r.text) for r in results] == [
         (PARIS_ID, False, "Paris: 18°C, light rain"),
-        (TOKYO_ID, True, "no weather station in 'Timbuktu'"),
+        (TOKYO_ID, True, "ValueError: no weather station in 'Timbuktu'"),
     ]
     sent = sse_server.requests[1].json["messages"]
     assert sent[-1] == {"role": "tool", "tool_call_id": TOKYO_ID,
-                        "content": "no weather station in 'Timbuktu'"}
+                        "content": "ValueError: no weather station in 'Timbuktu'"}
     assert agent.state.error_message is None
 
 

@@ -866,5 +866,6 @@ def test_tool_exception_becomes_an_error_result_in_the_loop(faux: FauxProvider) 
         faux_assistant_message("sorry"),
     ])
     out, _ = _run(faux, [explode])
-    assert out[2] == ac.ToolResultMessage("c1", "explode", [TextContent("boom after 3s")],
+    assert out[2] == ac.ToolResultMessage("c1", "explode",
+                                          [TextContent("RuntimeError: boom after 3s")],
                                           is_error=True, timestamp=out[2].timestamp)

@@ -50,6 +50,7 @@ from ._config import (
 __all__ = ["ABORT_GRACE_S", "Inbox", "Submitter", "ToolBatch", "serving", "tool_inbox"]
 
 _log = logging.getLogger(__name__)
+_tools_log = logging.getLogger("agentcore.tools")  # tool failures, for the tools' developers
 
 ABORT_GRACE_S = 1.0
 """How long an aborted run waits for a tool (or a model stream) to stop before abandoning it."""
@@ -326,7 +327,7 @@ class ToolBatch:
                 case _Raised(c, exc) if pending.pop(id(c), None) is not None:
                     if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
                         raise exc
-                    self._after(c, error_result(describe(exc)), True)
+                    self._after(c, error_result(_failure(c.call.name, exc)), True)
                 case _Returned(c, result) if pending.pop(id(c), None) is not None:
                     self._after(c, result, False)
                 case _Aborted():
@@ -392,6 +393,18 @@ class ToolBatch:
         c.message = message = self._message(c)
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
+
+
+def _failure(name: str, exc: BaseException) -> str:
+    """What the model reads when tool `name` raised `exc` (`KeyError: 'Rome'`); logs it too.
+
+    The type matters to the model and to whoever reads the transcript: `str(KeyError('Rome'))`
+    alone is `'Rome'`. The traceback goes to the `agentcore.tools` logger at INFO, so that a
+    bug in a tool is never invisible to its developer.
+    """
+    _tools_log.info("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _check_result(tool: AgentTool, result: object) -> None:
