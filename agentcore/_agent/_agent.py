@@ -73,7 +73,7 @@ from .._loop import (
     run_agent_loop,
     run_agent_loop_continue,
 )
-from ..providers import StreamFn, new_http_session, speaks_http
+from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
 from ._input import (
     agent_options,
     as_message,
@@ -116,7 +116,10 @@ class Agent:
     attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
     `follow_up`) are read live. `max_events` (keyword only) bounds the events each run keeps
     for late iteration (see `AgentRun`); `tool_timeout` (seconds) bounds every tool call whose
-    tool sets no `timeout`. See the module docstring for the threading contract.
+    tool sets no `timeout`; `deps` (keyword only) reaches every `@tool` function with a parameter
+    named `deps`. `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
+    model's provider needs a key and none is given (`api_key`, `get_api_key`) or set in the
+    environment. See the module docstring for the threading contract.
     """
 
     model: Model = attrs.field(validator=instance_of(Model))
@@ -126,7 +129,7 @@ class Agent:
                                                 validator=member_of(ThinkingLevel))
     tools: list[AgentTool] = attrs.field(
         default=(), converter=tool_list, validator=deep_iterable(instance_of(AgentTool)),
-        on_setattr=attrs.setters.pipe(copy_list, attrs.setters.validate),
+        on_setattr=attrs.setters.pipe(copy_list, attrs.setters.convert, attrs.setters.validate),
     )
     messages: list[AgentMessage] = attrs.field(
         default=(), converter=message_list, validator=deep_iterable(has_role),
@@ -159,6 +162,7 @@ class Agent:
         default=None, validator=takes("context", optional=True))
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
     tool_timeout: float | None = attrs.field(default=None, validator=seconds)
+    deps: Any = attrs.field(default=None, kw_only=True)
     max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
                                   kw_only=True)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
@@ -371,6 +375,10 @@ class Agent:
         skip = [skip_first_steering]
 
         def steering() -> list[AgentMessage]:
+        if self.stream_fn is None and self.get_api_key is None and speaks_http(self.model.api):
+            # A missing key raises here, not as a run that ends with an error message
+            require_api_key(self.model.provider, self.options.api_key,
+                            base_url=self.model.base_url)
             if skip[0]:
                 skip[0] = False
                 return []
@@ -384,7 +392,7 @@ class Agent:
             transform_context=self.transform_context, get_api_key=self.get_api_key,
             get_steering_messages=steering, get_follow_up_messages=follow_ups,
             tool_execution=self.tool_execution, tool_executor=self.tool_executor,
-            tool_timeout=self.tool_timeout,
+            tool_timeout=self.tool_timeout, deps=self.deps,
             before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
             prepare_next_turn=self.prepare_next_turn,
             should_stop_after_turn=self.should_stop_after_turn,

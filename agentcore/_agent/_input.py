@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import inspect
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -15,6 +16,7 @@ from .._core import (
     TextContent,
     UserMessage,
 )
+from .._function_tools import tool
 
 __all__ = [
     "agent_options",
@@ -63,9 +65,14 @@ def copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
     return list(value)
 
 
-def tool_list(value: Iterable[AgentTool]) -> list[AgentTool]:
-    """A fresh list (typed, so `Agent(tools=[...])` type-checks for callers)."""
-    return list(value)
+def tool_list(value: Iterable[AgentTool | Callable[..., Any]]) -> list[AgentTool]:
+    """A fresh list of tools; plain functions are made tools as by `@tool` (API §12).
+
+    Anything else is left for the field's validator to refuse.
+    """
+    tools: list[Any] = [item if isinstance(item, AgentTool) or not inspect.isfunction(item)
+                        else tool(item) for item in value]
+    return tools
 
 
 def message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from ._abort import AbortController, AbortSignal
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context
+from ._deps import enter_deps, leave_deps, tool_deps
 from ._enums import (
     QueueMode,
     StopReason,
@@ -189,6 +190,7 @@ __all__ = [
     "count",
     "default_convert_to_llm",
     "describe",
+    "enter_deps",
     "error_reply",
     "flat_options",
     "from_dict",
@@ -197,6 +199,7 @@ __all__ = [
     "is_context_overflow",
     "is_credential_header",
     "json_ready",
+    "leave_deps",
     "member_of",
     "message_markdown",
     "not_bool",
@@ -214,6 +217,7 @@ __all__ = [
     "to_queue_mode",
     "to_thinking_level",
     "to_tool_execution_mode",
+    "tool_deps",
     "unanswered_tool_calls",
     "validate_tool_arguments",
 ]

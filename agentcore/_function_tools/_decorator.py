@@ -42,6 +42,7 @@ from .._core import (
     ToolExecutionMode,
     ToolUpdate,
     json_ready,
+    tool_deps,
 )
 from ._docstring import humanise, parse_docstring
 from ._schema import (
@@ -57,8 +58,9 @@ __all__ = ["NO_OUTPUT", "FunctionTool", "tool"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-INJECTED = ("tool_call_id", "signal", "on_update")
-"""Parameter names the loop fills in (the call id, the run's signal, the update callback)."""
+INJECTED = ("tool_call_id", "signal", "on_update", "deps")
+"""Parameter names the loop fills in: the call id, the run's signal, the update callback and
+the run's `deps` (`AgentLoopConfig(deps=...)`, `Agent(deps=...)`)."""
 
 NO_OUTPUT = "(no output)"
 """The text of the result when the function returns `None` (providers reject empty text)."""
@@ -139,8 +141,9 @@ def tool(
     `Literal[...]`, `Enum` subclasses, attrs classes (nested, recursively) and `Any` (or no
     hint). `Annotated[T, "text"]` describes a parameter. Parameters with a default are optional
     and show the default when it has a JSON form. Parameters named `tool_call_id`, `signal`
-    (the run's `AbortSignal`) and `on_update` (a callback taking an `AgentToolResult`) are
-    filled in by the loop and hidden from the model.
+    (the run's `AbortSignal`), `on_update` (a callback taking an `AgentToolResult`) and `deps`
+    (the run's `deps`, say a database handle: `Agent(deps=...)`) are filled in by the loop and
+    hidden from the model.
 
     The docstring's summary (the text before its first section, whitespace-normalised) is the
     description, or the humanised function name (`get_weather` → `"Get weather"`) without one;
@@ -281,8 +284,10 @@ class _Invoke:
             for name, convert in self.params
             if name in args  # an omitted optional argument takes the function's default
         }
-        loop_values = {"tool_call_id": tool_call_id, "signal": signal, "on_update": on_update}
-        kwargs.update((name, loop_values[name]) for name in self.injected)
+        if self.injected:
+            loop_values = {"tool_call_id": tool_call_id, "signal": signal,
+                           "on_update": on_update, "deps": tool_deps()}
+            kwargs.update((name, loop_values[name]) for name in self.injected)
         return _to_result(self.fn(**kwargs))
 
 

@@ -164,7 +164,8 @@ class AgentLoopConfig:
     Hooks run on the run's thread (`before_tool_call`/`after_tool_call` too), tools on worker
     threads (the run's own daemon pool, or `tool_executor`); a hook that raises becomes an
     error message or an error tool result, never an exception. `tool_timeout` (seconds) bounds
-    every tool call whose tool sets no `timeout` of its own. The provider
+    every tool call whose tool sets no `timeout` of its own; `deps` is handed to every `@tool`
+    function with a parameter named `deps`. The provider
     options are one `options: StreamOptions`, passed to the stream function with the run's
     signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
     read them back as attributes. `get_api_key(provider)` is asked before every model call and
@@ -191,6 +192,7 @@ class AgentLoopConfig:
     )
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
     tool_timeout: float | None = attrs.field(default=None, validator=seconds)
+    deps: Any = None
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     after_tool_call: AfterToolCall | None = attrs.field(

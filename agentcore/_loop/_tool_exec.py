@@ -37,6 +37,8 @@ from .._core import (
     ToolExecutionUpdateEvent,
     ToolResultMessage,
     describe,
+    enter_deps,
+    leave_deps,
     validate_tool_arguments,
 )
 from ._config import (
@@ -259,7 +261,8 @@ class ToolBatch:
         its expiry aborts it alone. The run's thread stays free meanwhile to emit the tools'
         progress in order and to notice deadlines.
         """
-        tool, inbox, signal, owner = c.tool, self._inbox, self.halt, self.signal
+        tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
+            self.config.deps
         assert tool is not None
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         if timeout is not None:
@@ -278,6 +281,7 @@ class ToolBatch:
         def work() -> None:
             runs = _serving.__dict__.setdefault("runs", [])
             runs.append(owner)
+            previous = enter_deps(deps)
             try:
                 if signal.aborted:
                     inbox.put(_NotStarted(c))
@@ -291,6 +295,7 @@ class ToolBatch:
                 c.finished = True
                 inbox.put(_Returned(c, result))
             finally:
+                leave_deps(previous)
                 runs.pop()
 
         try:
