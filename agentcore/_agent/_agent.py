@@ -15,7 +15,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from attrs.validators import and_, deep_iterable, ge, instance_of
+from attrs.validators import and_, ge
 
 from .._core import (
     OPTION,
@@ -49,10 +49,12 @@ from .._core import (
     describe,
     error_reply,
     flat_options,
-    has_role,
+    is_model,
+    list_of_messages,
     member_of,
     seconds,
     strict_int,
+    string,
     takes,
     to_queue_mode,
     to_thinking_level,
@@ -76,6 +78,7 @@ from .._loop import (
 from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
 from ._input import (
     agent_options,
+    agent_tools,
     as_message,
     copy_list,
     message_list,
@@ -122,17 +125,17 @@ class Agent:
     environment. See the module docstring for the threading contract.
     """
 
-    model: Model = attrs.field(validator=instance_of(Model))
-    system_prompt: str = attrs.field(default="", validator=instance_of(str))
+    model: Model = attrs.field(validator=is_model)
+    system_prompt: str = attrs.field(default="", validator=string)
     thinking_level: ThinkingLevel = attrs.field(default=ThinkingLevel.OFF,
                                                 converter=to_thinking_level,
                                                 validator=member_of(ThinkingLevel))
     tools: list[AgentTool] = attrs.field(
-        default=(), converter=tool_list, validator=deep_iterable(instance_of(AgentTool)),
+        default=(), converter=tool_list, validator=agent_tools,
         on_setattr=attrs.setters.pipe(copy_list, attrs.setters.convert, attrs.setters.validate),
     )
     messages: list[AgentMessage] = attrs.field(
-        default=(), converter=message_list, validator=deep_iterable(has_role),
+        default=(), converter=message_list, validator=list_of_messages,
         on_setattr=attrs.setters.pipe(_idle_only, copy_list, attrs.setters.validate),
     )
     steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,

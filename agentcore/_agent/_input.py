@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -15,11 +15,15 @@ from .._core import (
     StreamOptions,
     TextContent,
     UserMessage,
+    list_of,
+    tool_hint,
+    type_error,
 )
 from .._function_tools import tool
 
 __all__ = [
     "agent_options",
+    "agent_tools",
     "as_message",
     "copy_list",
     "message_list",
@@ -28,13 +32,22 @@ __all__ = [
 ]
 
 
+_ONE_DICT = "to load a dict, use agentcore.from_dict(AgentMessage, data)"
+_DICTS = "to load dicts, use agentcore.from_dict(list[AgentMessage], data)"
+_TOOLS = "a list of AgentTool or functions"
+
+
+def _dict_hint(value: object, hint: str) -> str | None:
+    return hint if isinstance(value, Mapping) else None
+
+
 def as_message(value: Any, name: str) -> AgentMessage:
     """A str as a `UserMessage`, a message as is; anything else is a TypeError naming `name`."""
     if isinstance(value, str):
         return UserMessage(value)
     if isinstance(getattr(value, "role", None), str):
         return value  # type: ignore[no-any-return]
-    raise TypeError(f"'{name}' must be a str or a message, got {value!r}")
+    raise type_error(name, "a str or a message", value, _dict_hint(value, _ONE_DICT))
 
 
 def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[AgentMessage]:
@@ -42,8 +55,9 @@ def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[A
     if images is not None:
         if not isinstance(input, str):
             raise TypeError("'images' can only be given with a str 'input'")
-        if not all(isinstance(i, ImageContent) for i in images):
-            raise TypeError(f"'images' must be a list of ImageContent, got {images!r}")
+        for i, image in enumerate(images):
+            if not isinstance(image, ImageContent):
+                raise type_error(f"images[{i}]", "an ImageContent", image)
     if isinstance(input, str):
         if images:
             return [UserMessage([TextContent(input), *images])]
@@ -53,23 +67,32 @@ def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[A
     if isinstance(input, (list, tuple)):
         for i, message in enumerate(input):
             if not isinstance(getattr(message, "role", None), str):
-                raise TypeError(f"'input[{i}]' must be a message, got {message!r}")
+                raise type_error(f"input[{i}]", "a message such as UserMessage", message,
+                                 _dict_hint(message, _DICTS))
         return list(input)
-    raise TypeError(f"'input' must be a str, a message or a list of messages, got {input!r}")
+    raise type_error("input", "a str, a message or a list of messages", input,
+                     _dict_hint(input, _ONE_DICT))
 
 
 def copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
     """On-setattr hook: a fresh list from a list or tuple; anything else is a TypeError."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        raise TypeError(f"'{attribute.name}' must be a list, got {value!r}")
+    if not isinstance(value, (list, tuple)):
+        raise type_error(attribute.name, "a list", value)
     return list(value)
+
+
+def _is_list_like(value: object) -> bool:
+    return isinstance(value, Iterable) and not isinstance(value, (str, bytes, Mapping))
 
 
 def tool_list(value: Iterable[AgentTool | Callable[..., Any]]) -> list[AgentTool]:
     """A fresh list of tools; plain functions are made tools as by `@tool` (API §12).
 
-    Anything else is left for the field's validator to refuse.
+    Anything else is left for the field's validator (`agent_tools`) to refuse.
     """
+    if not _is_list_like(value):
+        hint = "give a list, tools=[...]" if callable(value) else _agent_tool_hint(value)
+        raise type_error("tools", _TOOLS, value, hint)
     tools: list[Any] = [item if isinstance(item, AgentTool) or not inspect.isfunction(item)
                         else tool(item) for item in value]
     return tools
@@ -77,13 +100,27 @@ def tool_list(value: Iterable[AgentTool | Callable[..., Any]]) -> list[AgentTool
 
 def message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
     """A fresh list (typed, so `Agent(messages=[...])` type-checks for callers)."""
+    if not _is_list_like(value):
+        raise type_error("messages", "a list of messages", value,
+                         _dict_hint(value, _ONE_DICT))
     return list(value)
+
+
+def _agent_tool_hint(value: object) -> str | None:
+    if isinstance(value, str):
+        return "pass the tool itself (a function, or one made with @agentcore.tool), not its name"
+    return tool_hint(value)
+
+
+agent_tools = list_of(AgentTool, expected="an AgentTool or a function",
+                      expected_list=_TOOLS, hint=_agent_tool_hint)
+"""Attrs validator of `Agent.tools`, after `tool_list` has made plain functions tools."""
 
 
 def agent_options(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """Attrs validator of `Agent.options`: no signal (runs have their own), no reasoning."""
     if not isinstance(value, StreamOptions):
-        raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
+        raise type_error(attribute.name, "a StreamOptions", value)
     if value.signal is not None:
         raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
                          "(agent.signal, run.abort())")

@@ -76,7 +76,7 @@ from ._messages import (
     now_ms,
     unanswered_tool_calls,
 )
-from ._model import Model, ModelCost, calculate_cost
+from ._model import Model, ModelCost, calculate_cost, is_model, is_optional_model
 from ._options import (
     DEFAULT_MAX_EVENT_BYTES,
     OPTION,
@@ -91,14 +91,25 @@ from ._overflow import is_context_overflow
 from ._render import message_markdown, run_markdown
 from ._serde import from_dict, from_json, to_dict, to_json
 from ._stream import AssistantMessageEventStream, EventStream
-from ._tools import AgentTool, AgentToolResult, Tool, ToolUpdate, validate_tool_arguments
+from ._tools import (
+    AgentTool,
+    AgentToolResult,
+    Tool,
+    ToolUpdate,
+    tool_hint,
+    validate_tool_arguments,
+)
 from ._usage import Cost, Usage
 from ._validators import (
     cannot_take,
     count,
-    has_role,
+    instance_of,
+    is_callable,
     is_credential_header,
+    list_of,
+    list_of_messages,
     not_bool,
+    optional_instance_of,
     redact_headers,
     seconds,
     secret_headers,
@@ -106,6 +117,7 @@ from ._validators import (
     strict_int,
     string,
     takes,
+    type_error,
 )
 from ._version import __version__
 
@@ -195,15 +207,21 @@ __all__ = [
     "flat_options",
     "from_dict",
     "from_json",
-    "has_role",
+    "instance_of",
+    "is_callable",
     "is_context_overflow",
     "is_credential_header",
+    "is_model",
+    "is_optional_model",
     "json_ready",
     "leave_deps",
+    "list_of",
+    "list_of_messages",
     "member_of",
     "message_markdown",
     "not_bool",
     "now_ms",
+    "optional_instance_of",
     "redact_headers",
     "run_markdown",
     "seconds",
@@ -218,6 +236,8 @@ __all__ = [
     "to_thinking_level",
     "to_tool_execution_mode",
     "tool_deps",
+    "tool_hint",
+    "type_error",
     "unanswered_tool_calls",
     "validate_tool_arguments",
 ]

@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import attrs
-from attrs.validators import instance_of, optional
 
-from ._validators import string
+from ._validators import instance_of, optional_instance_of, string
 
 __all__ = ["ImageContent", "TextContent", "ThinkingContent", "ToolCall"]
 
 _str = string
-_opt_str = optional(instance_of(str))
+_opt_str = optional_instance_of(str)
 
 
 @attrs.frozen

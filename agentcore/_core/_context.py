@@ -5,39 +5,45 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from attrs.validators import deep_iterable, instance_of, optional
 
 from ._messages import LLM_TYPES, AgentMessage, Message
-from ._tools import AgentTool, Tool
-from ._validators import has_role
+from ._tools import AgentTool, Tool, tool_hint
+from ._validators import (
+    dict_message_hint,
+    instance_of,
+    list_of,
+    list_of_messages,
+    optional_instance_of,
+    type_error,
+)
 
 __all__ = ["AgentContext", "Context"]
 
-
+_LLM_KINDS = "a UserMessage, an AssistantMessage or a ToolResultMessage"
 
 
 def _llm_messages(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     # This runs on every model call, so the common case is one pass in C over the classes.
     if not isinstance(value, list):
-        raise TypeError(f"'{attribute.name}' must be a list, got {value!r}")
+        raise type_error(attribute.name, "a list of messages", value)
     if LLM_TYPES.issuperset(map(type, value)):
         return
-    for message in value:
+    for index, message in enumerate(value):
         if message.__class__ not in LLM_TYPES and not isinstance(
             message, tuple(LLM_TYPES)
         ):
-            raise TypeError(f"'{attribute.name}' must hold user, assistant or tool-result "
-                            f"messages, got {message!r}")
+            raise type_error(f"{attribute.name}[{index}]", _LLM_KINDS, message,
+                             dict_message_hint(message))
 
 
 @attrs.frozen
 class Context:
     """One model request: the system prompt, the messages and the tools on offer."""
 
-    system_prompt: str | None = attrs.field(validator=optional(instance_of(str)))
+    system_prompt: str | None = attrs.field(validator=optional_instance_of(str))
     messages: list[Message] = attrs.field(validator=_llm_messages)
     tools: list[Tool] | None = attrs.field(
-        default=None, validator=optional(deep_iterable(instance_of(Tool), instance_of(list)))
+        default=None, validator=list_of(Tool, optional=True)
     )
 
     @classmethod
@@ -61,8 +67,8 @@ class AgentContext:
 
     system_prompt: str = attrs.field(default="", validator=instance_of(str))
     messages: list[AgentMessage] = attrs.field(
-        factory=list, validator=deep_iterable(has_role, instance_of(list))
+        factory=list, validator=list_of_messages
     )
     tools: list[AgentTool] = attrs.field(
-        factory=list, validator=deep_iterable(instance_of(AgentTool), instance_of(list))
+        factory=list, validator=list_of(AgentTool, hint=tool_hint)
     )

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
+from ._validators import got
+
 __all__ = ["QueueMode", "StopReason", "ThinkingLevel", "ToolExecutionMode", "WireEnum"]
 
 
@@ -79,12 +81,12 @@ def to_tool_execution_mode(value: Any) -> Any:
     return _member(ToolExecutionMode, value)
 
 
-def member_of(cls: type[WireEnum]) -> Callable[[Any, Any, Any], None]:
-    """Attrs validator naming the field when its value is not a member of `cls`."""
+def member_of(cls: type[WireEnum], optional: bool = False) -> Callable[[Any, Any, Any], None]:
+    """Attrs validator naming the field when its value is not a member of `cls` (or None)."""
 
     def check(_: Any, attribute: Any, value: Any) -> None:
-        if not isinstance(value, cls):
-            allowed = ", ".join(repr(m.value) for m in cls)
-            raise ValueError(f"'{attribute.name}' must be one of {allowed}, got {value!r}")
+        if not isinstance(value, cls) and not (optional and value is None):
+            allowed = ", ".join(repr(m.value) for m in cls) + (" or None" if optional else "")
+            raise ValueError(f"'{attribute.name}' must be one of {allowed}, got {got(value)}")
 
     return check

@@ -8,12 +8,18 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import attrs
-from attrs.validators import deep_iterable, instance_of, optional
 
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._enums import StopReason, member_of, to_stop_reason
 from ._usage import Usage
-from ._validators import list_of, strict_int, string
+from ._validators import (
+    instance_of,
+    list_of,
+    optional_instance_of,
+    strict_int,
+    string,
+    type_error,
+)
 
 __all__ = [
     "LLM_TYPES",
@@ -45,9 +51,11 @@ def _markdown(message: object) -> str:
 
 
 _str = string
-_opt_str = optional(string)
+_opt_str = optional_instance_of(str)
 _timestamp = attrs.field(factory=now_ms, validator=strict_int)
 _user_blocks = list_of(TextContent, ImageContent)
+_bool = instance_of(bool)
+_usage = instance_of(Usage)
 
 
 @attrs.frozen
@@ -55,15 +63,17 @@ class UserMessage:
     """What the user says: a string or a list of text and image blocks."""
 
     role: ClassVar[str] = "user"
-    content: str | list[TextContent | ImageContent] = attrs.field(
-        validator=instance_of((str, list))
-    )
+    content: str | list[TextContent | ImageContent] = attrs.field()
     timestamp: int = _timestamp
 
     @content.validator
     def _check_content(self, attribute: attrs.Attribute[Any], value: object) -> None:
-        if isinstance(value, list):
-            _user_blocks(self, attribute, value)
+        if isinstance(value, str):
+            return
+        if not isinstance(value, list):
+            raise type_error(attribute.name, "a str or a list of TextContent or ImageContent",
+                             value)
+        _user_blocks(self, attribute, value)
 
     @property
     def text(self) -> str:
@@ -87,7 +97,7 @@ class AssistantMessage:
     api: str = attrs.field(validator=_str)
     provider: str = attrs.field(validator=_str)
     model: str = attrs.field(validator=_str)
-    usage: Usage = attrs.field(default=Usage(), validator=instance_of(Usage))  # frozen: shareable
+    usage: Usage = attrs.field(default=Usage(), validator=_usage)  # frozen: shareable
     stop_reason: StopReason = attrs.field(
         default=StopReason.STOP, converter=to_stop_reason, validator=member_of(StopReason)
     )
@@ -118,10 +128,10 @@ class ToolResultMessage:
     tool_name: str = attrs.field(validator=_str)
     content: list[TextContent | ImageContent] = attrs.field(factory=list, validator=_user_blocks)
     details: Any = None
-    is_error: bool = attrs.field(default=False, validator=instance_of(bool))
-    usage: Usage | None = attrs.field(default=None, validator=optional(instance_of(Usage)))
+    is_error: bool = attrs.field(default=False, validator=_bool)
+    usage: Usage | None = attrs.field(default=None, validator=optional_instance_of(Usage))
     added_tool_names: list[str] | None = attrs.field(
-        default=None, validator=optional(deep_iterable(_str, instance_of(list)))
+        default=None, validator=list_of(str, optional=True)
     )
     timestamp: int = _timestamp
 
@@ -141,9 +151,9 @@ class BashExecutionMessage:
     role: ClassVar[str] = "bashExecution"
     command: str = attrs.field(validator=_str)
     output: str = attrs.field(validator=_str)
-    exit_code: int | None = attrs.field(validator=optional(instance_of(int)))
-    cancelled: bool = attrs.field(default=False, validator=instance_of(bool))
-    truncated: bool = attrs.field(default=False, validator=instance_of(bool))
+    exit_code: int | None = attrs.field(validator=optional_instance_of(int))
+    cancelled: bool = attrs.field(default=False, validator=_bool)
+    truncated: bool = attrs.field(default=False, validator=_bool)
     full_output_path: str | None = attrs.field(default=None, validator=_opt_str)
     timestamp: int = _timestamp
 

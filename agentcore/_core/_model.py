@@ -5,15 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from attrs.validators import and_, deep_iterable, ge, instance_of, optional
+from attrs.validators import and_, ge
 
 from ._usage import Cost, Usage
-from ._validators import count, not_bool, secret_headers, string
+from ._validators import (
+    count,
+    instance_of,
+    list_of,
+    not_bool,
+    optional_instance_of,
+    secret_headers,
+    string,
+)
 
-__all__ = ["Model", "ModelCost", "calculate_cost"]
+__all__ = ["Model", "ModelCost", "calculate_cost", "is_model", "is_optional_model", "model_hint"]
 
 _str = string
-_price: Any = and_(instance_of((int, float)), not_bool, ge(0))
+_price: Any = and_(not_bool, instance_of(int, float, expected="a number"), ge(0))
 
 
 @attrs.frozen
@@ -49,14 +57,34 @@ class Model:
     reasoning: bool = attrs.field(default=False, validator=instance_of(bool))
     input: list[str] = attrs.field(
         factory=lambda: ["text"],
-        validator=[deep_iterable(_str, instance_of(list)), _input_kinds],
+        validator=[list_of(str), _input_kinds],
     )
     cost: ModelCost = attrs.field(factory=ModelCost, validator=instance_of(ModelCost))
     context_window: int = attrs.field(default=128_000, validator=count)
     max_tokens: int = attrs.field(default=16_384, validator=count)
     headers: dict[str, str] | None = attrs.field(default=None, validator=secret_headers,
                                                  repr=False)
-    compat: dict[str, Any] | None = attrs.field(default=None, validator=optional(instance_of(dict)))
+    compat: dict[str, Any] | None = attrs.field(default=None,
+                                                validator=optional_instance_of(dict))
+
+
+def model_hint(value: object) -> str | None:
+    """For a model given by name (`"openai/gpt-4o-mini"`): how to get the `Model` instead."""
+    if isinstance(getattr(value, "model", None), Model):  # a ScriptedModel, say
+        return "pass its .model attribute"
+    if not isinstance(value, str):
+        return None
+    for separator in "/:":
+        provider, found, model_id = value.partition(separator)
+        if found and provider and model_id:
+            return f"use agentcore.get_model({provider!r}, {model_id!r})"
+    return f"use agentcore.get_model(provider, {value!r}) (agentcore.get_providers() lists them)"
+
+
+is_model = instance_of(Model, hint=model_hint)
+"""Attrs validator: a `Model`; a model's name gets a hint to `get_model`."""
+is_optional_model = optional_instance_of(Model, hint=model_hint)
+"""Attrs validator: None or a `Model` (see `is_model`)."""
 
 
 def calculate_cost(model: Model, usage: Usage) -> Usage:

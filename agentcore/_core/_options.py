@@ -13,12 +13,21 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import attrs
-from attrs.validators import and_, deep_mapping, ge, in_, instance_of, is_callable, optional
+from attrs.validators import and_, ge, optional
 
 from ._abort import AbortSignal
 from ._enums import ThinkingLevel, member_of, to_thinking_level
 from ._model import Model
-from ._validators import count, secret_headers, secret_str, takes
+from ._validators import (
+    count,
+    got,
+    one_of,
+    optional_instance_of,
+    secret_headers,
+    secret_str,
+    takes,
+    type_error,
+)
 
 if TYPE_CHECKING:
     import requests
@@ -34,8 +43,7 @@ OnPayload = Callable[[Any, Model], Any]
 OnResponse = Callable[[int, Mapping[str, str]], None]
 
 _opt_count: Any = optional(count)
-_opt_number = optional(instance_of((int, float)))
-_hook = optional(is_callable())
+_opt_number = optional_instance_of(int, float, expected="a number")
 
 
 def _redacted_headers(headers: dict[str, str] | None) -> str:
@@ -48,14 +56,27 @@ def _http_session(_: object, attribute: attrs.Attribute[Any], value: object) -> 
     import requests  # only when one is given: `import agentcore` stays light
 
     if not isinstance(value, requests.Session):
-        raise TypeError(f"'{attribute.name}' must be a requests.Session or None, got "
-                        f"{type(value).__name__}")
+        raise type_error(attribute.name, "a requests.Session or None", value)
+
+
+def _budgets(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise type_error(attribute.name, "a dict of str to int or None", value)
+    for name, tokens in value.items():
+        if not isinstance(name, str):
+            raise TypeError(f"'{attribute.name}' keys must be str, got {got(name)}")
+        if type(tokens) is not int:
+            raise TypeError(f"'{attribute.name}'[{name!r}] must be an int, got {got(tokens)}")
+        if tokens < 0:
+            raise ValueError(f"'{attribute.name}'[{name!r}] must be >= 0, got {tokens!r}")
 
 
 def _transport(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value != "sse":
         raise ValueError(f"'{attribute.name}' must be 'sse' (the only transport agentcore "
-                         f"speaks: HTTP with server-sent events), got {value!r}")
+                         f"speaks: HTTP with server-sent events), got {got(value)}")
 
 
 @attrs.frozen(kw_only=True)
@@ -72,23 +93,23 @@ class StreamOptions:
 
     api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
     signal: AbortSignal | None = attrs.field(default=None,
-                                             validator=optional(instance_of(AbortSignal)))
+                                             validator=optional_instance_of(AbortSignal))
     reasoning: ThinkingLevel | None = attrs.field(
-        default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
+        default=None, converter=to_thinking_level, validator=member_of(ThinkingLevel, optional=True)
     )
     thinking_budgets: dict[str, int] | None = attrs.field(
-        default=None, validator=optional(deep_mapping(instance_of(str), count, instance_of(dict)))
+        default=None, validator=_budgets
     )
     max_tokens: int | None = attrs.field(default=None, validator=_opt_count)
     temperature: float | None = attrs.field(default=None, validator=_opt_number)
-    session_id: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    session_id: str | None = attrs.field(default=None, validator=optional_instance_of(str))
     cache_retention: CacheRetention | None = attrs.field(
-        default=None, validator=optional(in_(("none", "short", "long")))
+        default=None, validator=optional(one_of("none", "short", "long"))
     )
     headers: dict[str, str] | None = attrs.field(default=None, validator=secret_headers,
                                                  repr=_redacted_headers)
     metadata: dict[str, Any] | None = attrs.field(default=None,
-                                                  validator=optional(instance_of(dict)))
+                                                  validator=optional_instance_of(dict))
     on_payload: OnPayload | None = attrs.field(
         default=None, validator=takes("payload", "model", optional=True))
     on_response: OnResponse | None = attrs.field(

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from attrs.validators import deep_iterable, instance_of, is_callable, optional
 
 from ._abort import AbortSignal
 from ._content import ImageContent, TextContent, ToolCall
@@ -18,14 +17,31 @@ from ._enums import ToolExecutionMode, member_of, to_tool_execution_mode
 from ._errors import ToolArgumentsError
 from ._fast_schema import compile_fast, json_copy
 from ._usage import Usage
-from ._validators import seconds, string, takes
+from ._validators import (
+    instance_of,
+    is_callable,
+    list_of,
+    optional_instance_of,
+    seconds,
+    string,
+    takes,
+)
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["AgentTool", "AgentToolResult", "Tool", "validate_tool_arguments"]
+__all__ = ["AgentTool", "AgentToolResult", "Tool", "tool_hint", "validate_tool_arguments"]
 
 _str = string
+
+
+def tool_hint(value: object) -> str | None:
+    """What to do with a value given where an `AgentTool` is expected (for error messages)."""
+    if isinstance(value, str):
+        return "pass the tool itself (a function decorated with @agentcore.tool), not its name"
+    if callable(value):
+        return "make it a tool with agentcore.tool(...)"
+    return None
 
 
 def _check_schema(_: object, attribute: attrs.Attribute[Any], value: dict[str, Any]) -> None:
@@ -57,14 +73,14 @@ class AgentToolResult:
 
     content: list[TextContent | ImageContent] = attrs.field(
         factory=list,
-        validator=deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list)),
+        validator=list_of(TextContent, ImageContent),
     )
     details: Any = None
-    usage: Usage | None = attrs.field(default=None, validator=optional(instance_of(Usage)))
+    usage: Usage | None = attrs.field(default=None, validator=optional_instance_of(Usage))
     added_tool_names: list[str] | None = attrs.field(
-        default=None, validator=optional(deep_iterable(_str, instance_of(list)))
+        default=None, validator=list_of(str, optional=True)
     )
-    terminate: bool | None = attrs.field(default=None, validator=optional(instance_of(bool)))
+    terminate: bool | None = attrs.field(default=None, validator=optional_instance_of(bool))
 
 
 ToolUpdate = Callable[[AgentToolResult], None]
@@ -85,14 +101,14 @@ class AgentTool(Tool):
 
     execute: ToolExecute = attrs.field(
         validator=takes("tool_call_id", "args", "signal", "on_update"))
-    label: str | None = attrs.field(default=None, validator=optional(_str))
+    label: str | None = attrs.field(default=None, validator=optional_instance_of(str))
     execution_mode: ToolExecutionMode | None = attrs.field(
         default=None,
         converter=to_tool_execution_mode,
-        validator=optional(member_of(ToolExecutionMode)),
+        validator=member_of(ToolExecutionMode, optional=True),
     )
     prepare_arguments: Callable[[Any], Any] | None = attrs.field(
-        default=None, validator=optional(is_callable())
+        default=None, validator=is_callable(optional=True)
     )
     timeout: float | None = attrs.field(default=None, validator=seconds)
     # Typed Any: jsonschema is imported lazily, and the annotation must resolve at runtime.

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import attrs
-from attrs.validators import and_, instance_of
+from attrs.validators import and_
 
-from ._validators import count, not_bool
+from ._validators import count, instance_of, not_bool
 
 __all__ = ["Cost", "Usage"]
 
-_money: Any = and_(instance_of((int, float)), not_bool)
+_money: Any = and_(not_bool, instance_of(int, float, expected="a number"))
 
 
 @attrs.frozen

@@ -31,7 +31,6 @@ from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import attrs
-from attrs.validators import is_callable
 
 from .._core import (
     AbortSignal,
@@ -41,6 +40,7 @@ from .._core import (
     TextContent,
     ToolExecutionMode,
     ToolUpdate,
+    is_callable,
     json_ready,
     tool_deps,
 )

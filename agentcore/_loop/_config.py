@@ -7,7 +7,6 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import attrs
-from attrs.validators import deep_iterable, instance_of, is_callable, optional
 
 from .._core import (
     OPTION,
@@ -32,7 +31,12 @@ from .._core import (
     Usage,
     default_convert_to_llm,
     flat_options,
+    is_callable,
+    is_model,
+    is_optional_model,
+    list_of,
     member_of,
+    optional_instance_of,
     seconds,
     takes,
     to_thinking_level,
@@ -62,7 +66,7 @@ __all__ = [
 ]
 
 
-_opt_bool = optional(instance_of(bool))
+_opt_bool = optional_instance_of(bool)
 
 
 @attrs.frozen
@@ -80,7 +84,7 @@ class BeforeToolCallResult:
     """`block=True` stops the call with an error result (`reason`, or a default text)."""
 
     block: bool | None = attrs.field(default=None, validator=_opt_bool)
-    reason: str | None = attrs.field(default=None, validator=optional(instance_of(str)))
+    reason: str | None = attrs.field(default=None, validator=optional_instance_of(str))
     terminate: bool | None = attrs.field(default=None, validator=_opt_bool)
 
 
@@ -102,13 +106,11 @@ class AfterToolCallResult:
 
     content: list[TextContent | ImageContent] | None = attrs.field(
         default=None,
-        validator=optional(
-            deep_iterable(instance_of((TextContent, ImageContent)), instance_of(list))
-        ),
+        validator=list_of(TextContent, ImageContent, optional=True),
     )
     details: Any = None
     is_error: bool | None = attrs.field(default=None, validator=_opt_bool)
-    usage: Usage | None = attrs.field(default=None, validator=optional(instance_of(Usage)))
+    usage: Usage | None = attrs.field(default=None, validator=optional_instance_of(Usage))
     terminate: bool | None = attrs.field(default=None, validator=_opt_bool)
 
 
@@ -127,16 +129,16 @@ class AgentLoopTurnUpdate:
     """Changes `prepare_next_turn` makes for the rest of the run; None keeps the current value."""
 
     context: AgentContext | None = attrs.field(default=None,
-                                               validator=optional(instance_of(AgentContext)))
-    model: Model | None = attrs.field(default=None, validator=optional(instance_of(Model)))
+                                               validator=optional_instance_of(AgentContext))
+    model: Model | None = attrs.field(default=None, validator=is_optional_model)
     thinking_level: ThinkingLevel | None = attrs.field(
-        default=None, converter=to_thinking_level, validator=optional(member_of(ThinkingLevel))
+        default=None, converter=to_thinking_level, validator=member_of(ThinkingLevel, optional=True)
     )
 
 
-hook = optional(is_callable())
+hook = is_callable(optional=True)
 """Attrs validator of an optional hook."""
-executor = optional(instance_of(Executor))
+executor = optional_instance_of(Executor)
 """Attrs validator of an optional `concurrent.futures.Executor`."""
 
 ConvertToLlm = Callable[[list[AgentMessage]], Sequence[Message]]
@@ -172,7 +174,7 @@ class AgentLoopConfig:
     wins over `api_key`.
     """
 
-    model: Model = attrs.field(validator=instance_of(Model))
+    model: Model = attrs.field(validator=is_model)
     convert_to_llm: ConvertToLlm = attrs.field(default=default_convert_to_llm,
                                                validator=takes("messages"))
     transform_context: TransformContext | None = attrs.field(
