@@ -521,7 +521,7 @@ def test_from_json_rejects_invalid_json(text: Any) -> None:
 @pytest.mark.parametrize(
     ("value", "pattern"),
     [
-        (5, r"cannot serialize 5: expected an attrs value"),
+        (5, r"cannot serialize 5 \(int\): expected an attrs value"),
         ({"role": "user"}, r"cannot serialize \{'role': 'user'\}"),
         (AGENT_TOOL, r"cannot serialize AgentTool 'calc': its 'execute' is a function"),
     ],

@@ -22,7 +22,7 @@ from ._json_ready import json_ready_using
 from ._messages import AgentMessage, Message
 from ._model import Model
 from ._tools import AgentTool
-from ._validators import redact_headers
+from ._validators import redact_headers, show
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -136,10 +136,10 @@ def _attrs_structure_factory(cls: type, converter: Converter) -> Callable[[Any, 
 
     def structure(data: Any, _: Any) -> Any:
         if not isinstance(data, Mapping):
-            raise TypeError(f"expected an object for {cls.__name__}, got {data!r}")
+            raise TypeError(f"expected an object for {cls.__name__}, got {show(data)}")
         if tag is not None and tag[0] in data and data[tag[0]] != tag[1]:
             raise ValueError(
-                f"{tag[0]} {data[tag[0]]!r} does not match {cls.__name__} (expected {tag[1]!r})"
+                f"{tag[0]} {show(data[tag[0]])} does not match {cls.__name__} (expected {tag[1]!r})"
             )
         return inner(data, cls)
 
@@ -176,12 +176,12 @@ def _union_structure_factory(union: Any, converter: Converter) -> Callable[[Any,
                 known = ", ".join(repr(t) for t in tagged)
                 if tag is None:
                     raise ValueError(f"missing {tag_key!r} tag (expected one of {known})")
-                raise ValueError(f"unknown {tag_key} {tag!r} (expected one of {known})")
+                raise ValueError(f"unknown {tag_key} {show(tag)} (expected one of {known})")
             return hooks[cls](value, cls)
         for kinds, member in plain:
             if kinds is None or isinstance(value, kinds):
                 return hooks[member](value, member)
-        raise TypeError(f"expected {expected}, got {value!r}")
+        raise TypeError(f"expected {expected}, got {show(value)}")
 
     return structure
 
@@ -229,7 +229,7 @@ def _list_structure_factory(tp: Any, converter: Converter) -> Callable[[Any, Any
     def structure(value: Any, _: Any) -> Any:
         # cattrs accepts any iterable, which would turn a string into a list of characters.
         if not isinstance(value, (list, tuple)):
-            raise TypeError(f"expected a list, got {value!r}")
+            raise TypeError(f"expected a list, got {show(value)}")
         return inner(value, tp)
 
     return structure
@@ -242,7 +242,7 @@ def _dict_structure_factory(tp: Any, converter: Converter) -> Callable[[Any, Any
 
     def structure(value: Any, _: Any) -> Any:
         if not isinstance(value, Mapping):
-            raise TypeError(f"expected an object, got {value!r}")
+            raise TypeError(f"expected an object, got {show(value)}")
         return inner(value, tp)
 
     return structure
@@ -259,7 +259,7 @@ def _literal_structure_factory(tp: Any) -> Callable[[Any, Any], Any]:
             )
             if same_kind and value == plain:
                 return option
-        raise ValueError(f"expected one of {wire!r}, got {value!r}")
+        raise ValueError(f"expected one of {wire!r}, got {show(value)}")
 
     return structure
 
@@ -270,19 +270,19 @@ def _unstructure_literal(value: Any) -> Any:
 
 def _structure_str(value: Any, _: Any) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {value!r}")
+        raise TypeError(f"expected a string, got {show(value)}")
     return value
 
 
 def _structure_int(value: Any, _: Any) -> int:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"expected an integer, got {value!r}")
+        raise TypeError(f"expected an integer, got {show(value)}")
     return value
 
 
 def _structure_bool(value: Any, _: Any) -> bool:
     if not isinstance(value, bool):
-        raise TypeError(f"expected a boolean, got {value!r}")
+        raise TypeError(f"expected a boolean, got {show(value)}")
     return value
 
 
@@ -290,7 +290,7 @@ def _structure_float(value: Any, _: Any) -> float:
     if value is None:  # to_json writes a NaN or an infinity as null: it reads back as NaN
         return math.nan
     if not isinstance(value, (int, float)) or isinstance(value, bool):
-        raise TypeError(f"expected a number, got {value!r}")
+        raise TypeError(f"expected a number, got {show(value)}")
     return float(value)
 
 
@@ -300,7 +300,7 @@ def _structure_enum(value: Any, cls: type[WireEnum]) -> WireEnum:
             return cls(value)
         except ValueError:
             pass
-    raise ValueError(f"expected one of {[m.value for m in cls]!r}, got {value!r}")
+    raise ValueError(f"expected one of {[m.value for m in cls]!r}, got {show(value)}")
 
 
 def _unstructure_enum(value: WireEnum) -> str:

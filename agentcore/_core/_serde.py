@@ -5,9 +5,13 @@ by `_camel`), a tag first in every tagged value (`"role"` for messages, `"type"`
 blocks and events), enums as their plain strings, and optional fields left out while they hold
 their `None` default. Unions are decoded by their tag, at the top level and in nested fields.
 
+A list (or tuple) of values, such as a transcript, is written as a JSON array and read back
+with a generic alias: `from_json(list[AgentMessage], text)`.
+
 Decoding is strict: a value of the wrong JSON type is an error, never coerced (`"5"` is not an
 int), unknown tags are errors, and unknown keys are ignored so newer producers stay readable.
-Every failure is a `SerializationError` naming the offending path.
+Every failure is a `SerializationError` naming the offending path; the values it shows are
+shortened (`show`), so that a bad transcript does not make a message of megabytes.
 
 The converter and its per-class hooks are built on first use (cattrs is imported then too), so
 importing agentcore pays nothing for serialization.
@@ -18,13 +22,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import attrs
 
 from ._converter import build_converter, camel, type_name
 from ._errors import SerializationError
 from ._json_ready import json_ready_bounded
+from ._validators import show
 
 if TYPE_CHECKING:
     from cattrs import Converter
@@ -36,35 +41,67 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _converter: Converter | None = None
 _converter_lock = threading.Lock()
 
+T = TypeVar("T")
 
-def to_dict(obj: Any) -> dict[str, Any]:
+
+@overload
+def to_dict(obj: list[Any] | tuple[Any, ...]) -> list[dict[str, Any]]: ...
+
+
+@overload
+def to_dict(obj: Any) -> dict[str, Any]: ...
+
+
+def to_dict(obj: Any) -> dict[str, Any] | list[dict[str, Any]]:
     """Convert a value (message, content block, event, model, context...) to a JSON-ready dict.
 
     Keys are camelCase, the tag (`role` or `type`) comes first, enums become plain strings and
     optional fields holding `None` are left out. `Any`-typed fields (`details`, `args`) and tool
     arguments are copied as JSON values. An `AgentContext` is written without its tools (they
     are code): attach them again after `from_dict`. A `Context` writes its tools as `Tool`s.
+    A list or tuple of values (a transcript, a run's events) becomes a list of dicts.
 
     Args:
         obj: An instance of an agentcore attrs class, or of an application's attrs class (such as
-            a custom message with a class-level `role`).
+            a custom message with a class-level `role`), or a list or tuple of them.
 
     Returns:
-        A new dict of JSON values.
+        A new dict of JSON values, or a new list of them for a list.
 
     Raises:
-        SerializationError: `obj` is not an attrs instance or holds something with no JSON form,
-            such as an `AgentTool`.
+        SerializationError: `obj` (or an item of the list) is not an attrs instance or holds
+            something with no JSON form, such as an `AgentTool`.
     """
+    if isinstance(obj, (list, tuple)):
+        return [_to_dict(item, f"[{index}]") for index, item in enumerate(obj)]
+    return _to_dict(obj, "")
+
+
+def _to_dict(obj: Any, where: str) -> dict[str, Any]:
     if not attrs.has(type(obj)):
-        raise SerializationError(f"cannot serialize {obj!r}: expected an attrs value")
+        what = f"item {where} of the list, " if where else ""
+        raise SerializationError(
+            f"cannot serialize {what}{show(obj)} ({type(obj).__name__}): expected an attrs "
+            "value (a message, an event...) or a list of them"
+        )
     try:
         result: dict[str, Any] = _get_converter().unstructure(obj)
-    except SerializationError:
-        raise
+    except SerializationError as exc:
+        if not where:
+            raise
+        raise SerializationError(f"item {where}: {exc}") from exc
     except Exception as exc:
-        raise SerializationError(f"cannot serialize {type(obj).__name__}: {exc}") from exc
+        at = f"item {where} ({type(obj).__name__})" if where else type(obj).__name__
+        raise SerializationError(f"cannot serialize {at}: {exc}") from exc
     return result
+
+
+@overload
+def from_dict(cls_or_union: type[T], data: Any) -> T: ...
+
+
+@overload
+def from_dict(cls_or_union: Any, data: Any) -> Any: ...
 
 
 def from_dict(cls_or_union: Any, data: Any) -> Any:
@@ -73,10 +110,12 @@ def from_dict(cls_or_union: Any, data: Any) -> Any:
     Unions such as `AgentMessage`, `Message`, `AgentEvent` and `AssistantMessageEvent` pick the
     class by the `role` or `type` tag. For a concrete class the tag may be left out, but if
     present it must match. Unknown keys are ignored; a missing optional field takes its default.
+    A list of dicts is read with a generic alias: `from_dict(list[AgentMessage], data)`.
 
     Args:
         cls_or_union: The class to build, a union alias, or a generic alias such as
-            `list[AgentMessage]`.
+            `list[AgentMessage]`. Type checkers infer the result from a class or a generic
+            alias (`list[AgentMessage]` gives a list of messages); a bare union gives `Any`.
         data: The decoded JSON value.
 
     Returns:
@@ -98,10 +137,11 @@ def to_json(obj: Any) -> str:
 
     The text is RFC 8259 JSON that encodes to UTF-8: NaN and infinities are written as `null`,
     and lone surrogates (a `"\ud83d"` escape a provider sent, decoded) as `\uXXXX` escapes,
-    which `from_json` reads back to the same string.
+    which `from_json` reads back to the same string. A list of values (`agent.state.messages`)
+    is written as a JSON array; read it back with `from_json(list[AgentMessage], text)`.
 
     Args:
-        obj: What `to_dict` accepts.
+        obj: What `to_dict` accepts: a value, or a list or tuple of values.
 
     Returns:
         The JSON text of `to_dict(obj)`.
@@ -132,11 +172,20 @@ def to_json(obj: Any) -> str:
     return text
 
 
+@overload
+def from_json(cls_or_union: type[T], text: str | bytes) -> T: ...
+
+
+@overload
+def from_json(cls_or_union: Any, text: str | bytes) -> Any: ...
+
+
 def from_json(cls_or_union: Any, text: str | bytes) -> Any:
     """Parse JSON text and build a value of `cls_or_union` from it, as `from_dict` does.
 
     Args:
-        cls_or_union: What `from_dict` accepts.
+        cls_or_union: What `from_dict` accepts, e.g. `list[AgentMessage]` for a saved
+            transcript.
         text: JSON text.
 
     Returns:
@@ -179,10 +228,17 @@ def _get_converter() -> Converter:
     return converter
 
 
+_SHOWN_PROBLEMS = 5
+
+
 def _describe(exc: BaseException) -> str:
-    """Turn a (possibly nested) cattrs error into `path: problem; path: problem`."""
+    """Turn a (possibly nested) cattrs error into `path: problem; path: problem`.
+
+    The first few problems are shown: a transcript of ten thousand bad items gives one line.
+    """
     problems = [f"{path}: {problem}" if path else problem for path, problem in _problems(exc, "")]
-    return "; ".join(problems)
+    more = len(problems) - _SHOWN_PROBLEMS
+    return "; ".join(problems[:_SHOWN_PROBLEMS]) + (f"; and {more} more" if more > 0 else "")
 
 
 def _problems(exc: BaseException, path: str) -> list[tuple[str, str]]:
