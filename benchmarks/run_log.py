@@ -12,13 +12,17 @@ fresh `AgentRun` from this thread (no agent, no model, no consumer), with the bo
 A mixed run adds a `turn_start` after every tenth update (20,000 events of a kind never
 dropped), so that its log outgrows `max_events=1000` by design and drops updates in batches.
 The floor is what `publish` did before the bound: a list append and `notify_all` under a
-`Condition`. The events are built before the clock starts (one `message_update` object,
-published 200,000 times: the log's own cost, not the events'). See README.md beside this file.
+`Condition`. Two more variants publish while a consumer follows the run live, as a thread
+(`for event in run`) or as an asyncio task (`async for event in run`, which `publish` wakes
+through `loop.call_soon_threadsafe`), bound not reached. The events are built before the
+clock starts (one `message_update` object, published 200,000 times: the log's own cost, not
+the events'). See README.md beside this file.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import json
 import statistics
@@ -63,6 +67,45 @@ def publish_all(events: list[ac.AgentEvent], max_events: int) -> tuple[float, in
     return wall, len(run.snapshot()[0])
 
 
+def publish_followed(events: list[ac.AgentEvent], consumer: str) -> tuple[float, int]:
+    """Publish `events` while a `consumer` ("thread" or "asyncio") iterates the run live.
+
+    Times the publishing thread only: (seconds, events the consumer saw).
+    """
+    run = ac.AgentRun(ac.AbortController(), max_events=10**9)
+    wall: list[float] = []
+
+    def produce() -> None:
+        start = time.perf_counter()
+        for event in events:
+            run.publish(event)
+        wall.append(time.perf_counter() - start)
+        run.finish([])
+
+    if consumer == "thread":
+        seen: list[int] = []
+        follower = threading.Thread(target=lambda: seen.append(sum(1 for _ in run)))
+        follower.start()
+        produce()
+        follower.join()
+        return wall[0], seen[0]
+
+    async def follow() -> int:
+        async def count() -> int:
+            return sum([1 async for _ in run])
+
+        task = asyncio.create_task(count())
+        await asyncio.sleep(0)  # the consumer waits before the first event is published
+        producer = threading.Thread(target=produce)
+        producer.start()
+        seen = await task
+        producer.join()
+        return seen
+
+    seen_async = asyncio.run(follow())
+    return wall[0], seen_async
+
+
 def floor(events: list[ac.AgentEvent]) -> tuple[float, int]:
     """The unbounded log `publish` kept before `max_events`: append and notify under a lock."""
     cond = threading.Condition(threading.Lock())
@@ -93,6 +136,9 @@ def measure(runs: int, updates: int) -> list[dict[str, Any]]:
         f"max_events={_label(b)}": functools.partial(publish_all, events, b) for b in BOUNDS}
     variants["floor (append + notify_all, no bound)"] = functools.partial(floor, events)
     variants["mixed, max_events=1,000"] = functools.partial(publish_all, mixed, 1000)
+    for consumer in ("thread", "asyncio"):
+        variants[f"followed live, {consumer} consumer"] = functools.partial(
+            publish_followed, events, consumer)
     walls: dict[str, list[float]] = {name: [] for name in variants}
     kept: dict[str, int] = {}
     for round_ in range(runs + 1):

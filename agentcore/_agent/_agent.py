@@ -286,6 +286,25 @@ class Agent:
                                      "follow_up() to queue messages, or wait for completion")
             return self._start(prompts, skip_first_steering=False)
 
+    async def prompt_async(
+        self, input: str | AgentMessage | Sequence[AgentMessage],
+        images: Sequence[ImageContent] | None = None,
+    ) -> AgentRun:
+        """`prompt`, awaited: start a run on `input` and return it once it has ended.
+
+        The run goes on its background thread as with `prompt`; awaiting it never blocks the
+        event loop (see `AgentRun.wait_async`). Cancelling the awaiting task aborts the run,
+        as nothing else holds it; the agent is idle again once the run's thread has ended.
+        Raises `AgentBusyError` while a run is active.
+        """
+        run = self.prompt(input, images)
+        try:
+            await run.wait_async()
+        except BaseException:  # cancelled (or interrupted): stop the run nobody will await
+            run.abort()
+            raise
+        return run
+
     def continue_(self) -> AgentRun:
         """Resume from the transcript.
 

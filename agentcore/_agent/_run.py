@@ -3,7 +3,13 @@
 A run has one producer, the `Agent` that started it, and any number of consumers. The
 producer uses `start`, `publish` and `finish`, as an executor uses `Future.set_result`; the
 consumers wait on the run through `result`, `wait`, iteration, `snapshot`, `wait_for_news`
-and `add_finisher`. One Condition guards the event log; nothing outside this class touches it.
+and `add_finisher`, or read its outcome (`text`, `usage`, `error`). One Condition guards the
+event log; nothing outside this class touches it.
+
+Asyncio consumers (`async for`, `wait_async`) never block their event loop and never poll: each
+waiter parks a future in `_async_waiters` (under the same lock), and `publish`/`finish` resolve
+it through `loop.call_soon_threadsafe`. A publish with no async waiter pays one falsy check.
+asyncio itself is imported only inside those methods, so `import agentcore` never loads it.
 
 The log is bounded (`max_events`): a long reply streams one `message_update` per chunk, and
 those are what it drops, oldest first, never an event of another kind. Every kept event carries
@@ -14,23 +20,34 @@ its sequence number (how many events were published before it), and consumers co
 from __future__ import annotations
 
 import bisect
+import contextlib
+import functools
 import logging
 import threading
 import time
 from array import array
-from collections.abc import Callable, Iterator
-from typing import final
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, final
 
 from .._core import (
+    ABORTED_TEXT,
     AbortController,
     AbortSignal,
     AgentEndEvent,
     AgentEvent,
     AgentMessage,
+    AssistantMessage,
     MessageUpdateEvent,
+    RunError,
+    StopReason,
+    TextDeltaEvent,
+    Usage,
     run_markdown,
 )
 from .._loop import serving
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["AgentRun"]
 
@@ -39,14 +56,25 @@ _log = logging.getLogger(__name__)
 MAX_EVENTS = 100_000
 """How many events a run keeps for late iteration by default (`Agent(max_events=...)`)."""
 
+_OWN_THREAD = ("cannot wait for a run from its own thread (a listener, hook or tool of this "
+               "run): the run goes on only once it returns")
+_REPR_ERROR_CHARS = 80
+_FAILED = (StopReason.ERROR, StopReason.ABORTED)
+
 
 @final
 class AgentRun:
     """One run of an `Agent` on its background thread.
 
     Iterate it (from any thread, any number of times, however late) for every event from
-    `agent_start` to `agent_end`; `result()` waits for the new messages. A `KeyboardInterrupt`
-    while waiting aborts the run, then propagates.
+    `agent_start` to `agent_end`; `result()` waits for the new messages; `text`, `usage`,
+    `error` and `raise_for_error()` wait likewise, then read the run's outcome; `text_stream()`
+    yields the reply text as it streams. A `KeyboardInterrupt` while waiting aborts the run,
+    then propagates. Waiting from the run's own thread (a listener, hook or tool of this run)
+    raises `RuntimeError` instead of deadlocking.
+
+    In asyncio code, `async for event in run` and `await run.wait_async()` do the same without
+    blocking the event loop (no thread, no polling: the run wakes the loop when it publishes).
 
     The run keeps at most `max_events` events: past that, the oldest `message_update` events
     are dropped (in batches, down to about 90 % of the bound), never events of other kinds, so
@@ -74,6 +102,9 @@ class AgentRun:
         self._finishers: list[Callable[[], None]] = []
         self._name = "agentcore-run"
         self._thread: threading.Thread | None = None
+        self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
+        # Asyncio waiters: each future is resolved, on its loop, at the next publish or finish.
+        self._async_waiters: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
 
     @property
     def signal(self) -> AbortSignal:
@@ -106,6 +137,79 @@ class AgentRun:
         """Wait for the run to end, as `result()` does; False if `timeout` seconds passed first."""
         return self._wait(lambda: self._finished, timeout)
 
+    @property
+    def text(self) -> str:
+        """The text of the last assistant message the run added (its text blocks joined).
+
+        `""` if the run added no assistant message, or its last one has no text (a failed
+        reply: see `error`). Blocks until the run has ended, like `result()`; from the run's
+        own thread it raises `RuntimeError`.
+        """
+        replies = self._replies()
+        return replies[-1].text if replies else ""
+
+    @property
+    def usage(self) -> Usage:
+        """The tokens and cost of the run's model calls: its assistant messages' `usage` summed.
+
+        Blocks until the run has ended, like `result()`.
+        """
+        return sum((reply.usage for reply in self._replies()), Usage())
+
+    @property
+    def error(self) -> str | None:
+        """The error the run ended with, or None if it ended normally.
+
+        The run ended in error when its last assistant message stops with `"error"` or
+        `"aborted"` (that message's `error_message`), or when it was aborted between a reply's
+        tool calls and the next reply (`"Request was aborted"`). Blocks until the run has
+        ended, like `result()`.
+        """
+        outcome = self._failure(self._replies())
+        return None if outcome is None else outcome[1]
+
+    def raise_for_error(self) -> None:
+        """Raise `RunError` if the run ended in error or was aborted (see `error`); else nothing.
+
+        Like `requests.Response.raise_for_status()`: `agent.prompt(...).raise_for_error()`
+        makes a failed run an exception. Blocks until the run has ended, like `result()`.
+
+        Raises:
+            RunError: with the `stop_reason` (`"error"` or `"aborted"`) and the error text.
+        """
+        outcome = self._failure(self._replies())
+        if outcome is not None:
+            raise RunError(*outcome)
+
+    def text_stream(self, timeout: float | None = None) -> Iterator[str]:
+        """Iterate the assistant text deltas of the run as they arrive, across all its turns.
+
+        Joined, they are the text of every assistant message of the run (thinking and tool
+        calls left out). Like iteration, it starts from the run's first event however late it
+        is called; a long finished run whose log dropped old `message_update`s (see
+        `max_events`) yields only the deltas it kept.
+
+        Args:
+            timeout: Seconds from this call; if the run has not ended by then, the iterator
+                raises `TimeoutError` once it has yielded what arrived in time. None waits
+                as long as the run lasts.
+
+        Returns:
+            An iterator of `str` deltas. Waiting from the run's own thread raises `RuntimeError`.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        return self._text_deltas(deadline, timeout)
+
+    async def wait_async(self) -> list[AgentMessage]:
+        """Await the end of the run and return the messages it added, as `result()` does.
+
+        Never blocks the event loop. Bound it with `asyncio.timeout()`/`asyncio.wait_for()`:
+        cancelling the awaiting task leaves the run going (`abort()` stops it). From an event
+        loop on the run's own thread (e.g. inside one of its tools) it raises `RuntimeError`.
+        """
+        await self._wait_async(lambda: self._finished)
+        return list(self._messages)
+
     def display(self, *, wait: bool = False) -> None:
         """Show this run in Jupyter, updated in place as it goes; see `agentcore.notebook`."""
         from ..notebook import display  # notebook builds on this module: import it late
@@ -121,19 +225,39 @@ class AgentRun:
         seen = 0
         while True:
             self.wait_for_news(seen)
-            with self._cond:
-                fresh = self._kept_since(seen)
-                seen, finished = self._published, self._finished
+            fresh, seen, finished = self._take(seen)
             yield from fresh
             if finished:
                 return
 
+    async def __aiter__(self) -> AsyncIterator[AgentEvent]:
+        """`async for event in run`: every event, as iteration gives them, without blocking.
+
+        Cancelling the consuming task leaves the run going (`abort()` stops it).
+        """
+        seen = 0
+        while True:
+            await self._wait_async(functools.partial(self._has_news, seen))
+            fresh, seen, finished = self._take(seen)
+            for event in fresh:
+                yield event
+            if finished:
+                return
+
     def __repr__(self) -> str:
-        state = "done" if self._finished else "running"
         with self._cond:
-            published, kept = self._published, len(self._events)
+            published, kept, finished = self._published, len(self._events), self._finished
         dropped = "" if kept == published else f", {kept} kept"
-        return f"<AgentRun {state}, {published} events{dropped}>"
+        failure = self._failure(self._assistant_messages()) if finished else None
+        if failure is None:
+            outcome = ""
+        else:
+            reason, message = failure
+            if len(message) > _REPR_ERROR_CHARS:
+                message = message[:_REPR_ERROR_CHARS - 3] + "..."
+            outcome = f", {reason.value}: {message!r}"
+        state = "done" if finished else "running"
+        return f"<AgentRun {state}, {published} events{dropped}{outcome}>"
 
     def _repr_markdown_(self) -> str:
         events, _ = self.snapshot()
@@ -158,7 +282,7 @@ class AgentRun:
         `seen` counts every event published, dropped ones included (the third value of
         `counted_snapshot`). False on timeout.
         """
-        return self._wait(lambda: seen < self._published or self._finished, timeout)
+        return self._wait(functools.partial(self._has_news, seen), timeout)
 
     def wait_for_end(self, timeout: float | None = None) -> bool:
         """Wait until the run has emitted its last event; False on timeout."""
@@ -203,6 +327,8 @@ class AgentRun:
             if len(self._events) > self._max_events and self._updates * 10 >= len(self._events):
                 self._drop_updates()
             self._cond.notify_all()
+            if self._async_waiters:
+                self._wake_async()
 
     def finish(self, messages: list[AgentMessage]) -> None:
         """Producer: run the finishers, then end the run with `messages` as its result."""
@@ -216,8 +342,11 @@ class AgentRun:
                 _log.exception("a finisher of %r raised", self)
         with self._cond:
             self._messages = messages
+            self._aborted_at_end = self._controller.signal.aborted
             self._finished = True
             self._cond.notify_all()
+            if self._async_waiters:
+                self._wake_async()
 
     def _drop_updates(self) -> None:
         """Drop the oldest message_updates, down to about 90 % of `max_events` if they allow."""
@@ -240,6 +369,80 @@ class AgentRun:
         self._events, self._seqs = events, seqs
         self._updates -= drop
 
+    def _take(self, seen: int) -> tuple[list[AgentEvent], int, bool]:
+        """The kept events published after the first `seen`, the count now, and `done()`."""
+        with self._cond:
+            return self._kept_since(seen), self._published, self._finished
+
+    def _has_news(self, seen: int) -> bool:
+        return seen < self._published or self._finished
+
+    def _text_deltas(self, deadline: float | None, timeout: float | None) -> Iterator[str]:
+        seen = 0
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self.wait_for_news(seen, left):
+                raise TimeoutError(f"the run did not end within {timeout} s")
+            fresh, seen, finished = self._take(seen)
+            for event in fresh:
+                if (isinstance(event, MessageUpdateEvent)
+                        and isinstance(event.assistant_message_event, TextDeltaEvent)):
+                    yield event.assistant_message_event.delta
+            if finished:
+                return
+            # A producer faster than the consumer always has news: check the deadline anyway.
+            if deadline is not None and time.monotonic() >= deadline and not self._finished:
+                raise TimeoutError(f"the run did not end within {timeout} s")
+
+    def _replies(self) -> list[AssistantMessage]:
+        """Wait for the run to end (as `result()`), then its assistant messages."""
+        self.result()
+        return self._assistant_messages()
+
+    def _assistant_messages(self) -> list[AssistantMessage]:
+        return [m for m in self._messages if isinstance(m, AssistantMessage)]
+
+    def _failure(self, replies: list[AssistantMessage]) -> tuple[StopReason, str] | None:
+        """How the finished run failed, as `RunError` takes it; None if it did not."""
+        last = replies[-1] if replies else None
+        if last is not None and last.stop_reason in _FAILED:
+            fallback = ABORTED_TEXT if last.stop_reason is StopReason.ABORTED else "unknown error"
+            return last.stop_reason, last.error_message or fallback
+        # Aborted while its tools ran: the loop ends without another reply, after the toolUse.
+        if self._aborted_at_end and (last is None or last.stop_reason is StopReason.TOOL_USE):
+            return StopReason.ABORTED, ABORTED_TEXT
+        return None
+
+    async def _wait_async(self, ready: Callable[[], bool]) -> None:
+        """Await `ready()` on the running event loop, woken by `publish`/`finish`, never polling.
+
+        From an event loop on a thread the run waits on, raise as `_wait` does.
+        """
+        import asyncio  # here, not at the top: `import agentcore` never loads asyncio
+
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                if ready():
+                    return
+                if self.on_own_thread():
+                    raise RuntimeError(_OWN_THREAD)
+                future: asyncio.Future[None] = loop.create_future()
+                self._async_waiters[future] = loop
+            try:
+                await future
+            except BaseException:  # cancelled: a waiter left behind would be woken for nothing
+                with self._cond:
+                    self._async_waiters.pop(future, None)
+                raise
+
+    def _wake_async(self) -> None:
+        """Resolve every async waiter on its own loop (under the lock); each then re-checks."""
+        waiters, self._async_waiters = self._async_waiters, {}
+        for future, loop in waiters.items():
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody left to wake
+                loop.call_soon_threadsafe(_resolve, future)
+
     def _kept_since(self, seen: int) -> list[AgentEvent]:
         """The kept events published after the first `seen` ones (under the lock)."""
         return self._events[bisect.bisect_left(self._seqs, seen):]
@@ -260,9 +463,7 @@ class AgentRun:
             with self._cond:
                 while not ready():
                     if self.on_own_thread():
-                        raise RuntimeError(
-                            "cannot wait for a run from its own thread (a listener, hook or "
-                            "tool of this run): the run goes on only once it returns")
+                        raise RuntimeError(_OWN_THREAD)
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
                         return False
@@ -271,3 +472,9 @@ class AgentRun:
             self.abort()
             raise
         return True
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    """On the future's loop: wake its waiter, unless it was cancelled meanwhile."""
+    if not future.done():
+        future.set_result(None)
