@@ -378,6 +378,10 @@ class Agent:
         if self._closed:
             raise AgentcoreError("the agent is closed; create a new Agent to go on")
         # Everything that can fail comes before the agent is marked busy.
+        if self.stream_fn is None and self.get_api_key is None and speaks_http(self.model.api):
+            # A missing key raises here, not as a run that ends with an error message
+            require_api_key(self.model.provider, self.options.api_key,
+                            base_url=self.model.base_url)
         config = self._config(skip_first_steering)
         context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
         stream_fn = self.stream_fn
@@ -397,10 +401,6 @@ class Agent:
         skip = [skip_first_steering]
 
         def steering() -> list[AgentMessage]:
-        if self.stream_fn is None and self.get_api_key is None and speaks_http(self.model.api):
-            # A missing key raises here, not as a run that ends with an error message
-            require_api_key(self.model.provider, self.options.api_key,
-                            base_url=self.model.base_url)
             if skip[0]:
                 skip[0] = False
                 return []
