@@ -1,33 +1,22 @@
-"""The README quickstart: an offline agent that calls a tool and answers."""
+"""The README quickstart, verbatim: an offline agent that calls a tool and answers.
+
+`tests/test_examples.py` checks that the body of `main()` is the README's code block.
+"""
 
 import agentcore as ac
-from agentcore.providers.faux import faux_assistant_message, faux_tool_call, register_faux_provider
+from agentcore.testing import scripted_model, tool_call
 
 
-def add(tool_call_id, args, signal, on_update):
-    return ac.AgentToolResult([ac.TextContent(str(args["a"] + args["b"]))])
+def main() -> None:
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
 
-
-def main() -> str:
-    adder = ac.AgentTool(
-        "add", "Add two integers.",
-        {"type": "object", "required": ["a", "b"],
-         "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}},
-        add,
-    )
-    faux = register_faux_provider()
-    try:
-        faux.set_responses([faux_assistant_message([faux_tool_call("add", {"a": 2, "b": 40})]),
-                            faux_assistant_message("2 + 40 = 42")])
-        agent = ac.Agent(faux.get_model(), system_prompt="Be brief.", tools=[adder])
-        run = agent.prompt("What is 2 + 40?")
-        for event in run:
-            print(event.type)
-        answer = run.result()[-1].text
-    finally:
-        faux.unregister()
-    print(answer)
-    return answer
+    with scripted_model([tool_call("add", {"a": 2, "b": 40}), "2 + 40 = 42"]) as fake:  # offline
+        agent = ac.Agent(fake.model, system_prompt="Be brief.", tools=[add])  # or ac.get_model()
+        run = agent.prompt("What is 2 + 40?")  # returns at once; the run goes on in the background
+        print(run.text)                        # waits for the run: "2 + 40 = 42"
+        run.raise_for_error()                  # a RunError if the model call had failed
 
 
 if __name__ == "__main__":

@@ -25,8 +25,8 @@ import agentcore as ac
 from agentcore.providers import _registry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-ALL_EXAMPLES = ["abort.py", "callback_events.py", "custom_stream_fn.py", "local_server.py",
-                "loop.py", "quickstart.py", "steering.py", "tools.py"]
+ALL_EXAMPLES = ["abort.py", "assistant.py", "callback_events.py", "custom_stream_fn.py",
+                "local_server.py", "loop.py", "quickstart.py", "steering.py", "tools.py"]
 
 
 def _env(**changes: str) -> dict[str, str]:
@@ -69,8 +69,10 @@ def test_every_example_is_listed_here() -> None:
 
 @pytest.mark.parametrize("name", ALL_EXAMPLES)
 def test_example_main_runs_in_process_and_cleans_up(
-    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
 ) -> None:
+    monkeypatch.chdir(tmp_path)  # an example may write a file (assistant.py saves its chat)
     for key in [k for k in os.environ if k.lower().endswith("_proxy") or k.startswith("OLLAMA_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
@@ -88,9 +90,18 @@ def test_example_main_runs_in_process_and_cleans_up(
 
 
 def test_quickstart_answers_with_the_tool_result() -> None:
-    out = run_example("quickstart.py").splitlines()
-    assert out[-1] == "2 + 40 = 42"
-    assert "tool_execution_end" in out
+    assert run_example("quickstart.py").splitlines() == ["2 + 40 = 42"]
+
+
+def test_quickstart_example_is_the_readme_quickstart() -> None:
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    code = readme.split("## Quickstart", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    source = (EXAMPLES / "quickstart.py").read_text(encoding="utf-8")
+    body = source.split("def main() -> None:\n", 1)[1].split("\n\n\nif __name__", 1)[0]
+    imports = [line for line in code.splitlines() if line.startswith(("import", "from"))]
+    assert all(line in source for line in imports)
+    rest = [line for line in code.splitlines() if line and line not in imports]
+    assert [line[4:] for line in body.splitlines() if line.strip()] == rest
 
 
 def test_loop_example_answers_with_the_tool_result() -> None:
