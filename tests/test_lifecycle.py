@@ -278,25 +278,28 @@ def test_a_nested_agent_inside_a_tool_may_be_waited_for(faux: FauxProvider) -> N
 # --- agent_loop streams: close() and dropping abort the run ----------------------------------
 
 
-def _blocking_tool(started: threading.Event, signals: list[bool]) -> ac.AgentTool:
+def _loop_in_a_tool(faux: FauxProvider, signals: list[bool],
+                    ) -> ac.EventStream[ac.AgentEvent, list[ac.AgentMessage]]:
+    """An `agent_loop` stream read up to its tool's start; the tool waits for its signal."""
+    started = threading.Event()
+
     def run(tool_call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any) -> Any:
         started.set()
         signals.append(signal.wait(WAIT))
         return ac.AgentToolResult([ac.TextContent("stopped")])
 
-    return ac.AgentTool("block", "Blocks.", {"type": "object"}, run)
+    tool = ac.AgentTool("block", "Blocks.", {"type": "object"}, run)
+    faux.set_responses([one_call("block"), faux_assistant_message("never")])
+    stream = ac.agent_loop([ac.UserMessage("go")], ac.AgentContext("", [], [tool]),
+                           ac.AgentLoopConfig(model=faux.get_model()))
+    next(e for e in stream if isinstance(e, ac.ToolExecutionStartEvent))
+    assert started.wait(WAIT)
+    return stream
 
 
 def test_closing_an_agent_loop_stream_aborts_its_run(faux: FauxProvider) -> None:
-    started, signals = threading.Event(), []
-    faux.set_responses([one_call("block"), faux_assistant_message("never")])
-    stream = ac.agent_loop([ac.UserMessage("go")],
-                           ac.AgentContext("", [], [_blocking_tool(started, signals)]),
-                           ac.AgentLoopConfig(model=faux.get_model()))
-    for event in stream:
-        if isinstance(event, ac.ToolExecutionStartEvent):
-            break
-    assert started.wait(WAIT)
+    signals: list[bool] = []
+    stream = _loop_in_a_tool(faux, signals)
     stream.close()
     stream.close()  # twice is fine
     out = stream.result(WAIT)
@@ -306,16 +309,8 @@ def test_closing_an_agent_loop_stream_aborts_its_run(faux: FauxProvider) -> None
 
 
 def test_dropping_an_agent_loop_stream_aborts_its_run(faux: FauxProvider) -> None:
-    started, signals = threading.Event(), []
-    faux.set_responses([one_call("block"), faux_assistant_message("never")])
-    stream = ac.agent_loop([ac.UserMessage("go")],
-                           ac.AgentContext("", [], [_blocking_tool(started, signals)]),
-                           ac.AgentLoopConfig(model=faux.get_model()))
-    for event in stream:
-        if isinstance(event, ac.ToolExecutionStartEvent):
-            break
-    assert started.wait(WAIT)
-    del stream, event
+    signals: list[bool] = []
+    _loop_in_a_tool(faux, signals)  # and dropped at once
     gc.collect()
     deadline = time.monotonic() + WAIT
     while not signals and time.monotonic() < deadline:
