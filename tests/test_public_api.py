@@ -34,6 +34,7 @@ from agentcore import (
     MessageUpdateEvent,
     MissingApiKeyError,
     ModelNotFoundError,
+    OutputValidationError,
     ProviderNotFoundError,
     QueueMode,
     RunError,
@@ -61,6 +62,7 @@ from agentcore import (
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    UsageLimitExceeded,
     UserMessage,
 )
 
@@ -110,6 +112,7 @@ EXPECTED_ALL = [
     "Model",
     "ModelCost",
     "ModelNotFoundError",
+    "OutputValidationError",
     "PrepareNextTurnContext",
     "ProviderNotFoundError",
     "QueueMode",
@@ -142,6 +145,7 @@ EXPECTED_ALL = [
     "TurnEndEvent",
     "TurnStartEvent",
     "Usage",
+    "UsageLimitExceeded",
     "UserMessage",
     "__version__",
     "agent_loop",
@@ -397,11 +401,14 @@ def test_every_public_error_derives_from_agentcore_error() -> None:
         ModelNotFoundError,
         MissingApiKeyError,
         RunError,
+        UsageLimitExceeded,
+        OutputValidationError,
         SerializationError,
     }
     for error in errors:
         assert issubclass(error, AgentcoreError), error
-        assert error.__name__.endswith("Error"), error
+        # UsageLimitExceeded is named by API.md §14, after the peers' MaxTurnsExceeded
+        assert error.__name__.endswith("Error") or error is UsageLimitExceeded, error
     assert issubclass(AgentcoreError, Exception)
 
 

@@ -38,10 +38,10 @@ from .._core import (
     AgentMessage,
     AssistantMessage,
     MessageUpdateEvent,
-    RunError,
     StopReason,
     TextDeltaEvent,
     Usage,
+    run_error,
     run_markdown,
 )
 from .._loop import serving
@@ -175,11 +175,13 @@ class AgentRun:
         makes a failed run an exception. Blocks until the run has ended, like `result()`.
 
         Raises:
-            RunError: with the `stop_reason` (`"error"` or `"aborted"`) and the error text.
+            RunError: with the `stop_reason` (`"error"` or `"aborted"`) and the error text;
+                `UsageLimitExceeded` or `OutputValidationError` (both `RunError`s) when a
+                usage limit or missing structured output ended the run.
         """
         outcome = self._failure(self._replies())
         if outcome is not None:
-            raise RunError(*outcome)
+            raise run_error(*outcome)
 
     def text_stream(self, timeout: float | None = None) -> Iterator[str]:
         """Iterate the assistant text deltas of the run as they arrive, across all its turns.

@@ -10,6 +10,8 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
     ├── ModelNotFoundError        (also LookupError) no such model in the catalogue
     ├── MissingApiKeyError        no API key given and none in the environment
     ├── RunError                  AgentRun.raise_for_error(): the run ended in error or abort
+    │   ├── UsageLimitExceeded    a `UsageLimits` bound ended the run
+    │   └── OutputValidationError no valid `final_result` within the output retries
     └── SerializationError        (also ValueError) data that does not decode into the type
 
 Failures of models, tools and hooks are not raised: they become messages (see the loop).
@@ -69,6 +71,30 @@ class RunError(AgentcoreError):
 
     def __reduce__(self) -> tuple[object, ...]:  # picklable with its two fields
         return (type(self), (self.stop_reason, self.message))
+
+
+class UsageLimitExceeded(RunError):
+    """The run reached one of its `UsageLimits` (`"usage limit reached: max_model_calls=50"`)."""
+
+
+class OutputValidationError(RunError):
+    """The model gave no valid `final_result` for the run's `output_type` within its retries."""
+
+
+USAGE_LIMIT_TEXT = "usage limit reached: "
+"""How the error message of a run ended by a usage limit starts (then `<name>=<value>`)."""
+
+OUTPUT_FAILED_TEXT = "no valid output: "
+"""How the error message of a run that got no valid structured output starts."""
+
+
+def run_error(stop_reason: StopReason, message: str) -> RunError:
+    """The `RunError` (or the subclass its message marks) for a run that ended in failure."""
+    if message.startswith(USAGE_LIMIT_TEXT):
+        return UsageLimitExceeded(stop_reason, message)
+    if message.startswith(OUTPUT_FAILED_TEXT):
+        return OutputValidationError(stop_reason, message)
+    return RunError(stop_reason, message)
 
 
 class SerializationError(AgentcoreError, ValueError):
