@@ -26,7 +26,8 @@ from agentcore.providers import _registry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALL_EXAMPLES = ["abort.py", "assistant.py", "callback_events.py", "custom_stream_fn.py",
-                "local_server.py", "loop.py", "quickstart.py", "steering.py", "tools.py"]
+                "local_server.py", "loop.py", "quickstart.py", "steering.py",
+                "structured_output.py", "tools.py"]
 
 
 def _env(**changes: str) -> dict[str, str]:
@@ -91,6 +92,11 @@ def test_example_main_runs_in_process_and_cleans_up(
 
 def test_quickstart_answers_with_the_tool_result() -> None:
     assert run_example("quickstart.py").splitlines() == ["2 + 40 = 42"]
+
+
+def test_structured_output_example_retries_once_then_answers() -> None:
+    assert run_example("structured_output.py").splitlines() == [
+        "City(name='Rome', population=2800000)", "5 messages; 2 model calls"]
 
 
 def test_quickstart_example_is_the_readme_quickstart() -> None:

@@ -274,21 +274,28 @@ class Agent:
     def prompt(
         self, input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
+        *, output_type: Any = None, output_retries: int = 1,
     ) -> AgentRun:
         """Start a run on `input` (a str, a message or a list of messages) and return it.
 
-        Raises `AgentBusyError` while a run is active.
+        With `output_type` (an attrs class, a dataclass, a `TypedDict`, a primitive, an enum,
+        a `Literal`, or lists/dicts/optionals of them) the model answers through a
+        `final_result` tool, and `run.output` is its answer as that type; `output_retries`
+        invalid answers are sent back before the run ends in error (API §14).
+        Raises `AgentBusyError` while a run is active, `TypeError` for an unsupported type.
         """
         prompts = prompt_messages(input, images)
         with self._lock:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
                                      "follow_up() to queue messages, or wait for completion")
-            return self._start(prompts, skip_first_steering=False)
+            return self._start(prompts, skip_first_steering=False, output_type=output_type,
+                               output_retries=output_retries)
 
     async def prompt_async(
         self, input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
+        *, output_type: Any = None, output_retries: int = 1,
     ) -> AgentRun:
         """`prompt`, awaited: start a run on `input` and return it once it has ended.
 
@@ -297,7 +304,7 @@ class Agent:
         as nothing else holds it; the agent is idle again once the run's thread has ended.
         Raises `AgentBusyError` while a run is active.
         """
-        run = self.prompt(input, images)
+        run = self.prompt(input, images, output_type=output_type, output_retries=output_retries)
         try:
             await run.wait_async()
         except BaseException:  # cancelled (or interrupted): stop the run nobody will await
@@ -374,7 +381,8 @@ class Agent:
             self.clear_all_queues()
             self._live = LiveState()
 
-    def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool) -> AgentRun:
+    def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
+               output_type: Any = None, output_retries: int = 1) -> AgentRun:
         if self._closed:
             raise AgentcoreError("the agent is closed; create a new Agent to go on")
         # Everything that can fail comes before the agent is marked busy.
@@ -383,6 +391,8 @@ class Agent:
             require_api_key(self.model.provider, self.options.api_key,
                             base_url=self.model.base_url)
         config = self._config(skip_first_steering)
+        if output_type is not None or output_retries != 1:
+            config = attrs.evolve(config, output_type=output_type, output_retries=output_retries)
         context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
         stream_fn = self.stream_fn
         run = AgentRun(AbortController(), max_events=self.max_events)

@@ -27,12 +27,13 @@ import threading
 import time
 from array import array
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, final
+from typing import TYPE_CHECKING, Any, final
 
 from .._core import (
     ABORTED_TEXT,
     AbortController,
     AbortSignal,
+    AgentcoreError,
     AgentEndEvent,
     AgentEvent,
     AgentMessage,
@@ -40,10 +41,12 @@ from .._core import (
     MessageUpdateEvent,
     StopReason,
     TextDeltaEvent,
+    ToolResultMessage,
     Usage,
     run_error,
     run_markdown,
 )
+from .._function_tools import FINAL_RESULT
 from .._loop import serving
 
 if TYPE_CHECKING:
@@ -182,6 +185,22 @@ class AgentRun:
         outcome = self._failure(self._replies())
         if outcome is not None:
             raise run_error(*outcome)
+
+    @property
+    def output(self) -> Any:
+        """The run's structured output, converted to the `output_type` it was started with.
+
+        Blocks until the run has ended, like `result()`. Raises what `raise_for_error()`
+        raises when the run failed (`OutputValidationError` when no valid answer came within
+        the retries), and `AgentcoreError` when the run had no `output_type`.
+        """
+        self.raise_for_error()
+        for message in reversed(self._messages):
+            if (isinstance(message, ToolResultMessage) and message.tool_name == FINAL_RESULT
+                    and not message.is_error):
+                return message.details
+        raise AgentcoreError("this run has no structured output: start it with "
+                             "agent.prompt(..., output_type=T)")
 
     def text_stream(self, timeout: float | None = None) -> Iterator[str]:
         """Iterate the assistant text deltas of the run as they arrive, across all its turns.

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
+import dataclasses
 import enum
+import inspect
 import json
 import types
 import typing
@@ -42,7 +44,7 @@ _MAPPINGS = (dict, collections.abc.Mapping, collections.abc.MutableMapping)
 _SETS = (set, frozenset, collections.abc.Set, collections.abc.MutableSet)
 _SUPPORTED = (
     "supported: str, int, float, bool, list[T], tuple[...], dict[str, T], unions, "
-    "Literal[...], Enum subclasses, attrs classes and Any"
+    "Literal[...], Enum subclasses, attrs classes, dataclasses, TypedDicts and Any"
 )
 
 
@@ -98,8 +100,9 @@ def _spec(hint: Any, seen: tuple[type, ...]) -> Spec:
     if origin is None and isinstance(hint, type):
         if issubclass(hint, enum.Enum):
             return _enum(hint), hint
-        if attrs.has(hint):
-            return _attrs_class(hint, seen)
+        fields = _record_fields(hint)
+        if fields is not None:
+            return _record(hint, fields, seen)
     if origin is None and hasattr(hint, "__supertype__"):  # typing.NewType
         return _spec(hint.__supertype__, seen)
     if origin is collections.abc.Callable or hint is collections.abc.Callable:
@@ -244,50 +247,97 @@ def _mapping(args: tuple[Any, ...], seen: tuple[type, ...]) -> Spec:
     return schema, convert
 
 
-def _attrs_class(cls: type, seen: tuple[type, ...]) -> Spec:
+_NO_DEFAULT = object()
+"""A record field without a default: required."""
+_FACTORY = object()
+"""A record field whose default comes from a factory: optional, with nothing to show."""
+
+
+def _record_fields(cls: type) -> list[tuple[str, str, object]] | None:
+    """The init fields of a record type as (name, JSON key, default); None for other types.
+
+    Record types are attrs classes, dataclasses and `TypedDict`s; the default is `_NO_DEFAULT`
+    for a required field and `_FACTORY` for one whose default has no JSON form to show.
+    """
+    if attrs.has(cls):
+        return [(f.name, f.alias or f.name,
+                 _NO_DEFAULT if f.default is attrs.NOTHING else
+                 _FACTORY if isinstance(f.default, attrs.Factory) else  # type: ignore[arg-type]
+                 f.default)
+                for f in attrs.fields(cls) if f.init]
+    if dataclasses.is_dataclass(cls):
+        return [(f.name, f.name,
+                 f.default if f.default is not dataclasses.MISSING else
+                 _FACTORY if f.default_factory is not dataclasses.MISSING else _NO_DEFAULT)
+                for f in dataclasses.fields(cls) if f.init]
+    if typing.is_typeddict(cls):
+        required = cls.__required_keys__  # type: ignore[attr-defined]
+        return [(name, name, _NO_DEFAULT if name in required else _FACTORY)
+                for name in typing.get_type_hints(cls)]
+    return None
+
+
+def _record(cls: type, fields: list[tuple[str, str, object]], seen: tuple[type, ...]) -> Spec:
+    """A record type as a closed object schema, converted back to an instance.
+
+    The class docstring's summary describes the object and its `Attributes:` the fields; a
+    `TypedDict` converts back to a dict.
+    """
+    what = ("TypedDict" if typing.is_typeddict(cls) else "attrs class" if attrs.has(cls)
+            else "dataclass")
     if cls in seen:
-        raise UnsupportedError(f"attrs class {cls.__qualname__} contains itself (recursive "
-                                "types are not supported)")
+        raise UnsupportedError(f"{what} {cls.__qualname__} contains itself (recursive types "
+                                "are not supported)")
     try:
         hints = typing.get_type_hints(cls, include_extras=True)
     except Exception as exc:
         raise UnsupportedError(f"cannot resolve the type hints of {cls.__qualname__}: {exc}"
                                 ) from exc
-    doc = parse_docstring(cls.__doc__)
+    doc = parse_docstring(_own_doc(cls))
     properties: dict[str, Any] = {}
     required: list[str] = []
-    fields: list[tuple[str, Convert | None]] = []
-    for field in attrs.fields(cls):
-        if not field.init:
-            continue
-        alias = field.alias or field.name
+    converts: list[tuple[str, str, Convert | None]] = []
+    for name, key, default in fields:
         try:
-            prop, field_convert = property_spec(hints.get(field.name, Any),
-                                            doc.params.get(alias) or doc.params.get(field.name),
-                                            (*seen, cls))
+            prop, field_convert = property_spec(hints.get(name, Any),
+                                                doc.params.get(key) or doc.params.get(name),
+                                                (*seen, cls))
         except UnsupportedError as exc:
-            raise UnsupportedError(f"field {field.name!r} of {cls.__qualname__}: {exc}"
-                                    ) from None
-        if field.default is attrs.NOTHING:
-            required.append(alias)
-        elif not isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
-            add_default(prop, field.default)
-        properties[alias] = prop
-        fields.append((alias, field_convert))
+            raise UnsupportedError(f"field {name!r} of {cls.__qualname__}: {exc}") from None
+        if default is _NO_DEFAULT:
+            required.append(key)
+        elif default is not _FACTORY and not typing.is_typeddict(cls):
+            add_default(prop, default)
+        properties[key] = prop
+        converts.append((name, key, field_convert))
     schema = object_schema(properties, required)
     if doc.summary:
         schema["description"] = doc.summary
+    build: Callable[..., Any] = dict if typing.is_typeddict(cls) else cls
+    by_name = typing.is_typeddict(cls) or dataclasses.is_dataclass(cls)
 
     def convert(data: Any) -> Any:
         if not isinstance(data, dict):
             raise TypeError(f"expected an object for {cls.__qualname__}, got {data!r}")
-        return cls(**{
-            alias: data[alias] if field_convert is None else field_convert(data[alias])
-            for alias, field_convert in fields
-            if alias in data
+        return build(**{
+            (name if by_name else key): data[key] if conv is None else conv(data[key])
+            for name, key, conv in converts
+            if key in data
         })
 
     return schema, convert
+
+
+def _own_doc(cls: type) -> str | None:
+    """The class's docstring, but not the one a dataclass is given (`C(a: int)`)."""
+    doc = cls.__doc__
+    if doc and dataclasses.is_dataclass(cls):
+        try:
+            generated = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+        except (TypeError, ValueError):
+            return doc
+        return None if doc == generated else doc
+    return doc
 
 
 def _type_name(hint: Any) -> str:

@@ -7,6 +7,7 @@ from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import attrs
+from attrs.validators import and_, ge
 
 from .._core import (
     OPTION,
@@ -38,10 +39,12 @@ from .._core import (
     member_of,
     optional_instance_of,
     seconds,
+    strict_int,
     takes,
     to_thinking_level,
     to_tool_execution_mode,
 )
+from .._function_tools import output_tool
 
 if TYPE_CHECKING:
     import requests
@@ -158,6 +161,12 @@ def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> Non
                          "run_agent_loop(signal=...)")
 
 
+def _output_type(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator: None, or a type `final_result` can give (its schema is built now)."""
+    if value is not None:
+        output_tool(value)  # raises TypeError naming the part it cannot describe
+
+
 @attrs.frozen(kw_only=True)
 @flat_options
 class AgentLoopConfig:
@@ -167,7 +176,9 @@ class AgentLoopConfig:
     threads (the run's own daemon pool, or `tool_executor`); a hook that raises becomes an
     error message or an error tool result, never an exception. `tool_timeout` (seconds) bounds
     every tool call whose tool sets no `timeout` of its own; `deps` is handed to every `@tool`
-    function with a parameter named `deps`. The provider
+    function with a parameter named `deps`. With an `output_type`, the model answers through a
+    `final_result` tool whose converted arguments are that result's `details`, within
+    `output_retries` retries (API §14). The provider
     options are one `options: StreamOptions`, passed to the stream function with the run's
     signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
     read them back as attributes. `get_api_key(provider)` is asked before every model call and
@@ -195,6 +206,8 @@ class AgentLoopConfig:
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
     tool_timeout: float | None = attrs.field(default=None, validator=seconds)
     deps: Any = None
+    output_type: Any = attrs.field(default=None, validator=_output_type)
+    output_retries: int = attrs.field(default=1, validator=and_(strict_int, ge(0)))
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     after_tool_call: AfterToolCall | None = attrs.field(

@@ -54,6 +54,7 @@ from .._core import (
 from ..providers import StreamFn
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._exit import in_flight
+from ._output import OutputState, Verdict
 from ._tool_exec import ABORT_GRACE_S, Inbox, Submitter, ToolBatch, tool_inbox
 from ._workers import WorkerPool
 
@@ -90,6 +91,7 @@ class _Run:
     # ends early or the interpreter exits. Tools get its signal; hooks get `signal`.
     _halt: AbortController = attrs.field(factory=AbortController)
     _inbox: Inbox | None = None  # where tool calls report, once the run has any
+    _output: OutputState | None = None  # with an output_type: its tool and retries
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
 
     def __attrs_post_init__(self) -> None:
@@ -156,9 +158,18 @@ class _Run:
                 results, terminate = self._run_tools(reply)
                 self._emit(TurnEndEvent(reply, results))
                 more_tools = bool(results) and not terminate
+                nudge: list[AgentMessage] = []
+                if self._output is not None:  # a run with an output_type (API §14)
+                    verdict = self._output.after_turn(reply, results)
+                    if verdict is Verdict.DONE:
+                        return self._end()
+                    if verdict is Verdict.FAILED:
+                        return self._end_with_error(self._output.failure_text())
+                    if verdict is Verdict.NUDGE:
+                        nudge.append(self._output.nudge())
                 if self._between_turns(reply, results) or self._halt.signal.aborted:
                     return self._end()
-                pending = self._poll(self.config.get_steering_messages)
+                pending = nudge + self._poll(self.config.get_steering_messages)
             pending = self._poll(self.config.get_follow_up_messages)
             if not pending:
                 return self._end()
@@ -282,7 +293,11 @@ class _Run:
 
     def _fail(self, exc: Exception) -> list[AgentMessage]:
         """End the run with an error message for an exception from a hook or the loop."""
-        message = self._error_reply(describe(exc))
+        return self._end_with_error(describe(exc))
+
+    def _end_with_error(self, text: str) -> list[AgentMessage]:
+        """End the run with an assistant message of `stop_reason` error saying `text`."""
+        message = self._error_reply(text)
         try:
             if not self.turn_open:
                 self._emit(TurnStartEvent())
@@ -338,8 +353,18 @@ def _start(
         from ..providers import stream as default_stream
 
         stream_fn = default_stream
-    snapshot = AgentContext(context.system_prompt, list(context.messages), list(context.tools))
-    return _Run(snapshot, config, emit, signal or AbortController().signal, stream_fn)
+    tools = list(context.tools)
+    output = None
+    if config.output_type is not None:
+        output = OutputState.for_type(config.output_type, config.output_retries)
+        if any(tool.name == output.tool.name for tool in tools):
+            raise ValueError(f"a tool is named {output.tool.name!r}, the name of the tool "
+                             "that gives the output of a run with an output_type")
+        tools.append(output.tool)
+    snapshot = AgentContext(context.system_prompt, list(context.messages), tools)
+    run = _Run(snapshot, config, emit, signal or AbortController().signal, stream_fn)
+    run._output = output
+    return run
 
 
 def _check_prompts(prompts: object) -> list[AgentMessage]:
