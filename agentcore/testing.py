@@ -19,13 +19,17 @@ request, so a test can say what the model answers and then check what it was sen
         fake.assert_called(times=2)
         assert fake.sent_system_prompt == "Be brief."
         assert fake.sent_tool_results()[0].text == "3"
+        fake.assert_tool_called("add", {"a": 1, "b": 2})
         assert events.of(ToolExecutionEndEvent)[0].is_error is False
 
 A reply is a string (one text block), a content block or a list of them (strings become text
 blocks), an `AssistantMessage` (e.g. `faux_assistant_message([], "error", "boom")` for a
 failing call), or a function `(context, options, model)` returning any of those, for replies
 that depend on the request. A call with no reply left fails the way a real provider does: with
-an `error` event, "No more faux responses queued".
+an `error` event, "No more faux responses queued" (`run.raise_for_error()` raises it; the
+assertion helpers mark such calls). Wait for a run inside the `with` block (`run.result()`,
+`run.text`): a run still going when the block ends fails with "the scripted model ... was
+closed while a run used it".
 
 The lower-level faux provider (`register_faux_provider` & co., see `agentcore.providers.faux`)
 is re-exported here. The module has no pytest dependency: assertion helpers raise
@@ -55,6 +59,7 @@ from ._core import (
     AssistantMessage,
     AssistantMessageEventStream,
     Context,
+    ErrorEvent,
     EventStream,
     Message,
     MessageUpdateEvent,
@@ -67,8 +72,9 @@ from ._core import (
     Tool,
     ToolCall,
     ToolResultMessage,
+    error_reply,
 )
-from .providers import register_provider
+from .providers import register_provider, unregister_provider
 from .providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -200,7 +206,8 @@ class ModelCall:
             text = f"{last.tool_name}: {last.text}"
         else:
             text = last.text
-        return f"{len(self.context.messages)} messages, last {last.role}: {_shorten(text)!r}"
+        count = _plural(len(self.context.messages), "message")
+        return f"{count}, last {last.role}: {_shorten(text)!r}"
 
 
 @final
@@ -210,7 +217,8 @@ class ScriptedModel:
     Pass `model` to an `Agent` or an `AgentLoopConfig`. Each model call takes the next scripted
     reply and streams it through the full event protocol. The model is registered under a fresh
     `api` until `close()` (or the end of a `with` block), so tests running at the same time do
-    not interfere.
+    not interfere. A run that calls the model after that fails with "the scripted model ... was
+    closed while a run used it".
 
     Thread-safe: replies may be added and calls inspected from any thread while runs use it.
 
@@ -237,8 +245,10 @@ class ScriptedModel:
             token_size: Replies stream in chunks of this many tokens (min, max), 4 chars each.
         """
         self._lock = threading.Lock()
+        self._serving = threading.Lock()  # a call takes the next reply and notes if there was one
         self._calls: list[ModelCall] = []
         self._script: list[str] = []
+        self._unanswered: set[int] = set()  # calls that found no reply left
         self._closed = False
         provider = model.provider if isinstance(model, Model) else "faux"
         self.provider: FauxProvider = register_faux_provider(
@@ -249,7 +259,8 @@ class ScriptedModel:
         try:
             self.add_replies(replies)
         except BaseException:
-            self.close()
+            self._closed = True
+            self.provider.unregister()
             raise
 
     def add_replies(self, replies: Sequence[Reply]) -> None:
@@ -288,6 +299,7 @@ class ScriptedModel:
         Raises:
             AssertionError: There is no such call.
         """
+        __tracebackhide__ = True
         calls = self.calls
         if not -len(calls) <= index < len(calls):
             raise AssertionError(f"the scripted model has no call {index}: it was called "
@@ -297,24 +309,29 @@ class ScriptedModel:
     @property
     def last_call(self) -> ModelCall:
         """The most recent request (`AssertionError` if there was none)."""
+        __tracebackhide__ = True
         return self.call(-1)
 
     @property
     def last_context(self) -> Context:
         """The `Context` of the most recent request."""
-        return self.last_call.context
+        __tracebackhide__ = True
+        return self.call(-1).context
 
     @property
     def sent_system_prompt(self) -> str | None:
         """The system prompt of the most recent request."""
-        return self.last_call.system_prompt
+        __tracebackhide__ = True
+        return self.call(-1).system_prompt
 
     def sent_messages(self, call: int = -1) -> list[Message]:
         """The messages sent in one request (the last by default)."""
+        __tracebackhide__ = True
         return self.call(call).messages
 
     def sent_tool_results(self, call: int = -1) -> list[ToolResultMessage]:
         """The tool results among the messages of one request (the last by default)."""
+        __tracebackhide__ = True
         return self.call(call).tool_results
 
     def assert_called(self, times: int | None = None) -> None:
@@ -323,6 +340,7 @@ class ScriptedModel:
         Raises:
             AssertionError: It was not; the message lists the calls it did get.
         """
+        __tracebackhide__ = True
         calls = self.calls
         if times is None and calls:
             return
@@ -331,8 +349,38 @@ class ScriptedModel:
         wanted = "at least once" if times is None else _times(times)
         lines = [f"expected the scripted model to be called {wanted}, it was called "
                  f"{_times(len(calls))}"]
-        lines += [f"  call {i}: {c.summary()}" for i, c in enumerate(calls)]
+        with self._lock:
+            unanswered = set(self._unanswered)
+        lines += [f"  call {i}: {c.summary()}"
+                  + ("  [no scripted reply left]" if i in unanswered else "")
+                  for i, c in enumerate(calls)]
         raise AssertionError("\n".join(lines))
+
+    def assert_tool_called(self, name: str, args: dict[str, Any] | None = None) -> ToolCall:
+        """Check the model called the tool `name` (with exactly `args`, when given).
+
+        A tool call counts once a later request carries it, with its result: the call of a
+        reply that no request followed (the run's last) is not seen.
+
+        Returns:
+            The first matching `ToolCall`.
+
+        Raises:
+            AssertionError: No call matched; the message lists the calls the model made.
+        """
+        __tracebackhide__ = True
+        made: dict[str, ToolCall] = {}
+        for call in self.calls:
+            for message in call.context.messages:
+                if isinstance(message, AssistantMessage):
+                    made.update((c.id, c) for c in message.tool_calls)
+        for tool_call in made.values():
+            if tool_call.name == name and (args is None or tool_call.arguments == args):
+                return tool_call
+        wanted = repr(name) if args is None else f"{name!r} with {args!r}"
+        seen = ", ".join(f"{c.name}({c.arguments!r})" for c in made.values()) or "none"
+        raise AssertionError(f"expected the model to call {wanted}; the tool calls it made: "
+                             f"{seen}")
 
     def assert_all_replies_used(self) -> None:
         """Check every scripted reply was requested.
@@ -340,13 +388,16 @@ class ScriptedModel:
         Raises:
             AssertionError: Some were not; the message lists them.
         """
+        __tracebackhide__ = True
         with self._lock:
             pending = self.provider.pending_response_count()
             unused = self._script[len(self._script) - pending :] if pending else []
             count = len(self._calls)
         if unused:
-            raise AssertionError(f"{len(unused)} scripted replies were never requested (the "
-                                 f"model was called {_times(count)}): {', '.join(unused)}")
+            were = "was" if len(unused) == 1 else "were"
+            raise AssertionError(f"{_plural(len(unused), 'scripted reply', 'scripted replies')} "
+                                 f"{were} never requested (the model was called {_times(count)}):"
+                                 f" {', '.join(unused)}")
 
     @property
     def closed(self) -> bool:
@@ -354,13 +405,25 @@ class ScriptedModel:
         return self._closed
 
     def close(self) -> None:
-        """Unregister the model; runs using it afterwards fail. Safe to call twice."""
+        """Unregister the model; runs using it afterwards fail. Safe to call twice.
+
+        While scripted replies are left, a run may still be coming for them (one not waited
+        for): the model's `api` then stays registered to a stand-in until its first call,
+        which fails saying that the scripted model was closed while a run used it.
+        """
+        self._close(expect_runs=True)
+
+    def _close(self, expect_runs: bool) -> None:
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-        with contextlib.suppress(ProviderNotFoundError):  # already unregistered by hand
-            self.provider.unregister()
+        try:
+            unregister_provider(self.provider.api)
+        except ProviderNotFoundError:  # already unregistered by hand
+            return
+        if expect_runs and self.provider.pending_response_count():
+            register_provider(self.provider.api, _closed_stand_in(self.provider.api, self.model))
 
     def __enter__(self) -> ScriptedModel:
         return self
@@ -369,10 +432,12 @@ class ScriptedModel:
         self, exc_type: type[BaseException] | None, exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.close()
+        # after an exception, the block's own failure is the one to report: leave nothing behind
+        self._close(expect_runs=exc_type is None)
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else f"{self.pending_replies} replies pending"
+        state = ("closed" if self._closed
+                 else f"{_plural(self.pending_replies, 'reply', 'replies')} pending")
         return f"<ScriptedModel {self.model.id!r} {state}, called {_times(self.call_count)}>"
 
     def _stream(
@@ -382,9 +447,12 @@ class ScriptedModel:
         # its list cannot rewrite what was recorded.
         recorded = attrs.evolve(context, messages=list(context.messages),
                                 tools=None if context.tools is None else list(context.tools))
-        with self._lock:
-            self._calls.append(ModelCall(model, recorded, options))
-        return self.provider.stream(model, context, options)
+        with self._serving:
+            with self._lock:
+                self._calls.append(ModelCall(model, recorded, options))
+                if not self.provider.pending_response_count():
+                    self._unanswered.add(len(self._calls) - 1)
+            return self.provider.stream(model, context, options)
 
     @staticmethod
     def _dynamic(
@@ -399,6 +467,32 @@ class ScriptedModel:
 
 def _times(n: int) -> str:
     return "once" if n == 1 else f"{n} times"
+
+
+def _plural(count: int, word: str, words: str | None = None) -> str:
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
+def _closed_text(model: Model) -> str:
+    """The error of a run that calls a scripted model after its `with` block ended."""
+    return (f"the scripted model {model.id!r} was closed while a run used it: wait for the run "
+            "inside the `with scripted_model(...)` block (e.g. call run.result() there)")
+
+
+def _closed_stand_in(api: str, model: Model) -> Callable[..., AssistantMessageEventStream]:
+    """What serves `api` once its scripted model is closed: one failed call, then nothing."""
+    text = _closed_text(model)
+
+    def closed(model: Model, context: Context, options: StreamOptions
+               ) -> AssistantMessageEventStream:
+        with contextlib.suppress(ProviderNotFoundError):
+            unregister_provider(api)
+        final = error_reply(model, text)
+        stream = AssistantMessageEventStream()
+        stream.push(ErrorEvent(final.stop_reason, final))
+        return stream
+
+    return closed
 
 
 def scripted_model(

@@ -13,11 +13,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from sse_server import SSEServer
+from sse_server import SSEServer, free_port
 
 import agentcore as ac
 from agentcore import _cli as cli
 from agentcore._cli._chat import ChatOptions, _expression, offline_reply, run_chat
+from agentcore._cli._console import resolve_model
 
 FAST = ("--tokens-per-second", "5000")
 USAGE = re.compile(r"^\[input (\d+) tokens, output (\d+) tokens, cost \$(\d+\.\d{6}) "
@@ -356,10 +357,25 @@ def test_chat_dims_thinking_on_a_tty(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "thinking: This needs a tool" in re.sub(r"\x1b\[\d+m", "", text)
     assert re.search(TOOL_END.format(name="calculator"), text)["text"] == "4"  # type: ignore[index]
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "dumb")  # and no live line (a slow machine would draw one)
     out = _Tty()
     run_chat(options, out, _lines("2+2"))
     assert "\x1b[" not in out.getvalue()
     assert "thinking: This needs a tool" in out.getvalue()
+
+
+def test_chat_names_a_server_it_cannot_connect_to_and_goes_on(backoffs: list[int]) -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    model = resolve_model("ollama", "llama3.1:8b", url)
+    assert isinstance(model, ac.Model)
+    out = io.StringIO()
+    assert run_chat(ChatOptions(model=model), out, _lines("hi", "/model")) == 0
+    banner, error, usage, switch, bye = out.getvalue().split("\n")[:5]
+    assert banner.startswith("agentcore chat: ollama/llama3.1:8b")
+    assert error == f"error: cannot connect to {url}/chat/completions (connection refused)"
+    assert usage.startswith("[input 0 tokens, output 0 tokens, cost $0.000000 ")
+    assert switch == f"model: ollama/llama3.1:8b (openai-completions at {url})"  # the chat goes on
+    assert bye == ""
 
 
 @pytest.mark.parametrize(

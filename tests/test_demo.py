@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sse_server import SSEServer
+from sse_server import SSEServer, free_port
 
 import agentcore as ac
 from agentcore import _cli as cli
@@ -132,6 +132,7 @@ def test_demo_run_dims_thinking_on_a_tty(monkeypatch: pytest.MonkeyPatch) -> Non
 
 def test_demo_run_no_color_disables_dimming(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("TERM", "dumb")  # and no live line (a slow machine would draw one)
     out = _Tty()
     run_demo(out, tokens_per_second=None)
     assert "\x1b[" not in out.getvalue()
@@ -480,8 +481,23 @@ def test_demo_cli_model_reports_a_provider_error_and_exits_1(
                      f"{sse_server.url}/v1", "--api", "openai-completions"])
     out, err = capsys.readouterr()
     assert code == 1
-    assert "error (error): 401 Incorrect API key provided: " in out
+    assert "\nerror: 401 Incorrect API key provided: " in out
     assert "SECRET0123456789abcdef" not in out + err
+
+
+def test_demo_cli_names_a_server_it_cannot_connect_to(
+    backoffs: list[int], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-live-SECRET0123456789abcdef")
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    code = cli.main(["demo", "--model", "openai/gpt-4o-mini", "--base-url", url])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert err == ""
+    assert f"?\n\nerror: cannot connect to {url}/responses (connection refused)\n\nrun: " in out
+    assert re.search(r"^run: 1 turn, 1 model call, 0 tool calls in \d+\.\d\d s$", out, re.M)
+    assert "usage: input 0 tokens, output 0 tokens, total 0 tokens\n" in out
+    assert "SECRET" not in out
 
 
 @pytest.mark.parametrize(

@@ -270,21 +270,62 @@ def test_http_x_should_retry_overrides_the_status(sse_server, backoffs) -> None:
 
 
 def test_http_connection_refused_is_retried_then_fails(backoffs) -> None:
-    request = HttpRequest(url=f"http://127.0.0.1:{free_port()}/chat/completions", body=b"{}",
-                          headers={}, session=_SESSION[0])
+    url = f"http://127.0.0.1:{free_port()}/chat/completions"
+    request = HttpRequest(url=url, body=b"{}", headers={}, session=_SESSION[0])
     with pytest.raises(HttpError) as info:
         open_stream(request)
-    assert str(info.value) == "Connection error."
+    assert str(info.value) == f"cannot connect to {url} (connection refused)"
     assert info.value.status is None
     assert backoffs == [0, 1]
 
 
 def test_http_connection_refused_without_retries(backoffs) -> None:
-    request = HttpRequest(url=f"http://127.0.0.1:{free_port()}/x", body=b"{}", headers={},
+    port = free_port()
+    request = HttpRequest(url=f"http://127.0.0.1:{port}/x", body=b"{}", headers={},
                           max_retries=0, session=_SESSION[0])
-    with pytest.raises(HttpError, match=r"^Connection error\.$"):
+    with pytest.raises(HttpError) as info:
         open_stream(request)
+    assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/x (connection refused)"
     assert backoffs == []
+
+
+def test_http_connection_error_names_the_url_without_its_secrets(backoffs) -> None:
+    port = free_port()
+    key = "sk-live-0123456789abcdef"
+    request = HttpRequest(url=f"http://me:{key}@127.0.0.1:{port}/v1/x?key={key}&alt=sse",
+                          body=b"{}", headers={}, max_retries=0, secrets=(key,),
+                          session=_SESSION[0])
+    with pytest.raises(HttpError) as info:
+        open_stream(request)
+    assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/v1/x (connection refused)"
+
+
+def test_http_connection_error_names_an_unknown_host(monkeypatch) -> None:
+    import socket
+
+    def unknown(*args: object, **kwargs: object) -> None:
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", unknown)
+    request = HttpRequest(url="http://no-such-host.invalid/v1/x", body=b"{}", headers={},
+                          max_retries=0, session=_SESSION[0])
+    with pytest.raises(HttpError) as info:
+        open_stream(request)
+    assert str(info.value) == ("cannot connect to http://no-such-host.invalid/v1/x (unknown host "
+                               "'no-such-host.invalid')")
+
+
+def test_http_connect_timeout_says_how_long_it_waited(monkeypatch) -> None:
+    def slow(*args: object, **kwargs: object) -> None:
+        raise requests.ConnectTimeout("connect timed out")
+
+    session = requests.Session()
+    monkeypatch.setattr(session, "post", slow)
+    request = HttpRequest(url="http://10.0.0.1/v1/x", body=b"{}", headers={}, timeout=3.0,
+                          max_retries=0, session=session)
+    with pytest.raises(HttpError) as info:
+        open_stream(request)
+    assert str(info.value) == "cannot connect to http://10.0.0.1/v1/x (no answer within 3 s)"
 
 
 def test_http_no_answer_times_out(sse_server) -> None:

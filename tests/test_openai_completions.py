@@ -1105,9 +1105,11 @@ def test_openai_completions_max_retries_zero(sse_server, backoffs) -> None:
 
 @pytest.mark.parametrize("retries", [0, 2])
 def test_openai_completions_connection_refused(backoffs, retries) -> None:
-    model = ac.Model(MODEL_ID, "m", API, "openai", f"http://127.0.0.1:{free_port()}/v1")
+    base_url = f"http://127.0.0.1:{free_port()}/v1"
+    model = ac.Model(MODEL_ID, "m", API, "openai", base_url)
     message = lone_error(run_stream(model, max_retries=retries))
-    assert message.error_message == "Connection error."
+    assert message.error_message == (f"cannot connect to {base_url}/chat/completions "
+                                     "(connection refused)")
     assert len(backoffs) == retries
 
 

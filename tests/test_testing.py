@@ -266,8 +266,21 @@ def test_assert_called_passes_and_fails_with_the_calls_it_got() -> None:
             fake.assert_called(times=1)
     assert str(failed.value) == (
         "expected the scripted model to be called once, it was called 2 times\n"
-        "  call 0: 1 messages, last user: 'first question'\n"
-        "  call 1: 1 messages, last user: 'second question'"
+        "  call 0: 1 message, last user: 'first question'\n"
+        "  call 1: 1 message, last user: 'second question'"
+    )
+
+
+def test_assert_called_marks_the_calls_that_found_no_reply() -> None:
+    with scripted_model(["only"]) as fake:
+        _ask(fake.model, "first")
+        assert _ask(fake.model, "second").error_message == "No more faux responses queued"
+        with pytest.raises(AssertionError) as failed:
+            fake.assert_called(times=1)
+    assert str(failed.value) == (
+        "expected the scripted model to be called once, it was called 2 times\n"
+        "  call 0: 1 message, last user: 'first'\n"
+        "  call 1: 1 message, last user: 'second'  [no scripted reply left]"
     )
 
 
@@ -284,6 +297,64 @@ def test_assert_all_replies_used_names_the_unused_ones() -> None:
     assert message.startswith("3 scripted replies were never requested (the model was called "
                               "once): 'left over', add({'a': 1, 'b': 2}), <function ")
     assert "'used'" not in message
+
+
+def test_assert_all_replies_used_says_one_reply_in_the_singular() -> None:
+    with scripted_model(["used", "left over"]) as fake:
+        _ask(fake.model)
+        assert repr(fake) == "<ScriptedModel 'scripted-1' 1 reply pending, called once>"
+        with pytest.raises(AssertionError) as failed:
+            fake.assert_all_replies_used()
+        _ask(fake.model)
+    assert str(failed.value) == ("1 scripted reply was never requested (the model was called "
+                                 "once): 'left over'")
+
+
+def test_assert_tool_called_finds_a_call_by_name_and_arguments() -> None:
+    with scripted_model([tool_call("add", {"a": 1, "b": 2}, id="c1"), "3"]) as fake:
+        with pytest.raises(AssertionError) as none_yet:
+            fake.assert_tool_called("add")
+        ac.Agent(fake.model, tools=[ADD]).prompt("1 + 2?").result(TIMEOUT)
+        assert fake.assert_tool_called("add") == tool_call("add", {"a": 1, "b": 2}, id="c1")
+        assert fake.assert_tool_called("add", {"a": 1, "b": 2}).id == "c1"
+        with pytest.raises(AssertionError) as wrong_args:
+            fake.assert_tool_called("add", {"a": 2, "b": 2})
+        with pytest.raises(AssertionError) as wrong_name:
+            fake.assert_tool_called("sub")
+    assert str(none_yet.value) == "expected the model to call 'add'; the tool calls it made: none"
+    assert str(wrong_args.value) == ("expected the model to call 'add' with {'a': 2, 'b': 2}; "
+                                     "the tool calls it made: add({'a': 1, 'b': 2})")
+    assert str(wrong_name.value) == ("expected the model to call 'sub'; the tool calls it made: "
+                                     "add({'a': 1, 'b': 2})")
+
+
+@pytest.mark.parametrize(
+    "fail",
+    [
+        lambda fake: fake.assert_called(times=3),
+        lambda fake: fake.assert_all_replies_used(),
+        lambda fake: fake.assert_tool_called("add"),
+        lambda fake: fake.call(5),
+        lambda fake: fake.sent_messages(call=5),
+        lambda fake: fake.sent_tool_results(call=5),
+        lambda fake: fake.last_call,
+        lambda fake: fake.last_context,
+        lambda fake: fake.sent_system_prompt,
+    ],
+)
+def test_assertion_helpers_hide_their_frames_from_pytest(fail: Any) -> None:
+    with scripted_model(["unused"]) as fake:
+        with pytest.raises(AssertionError) as failed:
+            fail(fake)
+        _ask(fake.model)
+    tb = failed.value.__traceback__
+    frames = []
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == testing.__file__:
+            frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    assert frames
+    assert all(frame.f_locals.get("__tracebackhide__") is True for frame in frames)
 
 
 def test_asking_for_a_call_that_did_not_happen_fails_clearly() -> None:
@@ -338,6 +409,37 @@ def test_scripted_model_works_without_with_and_close_is_idempotent() -> None:
     assert repr(fake) == "<ScriptedModel 'scripted-1' closed, called once>"
     with pytest.raises(ac.ProviderNotFoundError):
         _ask(fake.model)
+
+
+def _closed_text(model_id: str = "scripted-1") -> str:
+    return (f"the scripted model {model_id!r} was closed while a run used it: wait for the run "
+            "inside the `with scripted_model(...)` block (e.g. call run.result() there)")
+
+
+def test_a_run_not_waited_for_inside_the_with_block_fails_saying_so() -> None:
+    release = threading.Event()
+
+    def wait(tool_call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any) -> Any:
+        release.wait(TIMEOUT)
+        return ac.AgentToolResult([ac.TextContent("done")])
+
+    waiter = ac.AgentTool("wait", "Wait.", {"type": "object", "properties": {}}, wait)
+    before = set(_registry._providers)
+    with scripted_model([tool_call("wait"), "finished"]) as fake:
+        run = ac.Agent(fake.model, tools=[waiter]).prompt("go")  # no run.result() in the block
+    release.set()
+    assert run.error == _closed_text()
+    assert set(_registry._providers) == before  # the stand-in is gone once it answered
+
+
+def test_close_with_replies_left_fails_the_next_call_clearly_then_unregisters() -> None:
+    fake = scripted_model(["never asked for"], model="mine")
+    fake.close()
+    reply = _ask(fake.model)
+    assert (reply.stop_reason, reply.error_message) == (ac.StopReason.ERROR, _closed_text("mine"))
+    with pytest.raises(ac.ProviderNotFoundError):
+        _ask(fake.model)
+    fake.close()
 
 
 def test_close_tolerates_a_provider_unregistered_by_hand() -> None:

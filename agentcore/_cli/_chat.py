@@ -54,6 +54,7 @@ from ._console import (
     wants_color,
 )
 from ._demo_tools import DEMO_COST, SYSTEM_PROMPT, calculator_tool, clock_tool
+from ._live import wants_live
 
 __all__ = ["DEFAULT_TOKENS_PER_SECOND", "HELP", "ChatOptions", "offline_reply", "run_chat"]
 
@@ -219,7 +220,8 @@ class _Chat:
         self.offline = offline
         self.options = options
         self.echo = echo
-        self.printer = EventPrinter(out, wants_color(out), max_chars=MAX_TOOL_CHARS)
+        self.printer = EventPrinter(out, wants_color(out), max_chars=MAX_TOOL_CHARS,
+                                    live=wants_live(out))
 
     def say(self, text: str) -> None:
         self.printer.end_line()
@@ -247,9 +249,10 @@ class _Chat:
     def ask(self, text: str) -> None:
         prompt = UserMessage(text)
         try:
-            run = self.agent.prompt(prompt)
-            for event in run:
-                self.show(event, prompt)
+            with self.printer.running():
+                run = self.agent.prompt(prompt)
+                for event in run:
+                    self.show(event, prompt)
         except KeyboardInterrupt:
             self.abort()
             return

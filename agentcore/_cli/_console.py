@@ -1,20 +1,25 @@
 """What the CLI commands (`demo`, `chat`) share: printing a run, and finding the model to run.
 
 `EventPrinter` writes an agent's events to a terminal as they happen: streamed text and
-thinking (dimmed on a colour tty), each tool call's start and end, and error replies. The
+thinking (dimmed on a colour tty), each tool call's start, progress and end, and error replies;
+on a terminal, a live line (see `_live`) says what the run is waiting for in between. The
 commands add their own framing (the demo's run summary, the chat's per-prompt usage line).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
+from collections.abc import Iterator
 from typing import Any, TextIO
 
 import attrs
 
 from .._core import (
+    ABORTED_TEXT,
     AgentEvent,
     AssistantMessage,
     MessageEndEvent,
@@ -29,14 +34,18 @@ from .._core import (
     ThinkingStartEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
     Usage,
 )
+from ._live import LiveLine, progress_text
 
 __all__ = [
     "EventPrinter",
+    "failure_text",
     "format_cost",
     "format_tokens",
     "missing_key_variable",
+    "plural",
     "public_url",
     "resolve_model",
     "wants_color",
@@ -55,6 +64,11 @@ def wants_color(out: TextIO) -> bool:
         return False
 
 
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """`"1 turn"`, `"2 turns"`: `count` and the word, plural unless 1 (`words`, or `word + "s"`)."""
+    return f"{count} {word if count == 1 else words or word + 's'}"
+
+
 def _shorten(text: str, limit: int | None) -> str:
     """`text` on one line and at most about `limit` characters (unchanged when None)."""
     if limit is None:
@@ -62,33 +76,62 @@ def _shorten(text: str, limit: int | None) -> str:
     text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    return f"{text[:limit]}... ({len(text) - limit} more chars)"
+    return f"{text[:limit]}... ({plural(len(text) - limit, 'more char')})"
+
+
+def failure_text(message: AssistantMessage) -> str:
+    """How a reply that failed reads: `error: <why>`, `[aborted]`, `[aborted: <why>]`."""
+    reason, why = message.stop_reason.value, message.error_message
+    if reason == "aborted":
+        return "[aborted]" if why in (None, "", ABORTED_TEXT) else f"[aborted: {why}]"
+    return f"{reason}: {why}"
 
 
 class EventPrinter:
     """Prints a run's events to `out` as they arrive, flushing every write.
 
-    Not thread-safe: feed it from one thread (the run's listener, or the thread iterating an
-    `AgentRun`). `max_chars` shortens tool arguments and results to one line of about that
-    many characters; None prints them whole.
+    Feed it from one thread (the run's listener, or the thread iterating an `AgentRun`); with
+    `live`, a `LiveLine` draws between writes from its own thread, from `running()` to the end
+    of that block, and a lock keeps the two apart. `max_chars` shortens tool arguments, results
+    and progress to one line of about that many characters; None prints them whole.
     """
 
-    def __init__(self, out: TextIO, color: bool, max_chars: int | None = None) -> None:
+    def __init__(self, out: TextIO, color: bool, max_chars: int | None = None, *,
+                 live: bool = False) -> None:
         self.out = out
         self.color = color
         self.max_chars = max_chars
         self.at_line_start = True
         self._started: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self.live = LiveLine(out, self._lock, dim=color) if live else None
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[None]:
+        """Draw the live line (if any) for the duration of the block: around one run."""
+        if self.live is None:
+            yield
+            return
+        self.live.start()
+        try:
+            yield
+        finally:
+            self.live.stop()
 
     def write(self, text: str, dim: bool = False) -> None:
-        """Write `text` at once, dimmed if asked and colour is on."""
+        """Write `text` at once (erasing the live line first), dimmed if asked and colour is on."""
         if not text:
             return
-        self.at_line_start = text.endswith("\n")
         if dim and self.color:
             text = f"{_DIM}{text}{_RESET}"
-        self.out.write(text)
-        self.out.flush()
+        with self._lock:
+            if self.live is not None:
+                self.live.erase()
+            self.at_line_start = text.endswith("\n")
+            self.out.write(text)
+            self.out.flush()
+            if self.live is not None:
+                self.live.wrote(self.at_line_start)
 
     def line(self, text: str = "", dim: bool = False) -> None:
         """Write `text` and a newline."""
@@ -101,14 +144,25 @@ class EventPrinter:
             self.write("\n")
 
     def show(self, event: AgentEvent) -> None:
-        """Print what `event` adds: streamed text, a tool's start or end, an error reply."""
+        """Print what `event` adds: streamed text, a tool's start, progress or end, an error.
+
+        A tool's progress goes to the live line when there is one, else on a line of its own.
+        """
+        if self.live is not None:
+            with self._lock:
+                self.live.update(event)
         if isinstance(event, MessageUpdateEvent):
             self.stream(event.assistant_message_event)
         elif isinstance(event, MessageEndEvent):
             message = event.message
             if isinstance(message, AssistantMessage) and message.error_message:
                 self.end_line()
-                self.line(f"error ({message.stop_reason.value}): {message.error_message}")
+                self.line(failure_text(message))
+        elif isinstance(event, ToolExecutionUpdateEvent):
+            if self.live is None:
+                self.end_line()
+                self.line(f"  .. {event.tool_name}: "
+                          f"{_shorten(progress_text(event), self.max_chars)}")
         elif isinstance(event, ToolExecutionStartEvent):
             self._started[event.tool_call_id] = time.perf_counter()
             self.line(f"  -> {event.tool_name}({_shorten(json.dumps(event.args), self.max_chars)})")
@@ -139,7 +193,7 @@ def format_tokens(usage: Usage) -> str:
     cached = ""
     if usage.cache_read or usage.cache_write:
         cached = f", cache read {usage.cache_read}, cache write {usage.cache_write}"
-    return f"input {usage.input} tokens, output {usage.output} tokens{cached}"
+    return f"input {plural(usage.input, 'token')}, output {plural(usage.output, 'token')}{cached}"
 
 
 def format_cost(usage: Usage, prices: ModelCost) -> str:

@@ -5,7 +5,8 @@ calculator and a clock in parallel, then the calculator again with a value it re
 clock, then writes its answer from the tools' actual results. With a real model
 (`run_model_demo`, `demo --model provider/id`) the same question goes to that model with the
 same tools, and whatever it does is shown. Everything a run emits is printed as it happens:
-streamed text, each tool's start and end, and the run's token usage and cost.
+streamed text, each tool's start and end, and the run's token usage and cost; on a terminal, a
+live line says what the run is waiting for in between (the model's first token, a tool).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ from ..providers.faux import (
     faux_tool_call,
     register_faux_provider,
 )
-from ._console import EventPrinter, format_cost, format_tokens, public_url, wants_color
+from ._console import EventPrinter, format_cost, format_tokens, plural, public_url, wants_color
 from ._demo_tools import DEMO_COST, SYSTEM_PROMPT, calculator_tool, clock_tool
+from ._live import wants_live
 
 __all__ = [
     "DEFAULT_TOKENS_PER_SECOND",
@@ -112,8 +114,8 @@ def _first_reply() -> AssistantMessage:
 class _Printer(EventPrinter):
     """The demo's event sink: prints the run as it happens (called on the run's thread)."""
 
-    def __init__(self, out: TextIO, color: bool, prices: ModelCost) -> None:
-        super().__init__(out, color)
+    def __init__(self, out: TextIO, prices: ModelCost) -> None:
+        super().__init__(out, wants_color(out), live=wants_live(out))
         self.prices = prices
         self.turns = 0
         self.tool_calls = 0
@@ -134,9 +136,10 @@ class _Printer(EventPrinter):
         replies = [m for m in messages if isinstance(m, AssistantMessage)]
         usage = sum((m.usage for m in replies), Usage())
         self.line()
-        self.line(f"run: {self.turns} turns, {len(replies)} model calls, {self.tool_calls} tool "
-                  f"calls in {time.perf_counter() - self.t0:.2f} s")
-        self.line(f"usage: {format_tokens(usage)}, total {usage.total_tokens} tokens")
+        elapsed = time.perf_counter() - self.t0
+        self.line(f"run: {plural(self.turns, 'turn')}, {plural(len(replies), 'model call')}, "
+                  f"{plural(self.tool_calls, 'tool call')} in {elapsed:.2f} s")
+        self.line(f"usage: {format_tokens(usage)}, total {plural(usage.total_tokens, 'token')}")
         self.line(f"cost: {format_cost(usage, self.prices)}")
 
 
@@ -161,12 +164,13 @@ def run_demo(
                                   token_size=(1, 2))
     try:
         faux.set_responses([_first_reply(), _reply_after_tools, _final_answer])
-        printer = _Printer(stream, wants_color(stream), DEMO_COST)
+        printer = _Printer(stream, DEMO_COST)
         printer.line(f"agentcore demo: an offline agent on the faux provider "
                      f"(model {model.id}, tools calculator and clock)\n")
         context = AgentContext(SYSTEM_PROMPT, [], [calculator_tool(), clock_tool()])
         config = AgentLoopConfig(model=faux.get_model())
-        return run_agent_loop([UserMessage(QUESTION)], context, config, printer)
+        with printer.running():
+            return run_agent_loop([UserMessage(QUESTION)], context, config, printer)
     finally:
         faux.unregister()
 
@@ -185,8 +189,10 @@ def run_model_demo(model: Model, out: TextIO | None = None) -> list[AgentMessage
         The messages the run added (the question included).
     """
     stream = sys.stdout if out is None else out
-    printer = _Printer(stream, wants_color(stream), model.cost)
+    printer = _Printer(stream, model.cost)
     printer.line(f"agentcore demo: {model.provider}/{model.id} ({model.api} at "
                  f"{public_url(model.base_url)}), tools calculator and clock\n")
     context = AgentContext(SYSTEM_PROMPT, [], [calculator_tool(), clock_tool()])
-    return run_agent_loop([UserMessage(QUESTION)], context, AgentLoopConfig(model=model), printer)
+    with printer.running():
+        return run_agent_loop([UserMessage(QUESTION)], context, AgentLoopConfig(model=model),
+                              printer)

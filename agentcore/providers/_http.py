@@ -14,6 +14,7 @@ aborting thread, so a blocked read returns at once instead of draining the respo
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import re
@@ -54,6 +55,7 @@ _BODY_LIMIT = 64 * 1024
 _READ_SIZE = 64 * 1024
 _DRAIN_S = 0.1  # how long the rest of a body may take to arrive, after the handler stopped
 _DRAIN_ITEMS = 8  # and how many more items it may hold, before the connection is closed instead
+_CONNECT_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT}
 
 
 class HttpError(Exception):
@@ -192,7 +194,9 @@ def open_stream(request: HttpRequest) -> Any:
                 _sleep(policy.capped(_backoff(attempt)), signal)
                 attempt += 1
                 continue
-            raise HttpError("Request timed out." if timed_out else "Connection error.") from None
+            if timed_out and not isinstance(exc, requests.ConnectTimeout):
+                raise HttpError("Request timed out.") from None
+            raise HttpError(_unreachable(request, exc, timeouts[0])) from None
         headers = dict(response.headers)
         if request.on_response is not None:
             try:
@@ -214,6 +218,46 @@ def open_stream(request: HttpRequest) -> Any:
             attempt += 1
             continue
         raise HttpError(f"{status} {body}".rstrip(), status, body, headers)
+
+
+def _unreachable(request: HttpRequest, exc: BaseException, connect_timeout: float) -> str:
+    """`"cannot connect to URL (cause)"`, or `"request to URL failed (cause)"` once connected.
+
+    The URL is shown without credentials, query or fragment (where keys may sit), and redacted;
+    the cause is the first OS error in the exception's chain, in words.
+    """
+    from urllib.parse import urlsplit, urlunsplit
+
+    import requests
+
+    parts = urlsplit(request.url)
+    netloc = parts.netloc.rpartition("@")[2]
+    url = redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")), request.secrets)
+    if isinstance(exc, requests.ConnectTimeout):
+        return f"cannot connect to {url} (no answer within {connect_timeout:g} s)"
+    todo: list[BaseException] = [exc]
+    seen: set[int] = set()
+    while todo:
+        error = todo.pop(0)
+        if id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, socket.gaierror):
+            return f"cannot connect to {url} (unknown host {parts.hostname!r})"
+        if isinstance(error, OSError) and isinstance(error.errno, int) and error.errno > 0:
+            cause = _lower_first(error.strerror or str(error))
+            if error.errno in _CONNECT_ERRNOS:
+                return f"cannot connect to {url} ({cause})"
+            return f"request to {url} failed ({cause})"
+        linked = [error.__cause__, error.__context__, getattr(error, "reason", None),
+                  *error.args]
+        todo += [e for e in linked if isinstance(e, BaseException)]
+    cause = str(error) if error is not exc and "<" not in str(error) else ""
+    return f"request to {url} failed ({_lower_first(cause) or type(exc).__name__})"
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
