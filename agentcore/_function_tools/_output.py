@@ -8,14 +8,13 @@ dataclass, a `TypedDict`) is the tool's arguments object itself; anything else (
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from typing import Any
 
 import attrs
 
 from .._core import AbortSignal, AgentTool, AgentToolResult, TextContent, ToolUpdate
-from ._schema import UnsupportedError, object_schema, property_spec
+from ._schema import UnsupportedError, is_dataclass, object_schema, property_spec
 
 __all__ = ["FINAL_RESULT", "output_tool"]
 
@@ -28,7 +27,7 @@ _ACCEPTED = "Final result processed."
 
 
 def _is_record(cls: Any) -> bool:
-    return isinstance(cls, type) and (attrs.has(cls) or dataclasses.is_dataclass(cls)
+    return isinstance(cls, type) and (attrs.has(cls) or is_dataclass(cls)
                                       or typing.is_typeddict(cls))
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import collections.abc
 import contextlib
-import dataclasses
 import enum
-import inspect
 import json
+import sys
 import types
 import typing
 from collections.abc import Callable
@@ -20,8 +19,8 @@ import attrs
 
 from ._docstring import normalise, parse_docstring
 
-__all__ = ["Convert", "Spec", "UnsupportedError", "add_default", "object_schema",
-           "property_spec"]
+__all__ = ["Convert", "Spec", "UnsupportedError", "add_default", "is_dataclass",
+           "object_schema", "property_spec"]
 
 Convert = Callable[[Any], Any]
 """Turns a validated JSON value back into the annotated type; `None` stands for "as is"."""
@@ -265,7 +264,9 @@ def _record_fields(cls: type) -> list[tuple[str, str, object]] | None:
                  _FACTORY if isinstance(f.default, attrs.Factory) else  # type: ignore[arg-type]
                  f.default)
                 for f in attrs.fields(cls) if f.init]
-    if dataclasses.is_dataclass(cls):
+    if is_dataclass(cls):
+        import dataclasses
+
         return [(f.name, f.name,
                  f.default if f.default is not dataclasses.MISSING else
                  _FACTORY if f.default_factory is not dataclasses.MISSING else _NO_DEFAULT)
@@ -275,6 +276,12 @@ def _record_fields(cls: type) -> list[tuple[str, str, object]] | None:
         return [(name, name, _NO_DEFAULT if name in required else _FACTORY)
                 for name in typing.get_type_hints(cls)]
     return None
+
+
+def is_dataclass(cls: type) -> bool:
+    """Whether `cls` is a dataclass (without importing `dataclasses`: none exists without it)."""
+    module = sys.modules.get("dataclasses")
+    return module is not None and bool(module.is_dataclass(cls))
 
 
 def _record(cls: type, fields: list[tuple[str, str, object]], seen: tuple[type, ...]) -> Spec:
@@ -314,7 +321,7 @@ def _record(cls: type, fields: list[tuple[str, str, object]], seen: tuple[type, 
     if doc.summary:
         schema["description"] = doc.summary
     build: Callable[..., Any] = dict if typing.is_typeddict(cls) else cls
-    by_name = typing.is_typeddict(cls) or dataclasses.is_dataclass(cls)
+    by_name = typing.is_typeddict(cls) or is_dataclass(cls)
 
     def convert(data: Any) -> Any:
         if not isinstance(data, dict):
@@ -331,7 +338,9 @@ def _record(cls: type, fields: list[tuple[str, str, object]], seen: tuple[type, 
 def _own_doc(cls: type) -> str | None:
     """The class's docstring, but not the one a dataclass is given (`C(a: int)`)."""
     doc = cls.__doc__
-    if doc and dataclasses.is_dataclass(cls):
+    if doc and is_dataclass(cls):
+        import inspect
+
         try:
             generated = cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
         except (TypeError, ValueError):
