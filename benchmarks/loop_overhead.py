@@ -3,6 +3,7 @@
     python benchmarks/loop_overhead.py            # a table
     python benchmarks/loop_overhead.py --json     # one JSON object per line
     python benchmarks/loop_overhead.py --check    # exit 1 when a target is missed
+    python benchmarks/loop_overhead.py --limits   # plus the loop with every usage limit set
 
 The loop runs TURNS turns, each a scripted reply with one tool call to a trivial tool; the last
 tool result asks the loop to stop (`terminate=True`), so every turn has exactly one tool call
@@ -52,6 +53,10 @@ def _noop(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> ac.Agent
 
 
 TOOL = ac.AgentTool("noop", "Do nothing.", SCHEMA, _noop)
+LIMITS = ac.UsageLimits(max_turns=10**6, max_model_calls=10**6, max_tool_calls=10**6,
+                        max_input_tokens=10**9, max_output_tokens=10**9,
+                        max_total_tokens=10**9, max_cost=10.0**6)
+"""Every limit set, none reached: each model call and tool batch is checked against all."""
 
 
 def _script(turns: int) -> list[tuple[Any, ...]]:
@@ -86,7 +91,8 @@ def _scripted_stream_fn(replies: list[tuple[Any, ...]]) -> ac.StreamFn:
     return stream_fn
 
 
-def run_loop(turns: int = TURNS, executor: Executor | None = None) -> tuple[float, list[float]]:
+def run_loop(turns: int = TURNS, executor: Executor | None = None,
+             limits: ac.UsageLimits | None = None) -> tuple[float, list[float]]:
     """One run: wall seconds from call to return, and each turn's duration in seconds."""
     replies = _script(turns)
     marks: list[float] = []
@@ -96,7 +102,7 @@ def run_loop(turns: int = TURNS, executor: Executor | None = None) -> tuple[floa
         if isinstance(event, (ac.TurnStartEvent, ac.AgentEndEvent)):
             marks.append(clock())
 
-    config = ac.AgentLoopConfig(model=MODEL, tool_executor=executor)
+    config = ac.AgentLoopConfig(model=MODEL, tool_executor=executor, limits=limits)
     context = ac.AgentContext("", [], [TOOL])
     stream_fn = _scripted_stream_fn(replies)
     start = clock()
@@ -173,6 +179,11 @@ def run_loop_on_pool(turns: int = TURNS) -> float:
         return run_loop(turns, pool)[0]
 
 
+def run_loop_with_limits(turns: int = TURNS) -> float:
+    """`run_loop` with every usage limit set (`LIMITS`, none reached)."""
+    return run_loop(turns, limits=LIMITS)[0]
+
+
 def thread_round_trip_us(count: int = 2000) -> float:
     """One hand-off to another thread and back (SimpleQueue both ways), in µs.
 
@@ -205,17 +216,21 @@ def thread_round_trip_us(count: int = 2000) -> float:
         thread.join()
 
 
-def measure_loop(runs: int = RUNS, turns: int = TURNS) -> list[dict[str, Any]]:
+def measure_loop(runs: int = RUNS, turns: int = TURNS,
+                 limits: bool = False) -> list[dict[str, Any]]:
     """The loop measurements, each the median (and min, max) of `runs` runs after a warm-up.
 
     The variants run interleaved with the main measurement, so that a noisy moment of the
-    machine affects them alike.
+    machine affects them alike; `limits` adds the one with every usage limit set.
     """
     run_loop(turns)
     run_loop_without_gc(turns)
     run_loop_on_pool(turns)
     run_floor(turns)
+    if limits:
+        run_loop_with_limits(turns)
     per_turn, growth, floor, ratio, no_gc, pool, hop = [], [], [], [], [], [], []
+    limited: list[float] = []
     for _ in range(runs):
         wall, durations = run_loop(turns)
         floor_wall = run_floor(turns)
@@ -226,6 +241,9 @@ def measure_loop(runs: int = RUNS, turns: int = TURNS) -> list[dict[str, Any]]:
         no_gc.append(run_loop_without_gc(turns) / turns * 1e6)
         pool.append(run_loop_on_pool(turns) / turns * 1e6)
         hop.append(thread_round_trip_us())
+        if limits:
+            limited.append(run_loop_with_limits(turns) / turns * 1e6)
+    variant = [_row("loop, every usage limit set: time per turn", limited, "us", None)]
     return [
         _row("loop: time per turn", per_turn, "us", TARGET_US_PER_TURN),
         _row(f"loop: last {EDGE} / first {EDGE} turns", growth, "x", TARGET_GROWTH),
@@ -233,6 +251,7 @@ def measure_loop(runs: int = RUNS, turns: int = TURNS) -> list[dict[str, Any]]:
         _row("loop / floor", ratio, "x", None),
         _row("loop, gc disabled: time per turn", no_gc, "us", None),
         _row("loop, tool on a thread pool: time per turn", pool, "us", None),
+        *(variant if limits else []),
         _row("thread round trip (floor of an off-thread tool)", hop, "us", None),
         _row("pi-agent-core, TypeScript, warmed (reference)", [UPSTREAM_US_PER_TURN], "us", None),
     ]
@@ -270,8 +289,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     parser.add_argument("--loop-only", action="store_true",
                         help="skip the import measurements (e.g. under cProfile)")
+    parser.add_argument("--limits", action="store_true",
+                        help="also time the loop with every usage limit set (none reached)")
     args = parser.parse_args(argv)
-    rows = measure_loop(args.runs, args.turns)
+    rows = measure_loop(args.runs, args.turns, args.limits)
     if not args.loop_only:
         rows += measure_import(args.runs)
     if args.json:

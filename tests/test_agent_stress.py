@@ -165,7 +165,7 @@ def test_agent_queues_keep_every_message_sent_from_many_threads(
     "many-runs", and each run is aborted at a random moment while messages are still coming,
     so some are taken from a queue but never injected and must go back to it."""
     agent = ac.Agent(faux.get_model(), tools=[sleeper_tool("nap")], steering_mode=mode,
-                     follow_up_mode=mode)
+                     follow_up_mode=mode, limits=None)  # "one-run" may take > 50 model calls
     senders = Senders(agent, seed=7 if mode is ac.QueueMode.ALL else 11)
     rng = random.Random(3)
     abort_rng = random.Random(5)

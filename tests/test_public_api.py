@@ -146,6 +146,7 @@ EXPECTED_ALL = [
     "TurnStartEvent",
     "Usage",
     "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "__version__",
     "agent_loop",

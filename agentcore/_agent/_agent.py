@@ -44,6 +44,7 @@ from .._core import (
     ToolResultMessage,
     Transport,
     TurnEndEvent,
+    UsageLimits,
     cannot_take,
     default_convert_to_llm,
     describe,
@@ -52,6 +53,7 @@ from .._core import (
     is_model,
     list_of_messages,
     member_of,
+    optional_instance_of,
     seconds,
     strict_int,
     string,
@@ -97,6 +99,9 @@ __all__ = ["Agent", "AgentState"]
 _log = logging.getLogger(__name__)
 _run_numbers = itertools.count(1)
 
+DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
+"""An `Agent`'s usage limits unless it is given others: a runaway model stops at 50 calls."""
+
 Listener = Callable[[AgentEvent, AbortSignal], None]
 
 
@@ -120,7 +125,10 @@ class Agent:
     `follow_up`) are read live. `max_events` (keyword only) bounds the events each run keeps
     for late iteration (see `AgentRun`); `tool_timeout` (seconds) bounds every tool call whose
     tool sets no `timeout`; `deps` (keyword only) reaches every `@tool` function with a parameter
-    named `deps`. `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
+    named `deps`. `limits` (keyword only) bounds each run, by default
+    `UsageLimits(max_model_calls=50)` (None: no bound); a run that reaches a limit ends with
+    an error message, and its `raise_for_error()` raises `UsageLimitExceeded`.
+    `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
     model's provider needs a key and none is given (`api_key`, `get_api_key`) or set in the
     environment. See the module docstring for the threading contract.
     """
@@ -166,6 +174,8 @@ class Agent:
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
     tool_timeout: float | None = attrs.field(default=None, validator=seconds)
     deps: Any = attrs.field(default=None, kw_only=True)
+    limits: UsageLimits | None = attrs.field(
+        default=DEFAULT_LIMITS, validator=optional_instance_of(UsageLimits), kw_only=True)
     max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
                                   kw_only=True)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
@@ -424,7 +434,7 @@ class Agent:
             transform_context=self.transform_context, get_api_key=self.get_api_key,
             get_steering_messages=steering, get_follow_up_messages=follow_ups,
             tool_execution=self.tool_execution, tool_executor=self.tool_executor,
-            tool_timeout=self.tool_timeout, deps=self.deps,
+            tool_timeout=self.tool_timeout, deps=self.deps, limits=self.limits,
             before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
             prepare_next_turn=self.prepare_next_turn,
             should_stop_after_turn=self.should_stop_after_turn,

@@ -66,6 +66,7 @@ from ._events import (
     TurnStartEvent,
 )
 from ._json_ready import json_ready
+from ._limits import UsageLimits
 from ._messages import (
     LLM_TYPES,
     AgentMessage,
@@ -204,6 +205,7 @@ __all__ = [
     "TurnStartEvent",
     "Usage",
     "UsageLimitExceeded",
+    "UsageLimits",
     "UserMessage",
     "__version__",
     "calculate_cost",

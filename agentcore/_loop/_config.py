@@ -30,6 +30,7 @@ from .._core import (
     ToolResultMessage,
     Transport,
     Usage,
+    UsageLimits,
     default_convert_to_llm,
     flat_options,
     is_callable,
@@ -178,7 +179,9 @@ class AgentLoopConfig:
     every tool call whose tool sets no `timeout` of its own; `deps` is handed to every `@tool`
     function with a parameter named `deps`. With an `output_type`, the model answers through a
     `final_result` tool whose converted arguments are that result's `details`, within
-    `output_retries` retries (API §14). The provider
+    `output_retries` retries (API §14). `limits` (`UsageLimits`, default None: none) bounds
+    the run's turns, model and tool calls, tokens and cost; a run that reaches one ends with an
+    error message `"usage limit reached: <name>=<value>"`. The provider
     options are one `options: StreamOptions`, passed to the stream function with the run's
     signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
     read them back as attributes. `get_api_key(provider)` is asked before every model call and
@@ -208,6 +211,8 @@ class AgentLoopConfig:
     deps: Any = None
     output_type: Any = attrs.field(default=None, validator=_output_type)
     output_retries: int = attrs.field(default=1, validator=and_(strict_int, ge(0)))
+    limits: UsageLimits | None = attrs.field(default=None,
+                                             validator=optional_instance_of(UsageLimits))
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     after_tool_call: AfterToolCall | None = attrs.field(

@@ -54,6 +54,7 @@ from .._core import (
 from ..providers import StreamFn
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._exit import in_flight
+from ._limits import LimitCounter
 from ._output import OutputState, Verdict
 from ._tool_exec import ABORT_GRACE_S, Inbox, Submitter, ToolBatch, tool_inbox
 from ._workers import WorkerPool
@@ -83,6 +84,7 @@ class _Run:
     reasoning: ThinkingLevel | None = attrs.field(init=False)
     new_messages: list[AgentMessage] = attrs.field(factory=list)
     turn_open: bool = False
+    turns: int = 0  # turn_start events so far
     _options: StreamOptions | None = None
     _options_for: tuple[Any, ...] = ()
     _executor: Submitter | None = None
@@ -92,6 +94,7 @@ class _Run:
     _halt: AbortController = attrs.field(factory=AbortController)
     _inbox: Inbox | None = None  # where tool calls report, once the run has any
     _output: OutputState | None = None  # with an output_type: its tool and retries
+    _limits: LimitCounter | None = None  # with usage limits: what the run has used
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
 
     def __attrs_post_init__(self) -> None:
@@ -109,6 +112,8 @@ class _Run:
         )
         self._llm_only = sole_writer and LLM_TYPES.issuperset(
             map(type, self.context.messages))
+        if config.limits is not None:
+            self._limits = LimitCounter(config.limits, config.output_type is not None)
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         signal, halt = self.signal, self._halt
@@ -179,6 +184,9 @@ class _Run:
         partial: AssistantMessage | None = None
         if self._halt.signal.aborted:
             final = self._error_reply(ABORTED_TEXT)
+        elif self._limits is not None and (
+                reached := self._limits.before_model_call(self.turns, self.new_messages)):
+            final = self._error_reply(reached)
         else:
             try:
                 final = None
@@ -251,7 +259,10 @@ class _Run:
             self._inbox = tool_inbox(self._halt.signal)
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
                           self._get_executor, self._halt.signal, self._inbox)
-        results, terminate = batch.run()
+        if self._limits is not None and (reached := self._limits.before_tools(reply)):
+            results, terminate = batch.refuse(reached), False  # the next model call is refused
+        else:
+            results, terminate = batch.run()
         self.context.messages.extend(results)
         self.new_messages.extend(results)
         return results, terminate
@@ -313,6 +324,7 @@ class _Run:
     def _emit(self, event: AgentEvent) -> None:
         if isinstance(event, TurnStartEvent):
             self.turn_open = True
+            self.turns += 1
         elif isinstance(event, TurnEndEvent):
             self.turn_open = False
         try:

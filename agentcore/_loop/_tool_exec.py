@@ -204,6 +204,15 @@ class ToolBatch:
                                         for c in calls)
         return results, terminate
 
+    def refuse(self, text: str) -> list[ToolResultMessage]:
+        """Answer every call with the error result `text`, running none (a usage limit)."""
+        calls = [_Call(i, c) for i, c in enumerate(self.message.tool_calls)]
+        for c in calls:
+            self._start(c)
+            self._finish(c, error_result(text), True)
+            self._emit_message(c)
+        return [c.message for c in calls if c.message is not None]
+
     def _sequential(self, calls: list[_Call]) -> bool:
         if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
             return True

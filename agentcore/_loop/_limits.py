@@ -1,0 +1,103 @@
+"""Usage limits in the loop: what a run has used so far, and the first limit it reaches.
+
+The loop asks before every model call and every tool batch; the answer is None (go on) or
+the run's error message, `"usage limit reached: <name>=<value>"`. Once a limit is reached
+the answer stays: a run whose tool batch was refused makes no further model call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import attrs
+
+from .._core import (
+    USAGE_LIMIT_TEXT,
+    AgentMessage,
+    AssistantMessage,
+    StopReason,
+    UsageLimits,
+)
+from .._function_tools import FINAL_RESULT
+
+__all__ = ["LimitCounter"]
+
+
+@attrs.define(eq=False)
+class LimitCounter:
+    """Per run: the counts `limits` bound, kept by the run's thread alone.
+
+    With `has_output` (a run with an `output_type`) the `final_result` calls are not tool
+    calls: the answer itself never counts against `max_tool_calls`.
+    """
+
+    limits: UsageLimits
+    has_output: bool = False
+    model_calls: int = 0
+    tool_calls: int = 0
+    # The run's assistant messages' usage summed, as AgentRun.usage sums it (plain numbers:
+    # adding Usage values would validate two new values a turn)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    cost: float = 0.0
+    _summed: int = 0  # how many of the run's new messages the sums have seen
+    reached: str | None = None  # the message of the limit reached, once one is
+
+    def before_model_call(self, turns: int, new_messages: Sequence[AgentMessage]) -> str | None:
+        """The error message if the next model call (in turn `turns`) passes a limit.
+
+        Otherwise None, and the call is counted.
+        """
+        if self.reached is None:
+            self._sum(new_messages)
+            limits = self.limits
+            if limits.max_turns is not None and turns > limits.max_turns:
+                self._reach("max_turns", limits.max_turns)
+            elif limits.max_model_calls is not None and self.model_calls >= limits.max_model_calls:
+                self._reach("max_model_calls", limits.max_model_calls)
+            elif (limits.max_input_tokens is not None
+                  and self.input_tokens >= limits.max_input_tokens):
+                self._reach("max_input_tokens", limits.max_input_tokens)
+            elif (limits.max_output_tokens is not None
+                  and self.output_tokens >= limits.max_output_tokens):
+                self._reach("max_output_tokens", limits.max_output_tokens)
+            elif (limits.max_total_tokens is not None
+                  and self.total_tokens >= limits.max_total_tokens):
+                self._reach("max_total_tokens", limits.max_total_tokens)
+            elif limits.max_cost is not None and self.cost >= limits.max_cost:
+                self._reach("max_cost", limits.max_cost)
+            else:
+                self.model_calls += 1
+        return self.reached
+
+    def before_tools(self, reply: AssistantMessage) -> str | None:
+        """The error message if running the tool calls of `reply` passes `max_tool_calls`.
+
+        Otherwise None, and the calls are counted. The calls of a reply cut short by the
+        output token limit are not run (each gets an error result), so they do not count.
+        """
+        if self.reached is None and reply.stop_reason is not StopReason.LENGTH:
+            limit = self.limits.max_tool_calls
+            calls = len(reply.tool_calls)
+            if self.has_output:
+                calls -= sum(c.name == FINAL_RESULT for c in reply.tool_calls)
+            if limit is not None and self.tool_calls + calls > limit:
+                self._reach("max_tool_calls", limit)
+            else:
+                self.tool_calls += calls
+        return self.reached
+
+    def _sum(self, new_messages: Sequence[AgentMessage]) -> None:
+        """Add the usage of the assistant messages the run added since the last call."""
+        for message in new_messages[self._summed:]:
+            if isinstance(message, AssistantMessage):
+                usage = message.usage
+                self.input_tokens += usage.input
+                self.output_tokens += usage.output
+                self.total_tokens += usage.total_tokens
+                self.cost += usage.cost.total
+        self._summed = len(new_messages)
+
+    def _reach(self, name: str, value: float) -> None:
+        self.reached = f"{USAGE_LIMIT_TEXT}{name}={value!r}"
