@@ -243,7 +243,8 @@ def measure_loop(runs: int = RUNS, turns: int = TURNS,
         hop.append(thread_round_trip_us())
         if limits:
             limited.append(run_loop_with_limits(turns) / turns * 1e6)
-    variant = [_row("loop, every usage limit set: time per turn", limited, "us", None)]
+    variant = ([_row("loop, every usage limit set: time per turn", limited, "us", None)]
+               if limits else [])
     return [
         _row("loop: time per turn", per_turn, "us", TARGET_US_PER_TURN),
         _row(f"loop: last {EDGE} / first {EDGE} turns", growth, "x", TARGET_GROWTH),
