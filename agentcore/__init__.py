@@ -10,6 +10,7 @@ layers import only downwards, and each private subpackage is reached through its
     6  agentcore, __main__      re-exports only; `python -m agentcore`
     5  _cli/                    the demo and the chat (never imported by the library)
     4  testing, notebook        public helpers for tests and Jupyter
+    4  compaction               summarising a transcript's older part: compact()
     3  _agent/                  Agent, AgentRun, the message queues
     2  _loop/                   run_agent_loop and its config; running tool calls
     1  _function_tools/         @tool: an AgentTool from a typed function
@@ -21,7 +22,7 @@ One exception points up: `AgentRun.display()` imports `notebook` when called.
 
 from __future__ import annotations
 
-from ._agent import Agent, AgentRun, AgentState
+from ._agent import Agent, AgentRun, AgentState, CompactionSettings
 from ._core import (
     AbortController,
     AbortError,
@@ -40,6 +41,8 @@ from ._core import (
     AssistantMessageEventStream,
     BashExecutionMessage,
     BranchSummaryMessage,
+    CompactionEndEvent,
+    CompactionStartEvent,
     CompactionSummaryMessage,
     Context,
     Cost,
@@ -153,6 +156,9 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "BranchSummaryMessage",
+    "CompactionEndEvent",
+    "CompactionSettings",
+    "CompactionStartEvent",
     "CompactionSummaryMessage",
     "Context",
     "Cost",

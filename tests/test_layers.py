@@ -35,6 +35,7 @@ LAYERS = {
     "agentcore.providers": 1,
     "agentcore._loop": 2,
     "agentcore._agent": 3,
+    "agentcore.compaction": 4,
     "agentcore.notebook": 4,
     "agentcore.testing": 4,
     "agentcore._cli": 5,
@@ -62,6 +63,7 @@ ALLOWED_LAZY_CYCLES = {
 """(importer, imported) lazy edges within one layer that close a cycle, each with its reason."""
 
 PUBLIC_MODULES = {
+    "agentcore.compaction",
     "agentcore.testing",
     "agentcore.notebook",
     "agentcore.providers.faux",

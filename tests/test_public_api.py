@@ -25,6 +25,8 @@ from agentcore import (
     AssistantMessage,
     BashExecutionMessage,
     BranchSummaryMessage,
+    CompactionEndEvent,
+    CompactionStartEvent,
     CompactionSummaryMessage,
     DoneEvent,
     ErrorEvent,
@@ -96,6 +98,9 @@ EXPECTED_ALL = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "BranchSummaryMessage",
+    "CompactionEndEvent",
+    "CompactionSettings",
+    "CompactionStartEvent",
     "CompactionSummaryMessage",
     "Context",
     "Cost",
@@ -193,6 +198,8 @@ AGENT_EVENT_TYPES = {
     ToolExecutionStartEvent: "tool_execution_start",
     ToolExecutionUpdateEvent: "tool_execution_update",
     ToolExecutionEndEvent: "tool_execution_end",
+    CompactionStartEvent: "compaction_start",
+    CompactionEndEvent: "compaction_end",
 }
 
 ASSISTANT_MESSAGE_EVENT_TYPES = {
@@ -513,6 +520,7 @@ FAUX_ALL = [
 ]
 
 PUBLIC_SUBMODULE_NAMES = {
+    "agentcore.compaction": {"CompactionSettings", "compact", "estimate_tokens"},
     "agentcore.testing": set(TESTING_ALL),
     "agentcore.notebook": {"display"},
     "agentcore.providers.faux": set(FAUX_ALL),

@@ -25,6 +25,8 @@ from agentcore import (
     AssistantMessageEvent,
     BashExecutionMessage,
     BranchSummaryMessage,
+    CompactionEndEvent,
+    CompactionStartEvent,
     CompactionSummaryMessage,
     Context,
     Cost,
@@ -152,6 +154,10 @@ AGENT_EVENTS = [
     ToolExecutionUpdateEvent("call_1", "calc", {"a": 1}, AgentToolResult([TextContent("50%")])),
     ToolExecutionEndEvent("call_1", "calc", TOOL_RESULT, False),
     ToolExecutionEndEvent("call_1", "calc", AgentToolResult([TextContent("no")]), True),
+    CompactionStartEvent("threshold"),
+    CompactionStartEvent("overflow"),
+    CompactionEndEvent(CompactionSummaryMessage("## Goals\n- ship", 52_000, timestamp=TS),
+                       52_000, 9_000),
 ]
 
 MODEL = Model(

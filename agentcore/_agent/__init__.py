@@ -6,6 +6,8 @@ Builds on `_loop` and `_core`.
 from __future__ import annotations
 
 from ._agent import Agent
+from ._compact import CompactionSettings, compact
+from ._cut import estimate_tokens
 from ._live import AgentState
 from ._run import AgentRun
 
@@ -13,4 +15,7 @@ __all__ = [
     "Agent",
     "AgentRun",
     "AgentState",
+    "CompactionSettings",
+    "compact",
+    "estimate_tokens",
 ]

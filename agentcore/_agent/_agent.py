@@ -78,6 +78,7 @@ from .._loop import (
     run_agent_loop_continue,
 )
 from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
+from ._compact import CompactionSettings, auto_compactor
 from ._input import (
     agent_options,
     agent_tools,
@@ -128,6 +129,10 @@ class Agent:
     named `deps`. `limits` (keyword only) bounds each run, by default
     `UsageLimits(max_model_calls=50)` (None: no bound); a run that reaches a limit ends with
     an error message, and its `raise_for_error()` raises `UsageLimitExceeded`.
+    `auto_compact` (keyword only, a `CompactionSettings`; default None: off) compacts the
+    transcript within a run, before a model call that would outgrow the model's context
+    window and once after a reply refusing the context as too long (then retrying it), with
+    `compaction_start`/`compaction_end` events (see `agentcore.compaction`).
     `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
     model's provider needs a key and none is given (`api_key`, `get_api_key`) or set in the
     environment. See the module docstring for the threading contract.
@@ -176,6 +181,8 @@ class Agent:
     deps: Any = attrs.field(default=None, kw_only=True)
     limits: UsageLimits | None = attrs.field(
         default=DEFAULT_LIMITS, validator=optional_instance_of(UsageLimits), kw_only=True)
+    auto_compact: CompactionSettings | None = attrs.field(
+        default=None, validator=optional_instance_of(CompactionSettings), kw_only=True)
     max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
                                   kw_only=True)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
@@ -438,9 +445,19 @@ class Agent:
             before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
             prepare_next_turn=self.prepare_next_turn,
             should_stop_after_turn=self.should_stop_after_turn,
+            before_model_call=None if self.auto_compact is None else auto_compactor(
+                self.auto_compact, self.stream_fn, self._replace_transcript),
             options=self.options, reasoning=self.thinking_level,
             http_session=self.options.http_session or self._shared_session(),
         )
+
+    def _replace_transcript(self, messages: list[AgentMessage]) -> None:
+        """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
+        session = getattr(self, "session", None)
+        if session is not None:
+            session.replace(messages)
+        with self._lock:
+            self.messages[:] = messages  # in place: the setter refuses while a run is active
 
     def _shared_session(self) -> Any:
         """The HTTP session this agent's runs share (keep-alive), created on first use."""

@@ -15,14 +15,17 @@ import attrs
 
 from ._content import ToolCall
 from ._enums import StopReason
-from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ._messages import AgentMessage, AssistantMessage, CompactionSummaryMessage, ToolResultMessage
 from ._tools import AgentToolResult
+from ._validators import one_of
 
 __all__ = [
     "AgentEndEvent",
     "AgentEvent",
     "AgentStartEvent",
     "AssistantMessageEvent",
+    "CompactionEndEvent",
+    "CompactionStartEvent",
     "DoneEvent",
     "ErrorEvent",
     "EventSink",
@@ -267,6 +270,35 @@ class ToolExecutionEndEvent:
     is_error: bool
 
 
+@attrs.frozen
+class CompactionStartEvent:
+    """The run is compacting its transcript before its next model call.
+
+    `reason` is `"threshold"` (the context would exceed the model's context window less the
+    reserve) or `"overflow"` (the model refused the context as too long). A
+    `compaction_start` without its `compaction_end` means the compaction failed: the run
+    then ends with an error message saying why, its transcript unchanged.
+    """
+
+    type: ClassVar[str] = "compaction_start"
+    reason: Literal["threshold", "overflow"] = attrs.field(validator=one_of("threshold",
+                                                                            "overflow"))
+
+
+@attrs.frozen
+class CompactionEndEvent:
+    """The transcript was compacted: `summary` now stands for its older part.
+
+    `tokens_before` and `tokens_after` are the transcript's estimated tokens
+    (`agentcore.compaction.estimate_tokens`) before and after.
+    """
+
+    type: ClassVar[str] = "compaction_end"
+    summary: CompactionSummaryMessage
+    tokens_before: int
+    tokens_after: int
+
+
 AgentEvent = (
     AgentStartEvent
     | AgentEndEvent
@@ -278,6 +310,8 @@ AgentEvent = (
     | ToolExecutionStartEvent
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
+    | CompactionStartEvent
+    | CompactionEndEvent
 )
 """Everything a run emits."""
 

@@ -17,6 +17,7 @@ from .._core import (
     AgentToolResult,
     AssistantMessage,
     CacheRetention,
+    EventSink,
     ImageContent,
     Message,
     Model,
@@ -56,6 +57,8 @@ __all__ = [
     "AfterToolCallResult",
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
+    "BeforeModelCall",
+    "BeforeModelCallContext",
     "BeforeToolCall",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
@@ -140,6 +143,21 @@ class AgentLoopTurnUpdate:
     )
 
 
+@attrs.frozen
+class BeforeModelCallContext:
+    """What `before_model_call` sees: a copy of the run's context, and the call's model and options.
+
+    `failed` is None before a model call. After a call whose reply ended in an error it is
+    that reply, which `context.messages` then leaves out: messages returned replace the
+    context (dropping it) and the call is made once more.
+    """
+
+    context: AgentContext
+    model: Model
+    options: StreamOptions
+    failed: AssistantMessage | None = None
+
+
 hook = is_callable(optional=True)
 """Attrs validator of an optional hook."""
 executor = optional_instance_of(Executor)
@@ -152,6 +170,8 @@ BeforeToolCall = Callable[[BeforeToolCallContext, AbortSignal], BeforeToolCallRe
 AfterToolCall = Callable[[AfterToolCallContext, AbortSignal], AfterToolCallResult | None]
 PrepareNextTurn = Callable[[PrepareNextTurnContext, AbortSignal], AgentLoopTurnUpdate | None]
 ShouldStopAfterTurn = Callable[[PrepareNextTurnContext], bool]
+BeforeModelCall = Callable[[BeforeModelCallContext, EventSink, AbortSignal],
+                           Sequence[AgentMessage] | None]
 
 
 def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -181,7 +201,11 @@ class AgentLoopConfig:
     `final_result` tool whose converted arguments are that result's `details`, within
     `output_retries` retries (API §14). `limits` (`UsageLimits`, default None: none) bounds
     the run's turns, model and tool calls, tokens and cost; a run that reaches one ends with an
-    error message `"usage limit reached: <name>=<value>"`. The provider
+    error message `"usage limit reached: <name>=<value>"`. `before_model_call(call, emit,
+    signal)` is the seam `Agent(auto_compact=...)` compacts through (its shape may still
+    change): it runs before every model call, and once more after a reply that ended in an
+    error; messages it returns replace the run's context (after an error reply, the call is
+    then retried once), and it may `emit` events of its own into the run. The provider
     options are one `options: StreamOptions`, passed to the stream function with the run's
     signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
     read them back as attributes. `get_api_key(provider)` is asked before every model call and
@@ -221,6 +245,8 @@ class AgentLoopConfig:
         default=None, validator=takes("context", "signal", optional=True))
     should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(
         default=None, validator=takes("context", optional=True))
+    before_model_call: BeforeModelCall | None = attrs.field(
+        default=None, validator=takes("call", "emit", "signal", optional=True))
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=_no_signal)
     reasoning: ThinkingLevel | None = OPTION
     session_id: str | None = OPTION

@@ -52,7 +52,13 @@ from .._core import (
     error_reply,
 )
 from ..providers import StreamFn
-from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
+from ._config import (
+    AgentLoopConfig,
+    AgentLoopTurnUpdate,
+    BeforeModelCall,
+    BeforeModelCallContext,
+    PrepareNextTurnContext,
+)
 from ._exit import in_flight
 from ._limits import LimitCounter
 from ._output import OutputState, Verdict
@@ -180,16 +186,37 @@ class _Run:
                 return self._end()
 
     def _reply(self) -> AssistantMessage:
-        """Stream one assistant reply into the context and return the final message."""
+        """Stream one assistant reply into the context and return the final message.
+
+        With a `before_model_call` hook, a reply that ended in an error is offered to it; if
+        the hook replaces the context (compaction after an overflow), the call is made again,
+        once.
+        """
+        final = self._model_call(None)
+        assert final is not None  # only a retry may be declined
+        if (final.stop_reason == StopReason.ERROR and self.config.before_model_call is not None
+                and not self._halt.signal.aborted):
+            final = self._model_call(final) or final
+        return final
+
+    def _model_call(self, failed: AssistantMessage | None) -> AssistantMessage | None:
+        """One model call, its reply streamed into the context; None if `failed` is not retried."""
         partial: AssistantMessage | None = None
-        if self._halt.signal.aborted:
-            final = self._error_reply(ABORTED_TEXT)
-        elif self._limits is not None and (
-                reached := self._limits.before_model_call(self.turns, self.new_messages)):
-            final = self._error_reply(reached)
-        else:
-            try:
-                final = None
+        final: AssistantMessage | None = None
+        hook = self.config.before_model_call
+        limits = self._limits
+        try:
+            if self._halt.signal.aborted:
+                final = self._error_reply(ABORTED_TEXT)
+            elif failed is None and limits is not None and (
+                    reached := limits.before_model_call(self.turns, self.new_messages)):
+                final = self._error_reply(reached)
+            elif hook is not None and not self._before_call(hook, failed):
+                return None
+            elif failed is not None and limits is not None and (
+                    reached := limits.before_model_call(self.turns, self.new_messages)):
+                final = self._error_reply(reached)
+            else:
                 for event in self._stream_events():
                     if isinstance(event, StartEvent):
                         partial = event.partial
@@ -207,11 +234,11 @@ class _Run:
                         self._emit(MessageUpdateEvent(partial, event))
                 if final is None:
                     raise RuntimeError("the model stream ended without a done or error event")
-            except _SinkError:
-                raise
-            except Exception as exc:
-                _log.debug("model call failed", exc_info=True)
-                final = self._error_reply(describe(exc), partial.content if partial else [])
+        except _SinkError:
+            raise
+        except Exception as exc:
+            _log.debug("model call failed", exc_info=True)
+            final = self._error_reply(describe(exc), partial.content if partial else [])
         assert final is not None
         if partial is not None:
             self.context.messages[-1] = final
@@ -221,6 +248,22 @@ class _Run:
         self._emit(MessageEndEvent(final))
         self.new_messages.append(final)
         return final
+
+    def _before_call(self, hook: BeforeModelCall, failed: AssistantMessage | None) -> bool:
+        """Run `before_model_call`; False when it leaves the `failed` reply standing."""
+        messages = self.context.messages
+        if failed is not None and messages and messages[-1] is failed:
+            messages = messages[:-1]
+        call = BeforeModelCallContext(
+            AgentContext(self.context.system_prompt, list(messages), list(self.context.tools)),
+            self.model, self._call_options(), failed)
+        replacement = hook(call, self._emit, self.signal)
+        if replacement is None:
+            return failed is None
+        self.context.messages = list(replacement)  # validated: a list of messages
+        if not LLM_TYPES.issuperset(map(type, self.context.messages)):
+            self._llm_only = False
+        return True
 
     def _stream_events(self) -> Iterator[AssistantMessageEvent]:
         config = self.config
@@ -237,12 +280,7 @@ class _Run:
             else:
                 llm_messages = list(config.convert_to_llm(messages))
                 make_context = Context
-        key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
-        wanted = (key or self.config.api_key, self.reasoning)
-        if self._options is None or self._options_for != wanted:  # rebuilt only on a change
-            self._options = self.config.stream_options(self.signal, *wanted)
-            self._options_for = wanted
-        options = self._options
+        options = self._call_options()
         tools = list(self.context.tools) or None
         context = make_context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
         stream: Any = self.stream_fn(self.model, context, options)
@@ -251,6 +289,15 @@ class _Run:
                 return iter(stream)
             return stream.iter_until(self._halt.signal, ABORT_GRACE_S)  # closes a reply cut short
         return iter(stream)
+
+    def _call_options(self) -> StreamOptions:
+        """The provider options of the next model call."""
+        key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
+        wanted = (key or self.config.api_key, self.reasoning)
+        if self._options is None or self._options_for != wanted:  # rebuilt only on a change
+            self._options = self.config.stream_options(self.signal, *wanted)
+            self._options_for = wanted
+        return self._options
 
     def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         if not reply.tool_calls:
