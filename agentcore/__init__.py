@@ -3,14 +3,15 @@
 It streams a model's reply, runs the tools the model asks for, feeds the results back and
 repeats until the work is done, telling the caller everything that happens as events.
 
-Layout. Every module is private except this one, `testing`, `notebook` and `providers`; the
-layers import only downwards, and each private subpackage is reached through its `__init__`
-(`tests/test_layers.py` checks both)::
+Layout. Every module is private except this one, `testing`, `notebook`, `sessions` and
+`providers`; the layers import only downwards, and each private subpackage is reached through
+its `__init__` (`tests/test_layers.py` checks both)::
 
     6  agentcore, __main__      re-exports only; `python -m agentcore`
     5  _cli/                    the demo and the chat (never imported by the library)
     4  testing, notebook        public helpers for tests and Jupyter
     4  compaction               summarising a transcript's older part: compact()
+    4  sessions/                transcripts on disk: SqliteSession, JsonlSession
     3  _agent/                  Agent, AgentRun, the message queues
     2  _loop/                   run_agent_loop and its config; running tool calls
     1  _function_tools/         @tool: an AgentTool from a typed function
@@ -128,6 +129,7 @@ from .providers import (
     stream,
     unregister_provider,
 )
+from .sessions import JsonlSession, Session, SqliteSession
 
 __all__ = [
     "AbortController",
@@ -167,6 +169,7 @@ __all__ = [
     "EventSink",
     "EventStream",
     "ImageContent",
+    "JsonlSession",
     "Message",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -181,6 +184,8 @@ __all__ = [
     "QueueMode",
     "RunError",
     "SerializationError",
+    "Session",
+    "SqliteSession",
     "StartEvent",
     "StopReason",
     "StreamFn",

@@ -37,6 +37,7 @@ from .._core import (
     OnPayload,
     OnResponse,
     QueueMode,
+    Session,
     StreamOptions,
     TextContent,
     ThinkingLevel,
@@ -45,6 +46,7 @@ from .._core import (
     Transport,
     TurnEndEvent,
     UsageLimits,
+    answer_interrupted,
     cannot_take,
     default_convert_to_llm,
     describe,
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
 __all__ = ["Agent", "AgentState"]
 
 _log = logging.getLogger(__name__)
+_session_log = logging.getLogger("agentcore.sessions")
 _run_numbers = itertools.count(1)
 
 DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
@@ -109,6 +112,13 @@ Listener = Callable[[AgentEvent, AbortSignal], None]
 def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any:
     if agent._run is not None:
         raise AgentBusyError(f"cannot set '{attribute.name}' while the agent is running")
+    return value
+
+
+def _replace_session(agent: Agent, _: attrs.Attribute[Any], value: Any) -> Any:
+    """On-setattr hook of `messages`: a new transcript replaces the session's too."""
+    if agent.session is not None:
+        agent.session.replace(value)
     return value
 
 
@@ -135,7 +145,14 @@ class Agent:
     `compaction_start`/`compaction_end` events (see `agentcore.compaction`).
     `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
     model's provider needs a key and none is given (`api_key`, `get_api_key`) or set in the
-    environment. See the module docstring for the threading contract.
+    environment. `session` (keyword only, fixed once constructed) keeps the transcript in a
+    store (`agentcore.sessions`, API §13): it is loaded here, its interrupted tool calls
+    answered (`messages=` may not be given too), each message is appended as its
+    `message_end` is processed, before the run's iterators and listeners see it; assigning
+    `messages` replaces the session's transcript, `reset()` clears it. A failed append is
+    logged at ERROR on `agentcore.sessions` and the run goes on (the message stays in
+    `messages`; the next message rewrites the session whole). The agent never closes it.
+    See the module docstring for the threading contract.
     """
 
     model: Model = attrs.field(validator=is_model)
@@ -149,7 +166,8 @@ class Agent:
     )
     messages: list[AgentMessage] = attrs.field(
         default=(), converter=message_list, validator=list_of_messages,
-        on_setattr=attrs.setters.pipe(_idle_only, copy_list, attrs.setters.validate),
+        on_setattr=attrs.setters.pipe(_idle_only, copy_list, attrs.setters.validate,
+                                      _replace_session),
     )
     steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
                                            converter=to_queue_mode,
@@ -185,6 +203,10 @@ class Agent:
         default=None, validator=optional_instance_of(CompactionSettings), kw_only=True)
     max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
                                   kw_only=True)
+    session: Session | None = attrs.field(
+        default=None, validator=optional_instance_of(
+            Session, expected="a Session (load, append, replace, clear, session_ids)"),
+        kw_only=True, on_setattr=attrs.setters.frozen)
     options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
                                          kw_only=True)
     on_payload: OnPayload | None = OPTION
@@ -213,10 +235,13 @@ class Agent:
     _live: LiveState = attrs.field(init=False, factory=LiveState, on_setattr=_KEEP)
     _http_session: Any = attrs.field(init=False, default=None, on_setattr=_KEEP)
     _closed: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
+    _session_behind: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
         self._follow_up = MessageQueue(self._lock)
+        if self.session is not None:
+            self._load_session(self.session)
 
     def __repr__(self) -> str:
         busy = "running" if self._run is not None else "idle"
@@ -394,7 +419,9 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing; wait for completion "
                                      "before resetting")
-            self.messages = []
+            if self.session is not None:  # under the lock: no run may start and append meanwhile
+                self.session.clear()
+            self.messages.clear()  # in place: assigning would replace the session's transcript
             self.clear_all_queues()
             self._live = LiveState()
 
@@ -456,6 +483,7 @@ class Agent:
         session = getattr(self, "session", None)
         if session is not None:
             session.replace(messages)
+            self._session_behind = False  # the session holds the whole transcript again
         with self._lock:
             self.messages[:] = messages  # in place: the setter refuses while a run is active
 
@@ -516,9 +544,49 @@ class Agent:
             if ended is not None:
                 self.messages.append(ended)
             listeners = list(self._listeners)
+        if ended is not None and self.session is not None:
+            self._save(self.session, ended)  # durable before anyone hears of it
         run.publish(event)
         for listener in listeners:
             try:
                 listener(event, run.signal)
             except Exception:
                 _log.exception("agent listener %r raised on %s", listener, event.type)
+
+    def _load_session(self, session: Session) -> None:
+        """Take the session's transcript, its interrupted tool calls answered (API §13)."""
+        if self.messages:
+            raise ValueError("give 'messages' or 'session', not both: the agent loads its "
+                             "transcript from the session")
+        loaded = session.load()
+        list_of_messages(self, attrs.fields(Agent).messages, loaded)
+        repaired = answer_interrupted(loaded)
+        if len(repaired) != len(loaded):
+            added = len(repaired) - len(loaded)
+            _session_log.warning("%r: %d tool call(s) of the last run never got a result; "
+                                 "they get an 'interrupted' error result", session, added)
+            if repaired[:len(loaded)] == loaded:
+                session.append(repaired[len(loaded):])
+            else:
+                session.replace(repaired)
+        self.messages.extend(repaired)
+
+    def _save(self, session: Session, message: AgentMessage) -> None:
+        """Append `message` to the session; a failure is logged and the run goes on.
+
+        The message stays in `messages`. After a failed append the session is behind the
+        transcript, so the next message replaces the session's transcript with the whole of
+        it instead (until that succeeds): the session never keeps a gap.
+        """
+        try:
+            if self._session_behind:
+                with self._lock:
+                    transcript = list(self.messages)
+                session.replace(transcript)
+                self._session_behind = False
+            else:
+                session.append([message])
+        except Exception:
+            self._session_behind = True
+            _session_log.exception("%r: could not save a %r message; it stays in the agent's "
+                                   "messages, and the run goes on", session, message.role)

@@ -98,6 +98,7 @@ from ._options import (
 from ._overflow import is_context_overflow
 from ._render import message_markdown, run_markdown
 from ._serde import from_dict, from_json, to_dict, to_json
+from ._session import INTERRUPTED_TEXT, Session, answer_interrupted
 from ._stream import AssistantMessageEventStream, EventStream
 from ._tools import (
     AgentTool,
@@ -132,6 +133,7 @@ from ._version import __version__
 __all__ = [
     "ABORTED_TEXT",
     "DEFAULT_MAX_EVENT_BYTES",
+    "INTERRUPTED_TEXT",
     "LLM_TYPES",
     "OPTION",
     "OUTPUT_FAILED_TEXT",
@@ -180,6 +182,7 @@ __all__ = [
     "QueueMode",
     "RunError",
     "SerializationError",
+    "Session",
     "StartEvent",
     "StopReason",
     "StreamOptions",
@@ -212,6 +215,7 @@ __all__ = [
     "UsageLimits",
     "UserMessage",
     "__version__",
+    "answer_interrupted",
     "calculate_cost",
     "cannot_take",
     "count",
