@@ -9,9 +9,10 @@
         `n` messages are stored by then) and `done` when the run has ended.
 
     python tests/session_child.py append STORE TAG COUNT
-        Prints `ready`, waits for a line on stdin, then appends COUNT distinct user messages
-        (`<TAG>-<i>`, in batches of 1 to 3) to the session `shared` of the SQLite file STORE,
-        and prints `done`.
+        Prints `ready`, waits for a line on stdin, then opens the session `shared` of the
+        SQLite file STORE (a new file, which the other child opens at the same moment),
+        appends COUNT distinct user messages (`<TAG>-<i>`, in batches of 1 to 3) and prints
+        `done`.
 
 The test kills the `run` child with SIGKILL at random moments and reloads what it stored.
 """
@@ -116,9 +117,9 @@ def run(kind: str, store: str, side: str) -> None:
 
 
 def append(store: str, tag: str, count: int) -> None:
-    session = SqliteSession(store, "shared")
     print("ready", flush=True)
     sys.stdin.readline()
+    session = SqliteSession(store, "shared")  # both processes make the new file at once
     rng = random.Random(tag)
     i = 0
     while i < count:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
 
 from .._core import AgentMessage, from_json, type_error
 from ._encode import encode
@@ -28,6 +29,9 @@ CREATE INDEX IF NOT EXISTS agentcore_messages_by_session
 _INSERT = "INSERT INTO agentcore_messages (session_id, role, message) VALUES (?, ?, ?)"
 _SELECT = "SELECT message FROM agentcore_messages WHERE session_id = ? ORDER BY seq"
 _DELETE = "DELETE FROM agentcore_messages WHERE session_id = ?"
+_BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (primary codes)
+
+T = TypeVar("T")
 
 
 class SqliteSession:
@@ -56,7 +60,9 @@ class SqliteSession:
         path: The database file (created when missing), or `":memory:"`.
         session_id: Which session of the file this object reads and writes.
         durable: Also survive a power loss: an fsync per commit.
-        timeout: How long a write waits for another connection's write, in seconds.
+        timeout: How long a call waits for another connection that holds the database
+            (SQLite's busy timeout, and retries where SQLite answers "locked" at once), in
+            seconds.
     """
 
     def __init__(self, path: str | os.PathLike[str], session_id: str = "default", *,
@@ -74,12 +80,18 @@ class SqliteSession:
         self.durable = durable
         """Whether every commit is flushed to the disk (`synchronous=FULL`)."""
         self._lock = threading.Lock()
+        self._timeout = timeout
         connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
                                      check_same_thread=False)
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
+
+        def set_up() -> None:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")  # kept in the file
             connection.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             connection.executescript(_SCHEMA)
+
+        try:
+            self._retrying(set_up)
         except BaseException:
             connection.close()
             raise
@@ -91,7 +103,9 @@ class SqliteSession:
     def load(self) -> list[AgentMessage]:
         """The session's transcript, oldest message first (empty for a new session)."""
         with self._lock:
-            rows = self._open().execute(_SELECT, (self.session_id,)).fetchall()
+            connection = self._open()
+            rows = self._retrying(
+                lambda: connection.execute(_SELECT, (self.session_id,)).fetchall())
         return [from_json(AgentMessage, text) for (text,) in rows]
 
     def append(self, messages: Sequence[AgentMessage]) -> None:
@@ -111,9 +125,10 @@ class SqliteSession:
     def session_ids(self) -> list[str]:
         """The ids of every session in the file that holds a message, sorted."""
         with self._lock:
-            rows = self._open().execute(
+            connection = self._open()
+            rows = self._retrying(lambda: connection.execute(
                 "SELECT DISTINCT session_id FROM agentcore_messages ORDER BY session_id"
-            ).fetchall()
+            ).fetchall())
         return [session_id for (session_id,) in rows]
 
     def close(self) -> None:
@@ -138,13 +153,41 @@ class SqliteSession:
         """One write transaction: `delete` (with the session id) first, then insert `rows`.
 
         `BEGIN IMMEDIATE` takes the write lock up front, so that a writer in another process
-        makes this one wait (up to `timeout`) instead of failing halfway.
+        makes this one wait (up to `timeout`) instead of failing halfway. A transaction that
+        fails is rolled back whole, so trying it again never stores a message twice.
         """
-        with self._lock:
-            connection = self._open()
+
+        def write() -> None:
             connection.execute("BEGIN IMMEDIATE")
             with connection:  # commits, or rolls back on an exception
                 if delete is not None:
                     connection.execute(delete, (self.session_id,))
                 connection.executemany(_INSERT, rows)
+
+        with self._lock:
+            connection = self._open()
+            self._retrying(write)
+
+    def _retrying(self, action: Callable[[], T]) -> T:
+        """`action()`, tried again while another connection holds the database, up to `timeout`.
+
+        SQLite's busy timeout covers most waits, but some answers come at once, without it:
+        two processes setting up a new file together, or a reader meeting another's recovery
+        of a killed writer's log.
+        """
+        import sqlite3
+
+        deadline = time.monotonic() + self._timeout
+        pause = 0.001
+        while True:
+            try:
+                return action()
+            except sqlite3.OperationalError as exc:
+                code = getattr(exc, "sqlite_errorcode", None)  # Python 3.11+
+                busy = (code & 0xFF in _BUSY_CODES if code is not None
+                        else "locked" in str(exc) or "busy" in str(exc))
+                if not busy or time.monotonic() + pause > deadline:
+                    raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
