@@ -125,6 +125,7 @@ def _chat_command(args: argparse.Namespace) -> int:
         thinking_level=ThinkingLevel(args.thinking),
         tokens_per_second=pace, base_url=args.base_url,
         api=args.api, base_url_provider=args.model[0] if args.model else None,
+        session=args.session,
     )
     return run_chat(options)
 
@@ -196,6 +197,9 @@ def build_parser() -> argparse.ArgumentParser:
                       default=ThinkingLevel.OFF.value, metavar="LEVEL",
                       help="how hard a reasoning model thinks: "
                       f"{', '.join(level.value for level in ThinkingLevel)} (default: off)")
+    chat.add_argument("--session", metavar="PATH", default=None,
+                      help="keep the conversation in PATH (SQLite; a .jsonl name for an "
+                      "append-only JSON Lines file) and resume it, history shown, next time")
     chat.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
     chat.set_defaults(handler=_chat_command)
     return parser

@@ -16,7 +16,7 @@ import contextlib
 import re
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 import attrs
 
@@ -26,6 +26,7 @@ from .._core import (
     AgentMessage,
     AssistantContent,
     AssistantMessage,
+    CompactionSummaryMessage,
     Context,
     MessageEndEvent,
     Model,
@@ -73,7 +74,9 @@ commands:
   /followup TEXT  queue a message to send once the model would otherwise stop
   /model          show the model; /model PROVIDER/ID switches to another one for the next
                   prompt, /model offline back to the offline faux model
-  /reset          clear the transcript (and the queues)
+  /reset          clear the transcript (and the queues, and the --session file)
+  /compact        summarise the older part of the conversation with the model, keeping the
+                  recent messages: for long chats, before they outgrow the context window
   /help           show this help
   /quit           leave (so do Ctrl-D and Ctrl-C at the prompt)
 Ctrl-C while a reply streams aborts that reply, not the chat. Input is read between replies
@@ -96,6 +99,7 @@ class ChatOptions:
     base_url: str | None = None
     api: str | None = None
     base_url_provider: str | None = None
+    session: str | None = None
 
 
 _EXPRESSION = re.compile(r"[-+(]*\d[\d.\s()+\-*/%^]*")
@@ -303,9 +307,44 @@ class _Chat:
         elif name == "/reset":
             self.agent.reset()
             self.say("transcript cleared")
+        elif name == "/compact":
+            self.compact()
         else:
             self.say(f"unknown command {name!r}; type /help for the list")
         return True
+
+    def compact(self) -> None:
+        """Replace the transcript (and the session's) by a summary and the recent messages."""
+        from ..compaction import compact, estimate_tokens
+
+        messages = self.agent.messages
+        if not messages:
+            self.say("nothing to compact")
+            return
+        try:
+            compacted = compact(messages, self.agent.model, stream_fn=self.agent.stream_fn,
+                                keep_recent_tokens=COMPACT_KEEP_TOKENS)
+        except KeyboardInterrupt:
+            self.say("[compaction aborted; the transcript is unchanged]")
+            return
+        except Exception as exc:  # the model failed: keep the transcript as it is
+            self.say(f"error: compaction failed: {exc}; the transcript is unchanged")
+            return
+        if len(compacted) >= len(messages):
+            self.say("nothing to compact: the conversation is all recent")
+            return
+        self.agent.messages = compacted
+        self.say(f"compacted {len(messages)} messages (~{estimate_tokens(messages)} tokens) "
+                 f"into a summary and {len(compacted) - 1} recent "
+                 f"(~{estimate_tokens(compacted)} tokens)")
+
+    def history(self, source: str) -> None:
+        """Show a resumed conversation, one line per message."""
+        messages = self.agent.messages
+        self.say(f"resumed {len(messages)} message{'s' if len(messages) != 1 else ''} "
+                 f"from {source}")
+        for message in messages:
+            self.say(history_line(message))
 
     def switch_model(self, ref: str) -> None:
         if not ref:
@@ -335,6 +374,30 @@ class _Chat:
             return
         self.agent.model = model
         self.say(f"model: {describe(model)}")
+
+
+COMPACT_KEEP_TOKENS = 2_000
+"""What `/compact` keeps verbatim: the last messages up to about this many tokens."""
+
+
+def history_line(message: AgentMessage) -> str:
+    """One line for a message of a resumed conversation."""
+    if isinstance(message, UserMessage):
+        return f"you: {_clip(message.text)}"
+    if isinstance(message, AssistantMessage):
+        calls = ", ".join(call.name for call in message.tool_calls)
+        text = _clip(message.text) if message.text else ""
+        return f"assistant: {text}" + (f" [called {calls}]" if calls else "")
+    if isinstance(message, ToolResultMessage):
+        return f"  <- {message.tool_name}: {_clip(message.text)}"
+    if isinstance(message, CompactionSummaryMessage):
+        return f"summary of earlier messages: {_clip(message.summary)}"
+    return f"[{message.role}]"
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_TOOL_CHARS else text[: MAX_TOOL_CHARS - 1] + "…"
 
 
 def describe(model: Model) -> str:
@@ -368,14 +431,27 @@ def run_chat(
                 import readline  # noqa: F401  # imported for its effect on input()
     echo = out is None and not sys.stdin.isatty()  # piped input: show it after its prompt
     offline = _register_offline(options.tokens_per_second)
+    session = None if options.session is None else open_session(options.session)
     try:
         agent = Agent(model=options.model or offline.get_model(),
                       system_prompt=options.system_prompt,
-                      thinking_level=options.thinking_level)
+                      thinking_level=options.thinking_level, session=session)
         agent.tools = [calculator_tool(), clock_tool()]  # mypy cannot type `tools=` (converter)
         chat = _Chat(agent, offline, options, stream, echo)
         chat.say(f"agentcore chat: {describe(agent.model)}, tools calculator and clock. "
                  "/help lists the commands; Ctrl-C aborts a reply, Ctrl-D quits.")
+        if options.session is not None and agent.messages:
+            chat.history(options.session)
         return chat.loop(read_line)
     finally:
         offline.unregister()
+        close = getattr(session, "close", None)
+        if close is not None:
+            close()
+
+
+def open_session(path: str) -> Any:
+    """The session file at `path`: JSON Lines for a `.jsonl` name, else SQLite."""
+    from ..sessions import JsonlSession, SqliteSession
+
+    return JsonlSession(path) if path.endswith(".jsonl") else SqliteSession(path)

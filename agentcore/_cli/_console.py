@@ -22,6 +22,8 @@ from .._core import (
     ABORTED_TEXT,
     AgentEvent,
     AssistantMessage,
+    CompactionEndEvent,
+    CompactionStartEvent,
     MessageEndEvent,
     MessageUpdateEvent,
     Model,
@@ -173,6 +175,14 @@ class EventPrinter:
             status = "error" if event.is_error else "ok"
             self.line(f"  <- {event.tool_name}: {_shorten(text, self.max_chars)}  "
                       f"[{status}, {elapsed * 1000:.1f} ms]")
+        elif isinstance(event, CompactionStartEvent):  # auto_compact at work (API §13)
+            self.end_line()
+            why = ("near the context window" if event.reason == "threshold"
+                   else "the model said the context was too long")
+            self.line(f"[compacting the conversation: {why}]", dim=True)
+        elif isinstance(event, CompactionEndEvent):
+            self.line(f"[compacted: ~{event.tokens_before} -> ~{event.tokens_after} tokens]",
+                      dim=True)
 
     def stream(self, event: object) -> None:
         """Print one assistant-message event: labels, text and (dimmed) thinking deltas."""

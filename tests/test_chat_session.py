@@ -1,0 +1,84 @@
+"""The chat's `--session PATH` (resume, history shown) and `/compact` (issue 15), through the
+real program over pipes, with real session files."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+FAST = ("--tokens-per-second", "20000")
+USAGE = re.compile(r"^\[input (\d+) tokens", re.M)
+
+
+def _chat(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+    return subprocess.run([sys.executable, "-m", "agentcore", "chat", *FAST, *args],
+                          input=stdin, capture_output=True, text=True, timeout=60, check=False,
+                          env=env)
+
+
+@pytest.mark.parametrize("name", ["chat.db", "chat.jsonl"])
+def test_a_session_is_resumed_with_its_history_shown(tmp_path: Path, name: str) -> None:
+    path = str(tmp_path / name)
+    first = _chat("hello there\n", "--session", path)
+    assert first.returncode == 0, first.stderr
+    assert "resumed" not in first.stdout
+    second = _chat("and again\n", "--session", path)
+    assert second.returncode == 0, second.stderr
+    lines = second.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("resumed"))
+    assert lines[at] == f"resumed 2 messages from {path}"
+    assert lines[at + 1] == "you: hello there"
+    assert lines[at + 2].startswith('assistant: You said "hello there".')
+    [first_input] = (int(n) for n in USAGE.findall(first.stdout))
+    [second_input] = (int(n) for n in USAGE.findall(second.stdout))
+    assert second_input > first_input  # the model saw the resumed history
+    third = _chat("/reset\n", "--session", path)
+    assert "transcript cleared" in third.stdout
+    assert "resumed" not in _chat("", "--session", path).stdout  # /reset emptied the file
+
+
+def test_compact_summarises_the_older_messages(tmp_path: Path) -> None:
+    long = " ".join(["word"] * 1500)  # about 1,900 tokens a prompt, echoed back
+    path = str(tmp_path / "chat.db")
+    done = _chat(f"{long} one\n{long} two\n{long} three\n/compact\nafter\n", "--session", path)
+    assert done.returncode == 0, done.stderr
+    [line] = [x for x in done.stdout.splitlines() if "compacted" in x]
+    assert re.fullmatch(r"(you> )?compacted 6 messages \(~\d+ tokens\) into a summary and "
+                        r"\d+ recent \(~\d+ tokens\)", line)
+    # (the offline model echoes, so its "summary" is no shorter: no token count is checked)
+    resumed = _chat("", "--session", path).stdout  # the session holds the compacted transcript
+    history = resumed.splitlines()
+    at = next(i for i, x in enumerate(history) if x.startswith("resumed"))
+    assert history[at + 1].startswith("summary of earlier messages: ")
+    assert history[-1].startswith('you> assistant: You said "after".') or any(
+        x.startswith('assistant: You said "after".') for x in history)
+
+
+def test_compact_with_nothing_to_compact_says_so(tmp_path: Path) -> None:
+    done = _chat("/compact\nhi\n/compact\n")
+    assert "nothing to compact\n" in done.stdout
+    assert "nothing to compact: the conversation is all recent" in done.stdout
+
+
+def test_the_printer_shows_automatic_compaction() -> None:
+    import io
+
+    import agentcore as ac
+    from agentcore._cli._console import EventPrinter
+
+    out = io.StringIO()
+    printer = EventPrinter(out, color=False)
+    printer.show(ac.CompactionStartEvent("threshold"))
+    printer.show(ac.CompactionEndEvent(ac.CompactionSummaryMessage("s", 9000), 9000, 1200))
+    printer.show(ac.CompactionStartEvent("overflow"))
+    assert out.getvalue().splitlines() == [
+        "[compacting the conversation: near the context window]",
+        "[compacted: ~9000 -> ~1200 tokens]",
+        "[compacting the conversation: the model said the context was too long]",
+    ]
