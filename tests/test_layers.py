@@ -36,6 +36,7 @@ LAYERS = {
     "agentcore._loop": 2,
     "agentcore._agent": 3,
     "agentcore.compaction": 4,
+    "agentcore.mcp": 4,
     "agentcore.notebook": 4,
     "agentcore.sessions": 4,
     "agentcore.testing": 4,
@@ -65,6 +66,7 @@ ALLOWED_LAZY_CYCLES = {
 
 PUBLIC_MODULES = {
     "agentcore.compaction",
+    "agentcore.mcp",
     "agentcore.testing",
     "agentcore.notebook",
     "agentcore.sessions",

@@ -526,6 +526,7 @@ PUBLIC_SUBMODULE_NAMES = {
     "agentcore.compaction": {"CompactionSettings", "compact", "estimate_tokens"},
     "agentcore.testing": set(TESTING_ALL),
     "agentcore.notebook": {"display"},
+    "agentcore.mcp": {"MCPServerError", "MCPServerHTTP", "MCPServerStdio", "MCPToolError"},
     "agentcore.sessions": {"JsonlSession", "Session", "SqliteSession"},
     "agentcore.providers.faux": set(FAUX_ALL),
     "agentcore.providers.models": {
@@ -644,6 +645,7 @@ _HEAVY_PROBE = textwrap.dedent(
 
 NOT_LOADED_BY_IMPORT = [
     "agentcore._cli",
+    "agentcore.mcp",
     "agentcore.notebook",
     "agentcore.providers.anthropic",
     "agentcore.providers.google",
@@ -652,6 +654,7 @@ NOT_LOADED_BY_IMPORT = [
     "agentcore.testing",
     "cattrs",
     "jsonschema",
+    "mcp",
     "requests",
 ]
 """Loaded only when first used (a call to a provider, `to_json`, a tool's validation), never by

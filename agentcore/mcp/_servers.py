@@ -1,0 +1,259 @@
+"""`MCPServerStdio` and `MCPServerHTTP`: an MCP server's tools as ordinary `AgentTool`s."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any, TextIO, final
+
+import httpx2
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from pydantic import BaseModel
+
+from .._core import AbortSignal, AgentTool, AgentToolResult, TextContent
+from ._connection import Connection
+from ._errors import MCPServerError
+from ._results import input_schema, to_result
+
+__all__ = ["DEFAULT_TIMEOUT", "MCPServerHTTP", "MCPServerStdio"]
+
+DEFAULT_TIMEOUT = 300.0
+"""Seconds an MCP request (connecting, listing tools, one tool call) may take by default."""
+
+
+class _MCPServer:
+    """What both transports share: the connection's life, listing tools, calling one.
+
+    Thread-safe: once open, `tools()` and the tools' calls may run on any threads at once
+    (they are requests on one session); `close()` may come from any thread. Not reusable:
+    a closed server stays closed.
+    """
+
+    def __init__(self, name: str, timeout: float | None) -> None:
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"'timeout' must be a positive number of seconds or None, "
+                             f"got {timeout!r}")
+        self._name = name
+        self._timeout = timeout
+        self._connection: Connection | None = None
+        self._session: ClientSession | None = None
+        self._closed = False
+
+    @property
+    def name(self) -> str:
+        """How messages name this server: its command line, or its URL."""
+        return self._name
+
+    def __enter__(self) -> _MCPServer:
+        self.open()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def open(self) -> None:
+        """Connect and initialize the session (what `with` does); raise `MCPServerError`."""
+        if self._closed:
+            raise MCPServerError(f"the MCP server {self._name!r} is closed; make a new one")
+        if self._connection is not None:
+            return
+        connection = Connection(self._connect, name=self._name, timeout=self._timeout)
+        self._session = connection.open()
+        self._connection = connection
+
+    def close(self) -> None:
+        """End the session and its thread (a stdio server's process ends too). Idempotent."""
+        self._closed = True
+        if self._connection is not None:
+            self._connection.close()
+
+    def tools(self, prefix: str | None = None) -> list[AgentTool]:
+        """The server's tools, each an `AgentTool` that calls it.
+
+        Args:
+            prefix: When given, each tool is named `f"{prefix}_{name}"` (to keep two servers'
+                tools apart); the server is still called with its own name.
+
+        Returns:
+            One tool per listed MCP tool, with the server's description and JSON Schema. A call
+            honours its `signal` (an abort cancels the MCP request), streams the server's
+            progress notifications as `on_update` partial results, and raises `MCPToolError`
+            for an `isError` result or `MCPServerError` when the server fails or goes away,
+            which the loop turns into an error result for the model.
+        """
+        connection, session = self._open()
+        listed: list[dict[str, Any]] = []
+        cursor: str | None = None
+        while True:
+            page = connection.request(functools.partial(_list_tools, session, cursor))
+            listed.extend(page.get("tools") or [])
+            cursor = page.get("nextCursor")
+            if not cursor:
+                break
+        return [self._tool(spec, prefix) for spec in listed]
+
+    def _open(self) -> tuple[Connection, ClientSession]:
+        if self._connection is None or self._session is None or self._closed:
+            state = "closed" if self._closed else "not open"
+            raise MCPServerError(f"the MCP server {self._name!r} is {state}; use it inside "
+                                 f"`with {type(self).__name__}(...) as server:`")
+        return self._connection, self._session
+
+    def _tool(self, spec: dict[str, Any], prefix: str | None) -> AgentTool:
+        remote = str(spec["name"])
+
+        def execute(tool_call_id: str, args: Any, signal: AbortSignal,
+                    on_update: Any) -> AgentToolResult:
+            return self._call(remote, args, signal, on_update)
+
+        name = f"{prefix}_{remote}" if prefix else remote
+        try:
+            return AgentTool(name=name, description=str(spec.get("description") or ""),
+                             parameters=input_schema(spec), execute=execute,
+                             label=spec.get("title") or None)
+        except (TypeError, ValueError) as exc:
+            raise MCPServerError(f"the MCP server {self._name!r} lists a tool agentcore cannot "
+                                 f"use, {remote!r}: {exc}") from exc
+
+    def _call(self, remote: str, args: Any, signal: AbortSignal,
+              on_update: Any) -> AgentToolResult:
+        connection, session = self._open()
+
+        async def on_progress(progress: float, total: float | None, message: str | None
+                              ) -> None:
+            text = message or (f"{progress:g}/{total:g}" if total else f"{progress:g}")
+            on_update(AgentToolResult(content=[TextContent(text)],
+                                      details={"progress": progress, "total": total}))
+
+        async def call() -> dict[str, Any]:
+            result = await session.call_tool(remote, dict(args or {}),
+                                             read_timeout_seconds=self._timeout,
+                                             progress_callback=on_progress)
+            return _wire(result)
+
+        return to_result(connection.request(call, signal))
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> ClientSession:
+        raise NotImplementedError
+
+
+async def _list_tools(session: ClientSession, cursor: str | None) -> dict[str, Any]:
+    from mcp.types import PaginatedRequestParams
+
+    params = PaginatedRequestParams(cursor=cursor) if cursor else None
+    return _wire(await session.list_tools(params=params))
+
+
+def _wire(model: BaseModel) -> dict[str, Any]:
+    """A result as the protocol's JSON (camelCase), whatever the SDK's attribute names."""
+    wire: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return wire
+
+
+async def _session(stack: contextlib.AsyncExitStack, read: Any, write: Any,
+                   timeout: float | None) -> ClientSession:
+    session = await stack.enter_async_context(
+        ClientSession(read, write, read_timeout_seconds=timeout))
+    await session.initialize()
+    return session
+
+
+@final
+class MCPServerStdio(_MCPServer):
+    """An MCP server run as a subprocess, spoken to over its stdin and stdout.
+
+    ::
+
+        with MCPServerStdio("uvx", ["mcp-server-time"]) as server:
+            agent = Agent(model, tools=server.tools())
+            print(agent.prompt("What time is it in Lisbon?").text)
+
+    The process starts on `with` (or `open()`) and ends on leaving it (or `close()`): its stdin
+    is closed, then it is terminated, then killed, within a few seconds. The SDK's MCP session
+    runs on one private daemon thread per server object, with its own asyncio event loop, so
+    this works the same in scripts, in Jupyter and inside `asyncio.run`.
+
+    Args:
+        command: The program to run.
+        args: Its arguments.
+        env: Environment variables for it, added to the SDK's safe default set (`PATH`,
+            `HOME`, ...): the process does not inherit the whole environment.
+        cwd: Its working directory.
+        timeout: Seconds a request (starting up, listing tools, one tool call) may take before
+            it fails; None for no limit. A run's `tool_timeout` (or a tool's `timeout`),
+            when shorter, ends a call first.
+    """
+
+    def __init__(self, command: str, args: Sequence[str] = (),
+                 env: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None,
+                 *, timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        if isinstance(args, str):
+            raise TypeError(f"'args' must be a sequence of strings, not one string: {args!r}")
+        self._params = StdioServerParameters(command=command, args=list(args),
+                                             env=dict(env) if env is not None else None,
+                                             cwd=os.fspath(cwd) if cwd is not None else None)
+        super().__init__(" ".join([command, *args]), timeout)
+
+    def __enter__(self) -> MCPServerStdio:
+        self.open()
+        return self
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> ClientSession:
+        read, write = await stack.enter_async_context(stdio_client(self._params, _errlog()))
+        return await _session(stack, read, write, self._timeout)
+
+
+@final
+class MCPServerHTTP(_MCPServer):
+    """An MCP server spoken to over streamable HTTP.
+
+    ::
+
+        with MCPServerHTTP("http://127.0.0.1:8000/mcp") as server:
+            agent = Agent(model, tools=server.tools(prefix="docs"))
+
+    The session starts on `with` (or `open()`) and ends on leaving it (or `close()`), which
+    also asks the server to end it (an HTTP `DELETE`). Like `MCPServerStdio`, it runs on one
+    private thread per server object.
+
+    Args:
+        url: The server's MCP endpoint.
+        headers: Headers sent with every request (say, `Authorization`).
+        timeout: Seconds a request may take before it fails; None for no limit.
+    """
+
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None, *,
+                 timeout: float | None = DEFAULT_TIMEOUT) -> None:
+        self._url = url
+        self._headers = dict(headers or {})
+        super().__init__(url, timeout)
+
+    def __enter__(self) -> MCPServerHTTP:
+        self.open()
+        return self
+
+    async def _connect(self, stack: contextlib.AsyncExitStack) -> ClientSession:
+        read_timeout = self._timeout if self._timeout is not None else None
+        client = await stack.enter_async_context(httpx2.AsyncClient(
+            headers=self._headers, timeout=httpx2.Timeout(30.0, read=read_timeout)))
+        read, write = await stack.enter_async_context(
+            streamable_http_client(self._url, http_client=client))
+        return await _session(stack, read, write, self._timeout)
+
+
+def _errlog() -> TextIO:
+    """Where a stdio server's stderr goes: ours, when it is a real file (not in Jupyter)."""
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # stays open: the process may write to it for its whole life

@@ -1,0 +1,390 @@
+"""agentcore.mcp against real MCP servers written with the SDK (`tests/mcp_server.py`).
+
+Over stdio the server is a subprocess; over streamable HTTP it is the SDK's Starlette app
+served by uvicorn on 127.0.0.1 from a thread of this process. Every test joins what it
+starts (the conftest's thread check applies): a server object's thread ends on `close()`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import signal as signals
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from mcp_server import PNG, build_server
+
+import agentcore as ac
+from agentcore.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
+from agentcore.testing import scripted_model, tool_call
+
+SERVER = str(Path(__file__).resolve().parent / "mcp_server.py")
+TIMEOUT = 20.0
+PROMPTLY = 3.0
+"""An abort, a dead server or a timeout must end a call within this many seconds."""
+
+ADD_SCHEMA = {
+    "type": "object", "title": "addArguments", "required": ["a", "b"],
+    "properties": {"a": {"title": "A", "type": "integer"}, "b": {"title": "B", "type": "integer"}},
+}
+
+
+def _stdio() -> MCPServerStdio:
+    return MCPServerStdio(sys.executable, [SERVER])
+
+
+@pytest.fixture
+def stdio() -> Iterator[MCPServerStdio]:
+    with _stdio() as server:
+        yield server
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn telling a `threading.Event` when it serves."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        self.ready.set()
+
+
+@pytest.fixture
+def http_url() -> Iterator[str]:
+    """The URL of a fresh test server's streamable HTTP endpoint on 127.0.0.1."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(build_server().streamable_http_app(), log_level="error",
+                            timeout_graceful_shutdown=2)
+    server = _Uvicorn(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn")
+    thread.start()
+    try:
+        assert server.ready.wait(TIMEOUT), "uvicorn did not start"
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        server.should_exit = True
+        thread.join(TIMEOUT)
+        sock.close()
+    assert not thread.is_alive()
+
+
+def _call(tool: ac.AgentTool, args: dict[str, Any],
+          signal: ac.AbortSignal | None = None) -> ac.AgentToolResult:
+    return tool.execute("call-1", args, signal or ac.AbortController().signal, lambda _: None)
+
+
+def _by_name(tools: list[ac.AgentTool]) -> dict[str, ac.AgentTool]:
+    return {t.name: t for t in tools}
+
+
+def _mcp_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("agentcore-mcp")]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+# --- listing ------------------------------------------------------------------------------------
+
+
+def test_mcp_tools_have_the_servers_names_schemas_and_descriptions(
+        stdio: MCPServerStdio) -> None:
+    tools = stdio.tools()
+    assert [t.name for t in tools] == ["add", "fail", "slow", "crash", "pid", "picture"]
+    add = tools[0]
+    assert (add.description, add.parameters) == ("Add two integers.", ADD_SCHEMA)
+    assert isinstance(add, ac.AgentTool)
+
+
+def test_mcp_tools_prefix_renames_them_and_still_calls_the_servers_names(
+        stdio: MCPServerStdio) -> None:
+    tools = _by_name(stdio.tools(prefix="calc"))
+    assert sorted(tools) == ["calc_add", "calc_crash", "calc_fail", "calc_picture", "calc_pid",
+                             "calc_slow"]
+    assert tools["calc_add"].parameters == ADD_SCHEMA
+    assert _call(tools["calc_add"], {"a": 2, "b": 3}).content == [ac.TextContent("5")]
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+def test_mcp_text_and_image_results_become_content_blocks(stdio: MCPServerStdio) -> None:
+    tools = _by_name(stdio.tools())
+    result = _call(tools["add"], {"a": 1, "b": 2})
+    assert (result.content, result.details) == ([ac.TextContent("3")], {"result": "3"})
+    picture = _call(tools["picture"], {"caption": "one pixel"})
+    assert picture.content == [ac.TextContent("one pixel"),
+                               ac.ImageContent(base64.b64encode(PNG).decode(), "image/png")]
+
+
+def test_mcp_is_error_raises_the_tools_text(stdio: MCPServerStdio) -> None:
+    fail = _by_name(stdio.tools())["fail"]
+    with pytest.raises(MCPToolError, match=r"^Error executing tool fail: boom$"):
+        _call(fail, {"message": "boom"})
+
+
+def test_mcp_tool_called_from_an_agent_run(stdio: MCPServerStdio) -> None:
+    replies = [
+        [tool_call("add", {"a": 20, "b": 22}, id="c1"), tool_call("picture", {}, id="c2"),
+         tool_call("fail", {"message": "no"}, id="c3")],
+        "done",
+    ]
+    with scripted_model(replies) as fake:
+        agent = ac.Agent(fake.model, tools=stdio.tools())
+        messages = agent.prompt("go").result(TIMEOUT)
+        results = fake.sent_tool_results()
+    assert messages[-1].text == "done"  # type: ignore[union-attr]
+    assert [(r.tool_name, r.is_error) for r in results] == [
+        ("add", False), ("picture", False), ("fail", True)]
+    assert results[0].content == [ac.TextContent("42")]
+    assert isinstance(results[1].content[1], ac.ImageContent)
+    assert results[2].text == "MCPToolError: Error executing tool fail: no"
+    assert fake.calls[0].tool_names == ["add", "fail", "slow", "crash", "pid", "picture"]
+
+
+# --- aborts, crashes, hangs -----------------------------------------------------------------------
+
+
+def test_mcp_abort_mid_call_returns_promptly_and_the_server_stays_usable(
+        stdio: MCPServerStdio) -> None:
+    tools = _by_name(stdio.tools())
+    controller, started = ac.AbortController(), threading.Event()
+    outcome: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            tools["slow"].execute("c1", {"seconds": 60}, controller.signal,
+                                  lambda _: started.set())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=call)
+    worker.start()
+    assert started.wait(TIMEOUT), "the server never reported progress"
+    aborted_at = time.monotonic()
+    controller.abort("user stop")
+    worker.join(PROMPTLY)
+    assert not worker.is_alive()
+    assert time.monotonic() - aborted_at < PROMPTLY
+    [exc] = outcome
+    assert isinstance(exc, ac.AbortError)
+    assert "cancelled: 'user stop'" in str(exc)
+    assert _call(tools["add"], {"a": 1, "b": 1}).content == [ac.TextContent("2")]
+
+
+def test_mcp_agent_abort_mid_call_gives_an_aborted_result(stdio: MCPServerStdio) -> None:
+    started = threading.Event()
+    with scripted_model([tool_call("slow", {"seconds": 60}), "unreached"]) as fake:
+        agent = ac.Agent(fake.model, tools=stdio.tools())
+        agent.subscribe(lambda event, *_: started.set()
+                        if isinstance(event, ac.ToolExecutionUpdateEvent) else None)
+        run = agent.prompt("go")
+        assert started.wait(TIMEOUT)
+        aborted_at = time.monotonic()
+        run.abort()
+        messages = run.result(TIMEOUT)
+    assert time.monotonic() - aborted_at < PROMPTLY
+    [result] = [m for m in messages if isinstance(m, ac.ToolResultMessage)]
+    assert result.is_error
+    assert result.text.startswith("AbortError: the call to the MCP server")
+
+
+def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
+        stdio: MCPServerStdio) -> None:
+    tools = _by_name(stdio.tools())
+    pid = int(_call(tools["pid"], {}).content[0].text)  # type: ignore[union-attr]
+    started = threading.Event()
+    with scripted_model([tool_call("slow", {"seconds": 60}), "the server died"]) as fake:
+        agent = ac.Agent(fake.model, tools=list(tools.values()))
+        agent.subscribe(lambda event, *_: started.set()
+                        if isinstance(event, ac.ToolExecutionUpdateEvent) else None)
+        run = agent.prompt("go")
+        assert started.wait(TIMEOUT)
+        killed_at = time.monotonic()
+        os.kill(pid, signals.SIGKILL)
+        messages = run.result(TIMEOUT)
+        [result] = fake.sent_tool_results()
+    assert time.monotonic() - killed_at < PROMPTLY
+    assert messages[-1].text == "the server died"  # type: ignore[union-attr]
+    assert result.is_error
+    assert result.text.startswith("MCPServerError: the MCP server ")
+    assert result.text.endswith("failed the request: MCPError: Connection closed")
+    with pytest.raises(MCPServerError, match="Connection closed"):
+        _call(tools["add"], {"a": 1, "b": 1})
+
+
+def test_mcp_server_exiting_mid_call_gives_an_error_result(stdio: MCPServerStdio) -> None:
+    crash = _by_name(stdio.tools())["crash"]
+    with pytest.raises(MCPServerError, match="Connection closed"):
+        _call(crash, {})
+
+
+def test_mcp_hung_call_is_bounded_by_the_tool_timeout(stdio: MCPServerStdio) -> None:
+    tools = stdio.tools()
+    with scripted_model([tool_call("slow", {"seconds": 60}), "gave up"]) as fake:
+        agent = ac.Agent(fake.model, tools=tools, tool_timeout=0.5)
+        started = time.monotonic()
+        agent.prompt("go").result(TIMEOUT)
+        [result] = fake.sent_tool_results()
+    assert time.monotonic() - started < 0.5 + PROMPTLY
+    assert (result.is_error, result.text) == (True, "tool 'slow' timed out after 0.5 s")
+    assert _call(_by_name(tools)["add"], {"a": 1, "b": 1}).content == [ac.TextContent("2")]
+
+
+def test_mcp_request_timeout_of_the_server_object_ends_a_call() -> None:
+    with MCPServerStdio(sys.executable, [SERVER], timeout=3) as server:
+        slow = _by_name(server.tools())["slow"]
+        started = time.monotonic()
+        with pytest.raises(MCPServerError, match=r"failed the request: MCPError: .*"):
+            _call(slow, {"seconds": 60})
+        assert time.monotonic() - started < 3 + PROMPTLY
+        assert _call(_by_name(server.tools())["add"], {"a": 1, "b": 1}).content == [
+            ac.TextContent("2")]
+
+
+# --- lifecycle ------------------------------------------------------------------------------------
+
+
+def test_mcp_close_ends_the_process_and_the_thread() -> None:
+    server = _stdio()
+    with server:
+        pid = int(_call(_by_name(server.tools())["pid"], {}).content[0].text)  # type: ignore[union-attr]
+        assert _alive(pid)
+        assert len(_mcp_threads()) == 1
+    assert not _alive(pid)
+    assert _mcp_threads() == []
+    server.close()  # idempotent
+    with pytest.raises(MCPServerError, match="is closed"):
+        server.tools()
+    with pytest.raises(MCPServerError, match="is closed; make a new one"):
+        server.open()
+
+
+def test_mcp_tools_before_opening_says_to_use_with() -> None:
+    server = _stdio()
+    with pytest.raises(MCPServerError, match=r"is not open; use it inside `with MCPServerStdio"):
+        server.tools()
+    server.close()
+
+
+def test_mcp_a_server_that_cannot_start_raises_and_leaves_no_thread(tmp_path: Path) -> None:
+    missing = str(tmp_path / "no-such-server")
+    with pytest.raises(MCPServerError, match=r"could not connect to the MCP server .*"
+                                             r"FileNotFoundError"):
+        MCPServerStdio(missing).open()
+    with pytest.raises(MCPServerError, match="could not connect"):
+        MCPServerStdio(sys.executable, ["-c", "raise SystemExit(2)"]).open()
+    assert _mcp_threads() == []
+
+
+def test_mcp_a_server_that_never_answers_times_out_while_connecting() -> None:
+    server = MCPServerStdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=0.5)
+    with pytest.raises(MCPServerError, match=r"did not finish connecting within 0\.5 s"):
+        server.open()
+    assert _mcp_threads() == []
+
+
+def test_mcp_works_inside_a_running_event_loop() -> None:
+    async def inside() -> str:
+        with _stdio() as server:
+            return _call(_by_name(server.tools())["add"], {"a": 4, "b": 4}).content[0].text  # type: ignore[union-attr]
+
+    assert asyncio.run(inside()) == "8"
+
+
+def test_mcp_arguments_are_checked() -> None:
+    with pytest.raises(TypeError, match="not one string"):
+        MCPServerStdio("python", "server.py")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="'timeout' must be a positive number"):
+        MCPServerHTTP("http://127.0.0.1:1/mcp", timeout=0)
+
+
+# --- streamable HTTP ------------------------------------------------------------------------------
+
+
+def test_mcp_http_lists_and_calls_tools(http_url: str) -> None:
+    with MCPServerHTTP(http_url, headers={"X-Test": "1"}) as server:
+        tools = _by_name(server.tools(prefix="web"))
+        assert tools["web_add"].parameters == ADD_SCHEMA
+        assert _call(tools["web_add"], {"a": 1, "b": 2}).content == [ac.TextContent("3")]
+        assert _call(tools["web_picture"], {}).content[1] == ac.ImageContent(
+            base64.b64encode(PNG).decode(), "image/png")
+        with pytest.raises(MCPToolError, match="boom"):
+            _call(tools["web_fail"], {"message": "boom"})
+    assert _mcp_threads() == []
+
+
+def test_mcp_http_abort_mid_call_and_the_session_stays_usable(http_url: str) -> None:
+    with MCPServerHTTP(http_url) as server:
+        tools = _by_name(server.tools())
+        with scripted_model([tool_call("slow", {"seconds": 60}), "stopped"]) as fake:
+            started = threading.Event()
+            agent = ac.Agent(fake.model, tools=list(tools.values()))
+            agent.subscribe(lambda event, *_: started.set()
+                            if isinstance(event, ac.ToolExecutionUpdateEvent) else None)
+            run = agent.prompt("go")
+            assert started.wait(TIMEOUT)
+            aborted_at = time.monotonic()
+            run.abort()
+            run.result(TIMEOUT)
+        assert time.monotonic() - aborted_at < PROMPTLY
+        assert _call(tools["add"], {"a": 2, "b": 2}).content == [ac.TextContent("4")]
+
+
+def test_mcp_http_unreachable_server_raises() -> None:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()  # nothing listens there now
+    with pytest.raises(MCPServerError, match="could not connect"):
+        MCPServerHTTP(f"http://127.0.0.1:{port}/mcp", timeout=5).open()
+
+
+# --- the extra ------------------------------------------------------------------------------------
+
+
+def _python(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=60, check=False)
+
+
+def test_mcp_without_the_sdk_says_which_extra_to_install() -> None:
+    done = _python("""\
+        import sys
+        sys.modules["mcp"] = None
+        try:
+            import agentcore.mcp
+        except ImportError as exc:
+            print(exc)
+        """)
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0, "agentcore.mcp needs the 'mcp' extra: pip install 'agentcore[mcp]'\n", "")
+
+
+def test_mcp_import_agentcore_does_not_import_the_sdk() -> None:
+    done = _python("""\
+        import sys
+        import agentcore
+        print(sorted(m for m in sys.modules if m == "mcp" or m.startswith(("mcp.", "anyio"))))
+        """)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "[]\n", "")
