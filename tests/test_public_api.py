@@ -526,6 +526,7 @@ PUBLIC_SUBMODULE_NAMES = {
     "agentcore.compaction": {"CompactionSettings", "compact", "estimate_tokens"},
     "agentcore.testing": set(TESTING_ALL),
     "agentcore.notebook": {"display"},
+    "agentcore.otel": {"instrument"},
     "agentcore.mcp": {"MCPServerError", "MCPServerHTTP", "MCPServerStdio", "MCPToolError"},
     "agentcore.sessions": {"JsonlSession", "Session", "SqliteSession"},
     "agentcore.providers.faux": set(FAUX_ALL),
@@ -647,6 +648,7 @@ NOT_LOADED_BY_IMPORT = [
     "agentcore._cli",
     "agentcore.mcp",
     "agentcore.notebook",
+    "agentcore.otel",
     "agentcore.providers.anthropic",
     "agentcore.providers.google",
     "agentcore.providers.openai_completions",
@@ -655,6 +657,7 @@ NOT_LOADED_BY_IMPORT = [
     "cattrs",
     "jsonschema",
     "mcp",
+    "opentelemetry",
     "requests",
 ]
 """Loaded only when first used (a call to a provider, `to_json`, a tool's validation), never by

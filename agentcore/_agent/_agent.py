@@ -74,6 +74,7 @@ from .._loop import (
     PrepareNextTurn,
     ShouldStopAfterTurn,
     TransformContext,
+    carry_context,
     executor,
     in_flight,
     run_agent_loop,
@@ -443,7 +444,7 @@ class Agent:
         self._run = run
         self._live.begin()
         try:
-            run.start(lambda: self._main(run, prompts, context, config, stream_fn),
+            run.start(carry_context(lambda: self._main(run, prompts, context, config, stream_fn)),
                       name=f"agentcore-run-{next(_run_numbers)}")
         except BaseException:  # no thread to be had: the agent stays idle and usable
             self._run = None

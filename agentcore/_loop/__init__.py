@@ -27,6 +27,7 @@ from ._config import (
 )
 from ._exit import in_flight
 from ._loop import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
+from ._observe import Observer, RunStart, RunTrace, carry_context, observe
 from ._tool_exec import serving
 
 __all__ = [
@@ -42,15 +43,20 @@ __all__ = [
     "BeforeToolCallResult",
     "ConvertToLlm",
     "GetApiKey",
+    "Observer",
     "PrepareNextTurn",
     "PrepareNextTurnContext",
+    "RunStart",
+    "RunTrace",
     "ShouldStopAfterTurn",
     "TransformContext",
     "agent_loop",
     "agent_loop_continue",
+    "carry_context",
     "executor",
     "hook",
     "in_flight",
+    "observe",
     "run_agent_loop",
     "run_agent_loop_continue",
     "serving",

@@ -61,6 +61,7 @@ from ._config import (
 )
 from ._exit import in_flight
 from ._limits import LimitCounter
+from ._observe import RunStart, RunTrace, carry_context, start_trace
 from ._output import OutputState, Verdict
 from ._tool_exec import ABORT_GRACE_S, Inbox, Submitter, ToolBatch, tool_inbox
 from ._workers import WorkerPool
@@ -102,6 +103,7 @@ class _Run:
     _output: OutputState | None = None  # with an output_type: its tool and retries
     _limits: LimitCounter | None = None  # with usage limits: what the run has used
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
+    _trace: RunTrace | None = None  # what observes the run, when anything does
 
     def __attrs_post_init__(self) -> None:
         self.model = self.config.model
@@ -122,6 +124,25 @@ class _Run:
             self._limits = LimitCounter(config.limits, config.output_type is not None)
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        trace = start_trace(RunStart(self.model, self.context, prompts, self._halt.signal))
+        if trace is None:
+            return self._execute(prompts)
+        self._trace, sink = trace, self.sink
+
+        def traced(event: AgentEvent) -> None:
+            trace.event(event)
+            sink(event)
+
+        self.sink = traced
+        try:
+            messages = self._execute(prompts)
+        except BaseException as exc:
+            trace.end(exc)
+            raise
+        trace.end(None)
+        return messages
+
+    def _execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         signal, halt = self.signal, self._halt
         unlink = signal.add_listener(lambda: halt.abort(signal.reason))
         early = True  # the run ends by an exception: tell the tools still running, wait a bit
@@ -283,6 +304,8 @@ class _Run:
         options = self._call_options()
         tools = list(self.context.tools) or None
         context = make_context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
+        if self._trace is not None:
+            self._trace.model_call(self.model, context)
         stream: Any = self.stream_fn(self.model, context, options)
         if isinstance(stream, EventStream):
             if stream.done():  # all there already (a scripted reply): nothing to wait for
@@ -305,7 +328,8 @@ class _Run:
         if self._inbox is None:
             self._inbox = tool_inbox(self._halt.signal)
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
-                          self._get_executor, self._halt.signal, self._inbox)
+                          self._get_executor, self._halt.signal, self._inbox,
+                          self._trace.tool_work if self._trace is not None else None)
         if self._limits is not None and (reached := self._limits.before_tools(reply)):
             results, terminate = batch.refuse(reached), False  # the next model call is refused
         else:
@@ -507,7 +531,7 @@ def _in_background(
                 stream.end(messages)
 
     run.sink = sink
-    threading.Thread(target=main, name="agentcore-loop").start()
+    threading.Thread(target=carry_context(main), name="agentcore-loop").start()
     return out
 
 

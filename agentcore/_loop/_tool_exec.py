@@ -172,6 +172,8 @@ class ToolBatch:
     get_executor: Callable[[], Submitter]  # called only when a call needs one (may create it)
     halt: AbortSignal
     _inbox: Inbox  # the run's `tool_inbox`: may hold late messages of earlier batches
+    # An observer's wrapper of each call's work (`RunTrace.tool_work`), when one watches the run
+    wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
 
     def run(self) -> tuple[list[ToolResultMessage], bool]:
         """Execute every call; return the results in source order and whether to terminate."""
@@ -307,6 +309,8 @@ class ToolBatch:
                 leave_deps(previous)
                 runs.pop()
 
+        if self.wrap is not None:
+            work = self.wrap(c.call.id, work)
         try:
             self.get_executor().submit(work)
         except Exception as exc:  # a shut-down or saturated user executor
