@@ -26,7 +26,7 @@ from agentcore.providers import _registry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALL_EXAMPLES = ["abort.py", "assistant.py", "callback_events.py", "custom_stream_fn.py",
-                "local_server.py", "loop.py", "quickstart.py", "steering.py",
+                "local_server.py", "loop.py", "mcp_tools.py", "quickstart.py", "steering.py",
                 "structured_output.py", "tools.py"]
 
 
@@ -145,6 +145,16 @@ def test_tools_example_builds_its_tools_with_the_decorator() -> None:
     assert tools.weather.parameters["properties"]["city"]["enum"] == ["Paris", "Tokyo", "Lima"]
     assert "signal" not in tools.weather.parameters["properties"]
     assert tools.save_note.execution_mode == ac.ToolExecutionMode.SEQUENTIAL
+
+
+def test_mcp_tools_example_lists_and_calls_its_own_servers_tools() -> None:
+    out = run_example("mcp_tools.py").splitlines()
+    assert out[:2] == ["notes_add_note(text): Save a note in the notebook.",
+                       "notes_list_notes(): Every note in the notebook, one a line."]
+    assert sorted(out[2:4]) == ["  notes_add_note -> 'saved note #1'",
+                                "  notes_add_note -> 'saved note #2'"]
+    assert out[4:] == ["  notes_list_notes -> 'buy milk\\ncall Ana'",
+                       "assistant: Your notebook has two notes: buy milk, call Ana."]
 
 
 def test_callback_events_example_prints_the_stream_and_counts_loop_events() -> None:

@@ -125,7 +125,7 @@ def _chat_command(args: argparse.Namespace) -> int:
         thinking_level=ThinkingLevel(args.thinking),
         tokens_per_second=pace, base_url=args.base_url,
         api=args.api, base_url_provider=args.model[0] if args.model else None,
-        session=args.session,
+        session=args.session, mcp=tuple(args.mcp),
     )
     return run_chat(options)
 
@@ -200,6 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
     chat.add_argument("--session", metavar="PATH", default=None,
                       help="keep the conversation in PATH (SQLite; a .jsonl name for an "
                       "append-only JSON Lines file) and resume it, history shown, next time")
+    chat.add_argument("--mcp", metavar="COMMAND", action="append", default=[],
+                      help="also give the agent the tools of the MCP server COMMAND starts "
+                      "(over stdio; split like a shell line; repeatable), e.g. "
+                      "--mcp 'uvx mcp-server-time'; needs the mcp extra")
     chat.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
     chat.set_defaults(handler=_chat_command)
     return parser

@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shlex
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
 import attrs
 
 from .._agent import Agent
 from .._core import (
+    AgentcoreError,
     AgentEvent,
     AgentMessage,
+    AgentTool,
     AssistantContent,
     AssistantMessage,
     CompactionSummaryMessage,
@@ -100,6 +103,8 @@ class ChatOptions:
     api: str | None = None
     base_url_provider: str | None = None
     session: str | None = None
+    mcp: tuple[str, ...] = ()
+    """Command lines of MCP servers (`--mcp`) whose tools the agent gets too."""
 
 
 _EXPRESSION = re.compile(r"[-+(]*\d[\d.\s()+\-*/%^]*")
@@ -421,7 +426,7 @@ def run_chat(
             line editing and history when stdin is a terminal and readline is importable).
 
     Returns:
-        The exit code, 0.
+        The exit code: 0, or 2 when an `--mcp` server does not start.
     """
     stream = sys.stdout if out is None else out
     if read_line is None:
@@ -430,16 +435,29 @@ def run_chat(
             with contextlib.suppress(ImportError):
                 import readline  # noqa: F401  # imported for its effect on input()
     echo = out is None and not sys.stdin.isatty()  # piped input: show it after its prompt
+    with contextlib.ExitStack() as servers:
+        try:
+            mcp_tools = open_mcp_servers(options.mcp, servers, taken={"calculator", "clock"})
+        except (ImportError, ValueError, AgentcoreError) as exc:
+            print(f"python -m agentcore chat: error: --mcp: {exc}", file=sys.stderr)
+            return 2
+        return _run_chat(options, stream, read_line, echo, mcp_tools)
+
+
+def _run_chat(options: ChatOptions, stream: TextIO, read_line: Callable[[str], str], echo: bool,
+              mcp_tools: list[AgentTool]) -> int:
     offline = _register_offline(options.tokens_per_second)
     session = None if options.session is None else open_session(options.session)
     try:
         agent = Agent(model=options.model or offline.get_model(),
                       system_prompt=options.system_prompt,
                       thinking_level=options.thinking_level, session=session)
-        agent.tools = [calculator_tool(), clock_tool()]  # mypy cannot type `tools=` (converter)
+        # mypy cannot type `tools=` (converter)
+        agent.tools = [calculator_tool(), clock_tool(), *mcp_tools]
         chat = _Chat(agent, offline, options, stream, echo)
-        chat.say(f"agentcore chat: {describe(agent.model)}, tools calculator and clock. "
-                 "/help lists the commands; Ctrl-C aborts a reply, Ctrl-D quits.")
+        names = [tool.name for tool in agent.tools]
+        chat.say(f"agentcore chat: {describe(agent.model)}, tools {', '.join(names[:-1])} and "
+                 f"{names[-1]}. /help lists the commands; Ctrl-C aborts a reply, Ctrl-D quits.")
         if options.session is not None and agent.messages:
             chat.history(options.session)
         return chat.loop(read_line)
@@ -448,6 +466,33 @@ def run_chat(
         close = getattr(session, "close", None)
         if close is not None:
             close()
+
+
+def open_mcp_servers(commands: Sequence[str], stack: contextlib.ExitStack, *,
+                     taken: Collection[str] = ()) -> list[AgentTool]:
+    """The tools of one MCP server (over stdio) per `--mcp` command line, split like a shell.
+
+    Each server is closed, its process ended, when `stack` closes. Raises `ValueError` for an
+    empty command or a tool name already `taken` (or listed by an earlier server),
+    `MCPServerError` for a server that does not start, `ImportError` without the `mcp` extra.
+    """
+    if not commands:
+        return []
+    from ..mcp import MCPServerStdio
+
+    tools: list[AgentTool] = []
+    names = set(taken)
+    for command in commands:
+        argv = shlex.split(command)
+        if not argv:
+            raise ValueError(f"an MCP server's command line is empty: {command!r}")
+        for tool in stack.enter_context(MCPServerStdio(argv[0], argv[1:])).tools():
+            if tool.name in names:
+                raise ValueError(f"the MCP server {command!r} has a tool named {tool.name!r}, "
+                                 "a name another tool already has")
+            names.add(tool.name)
+            tools.append(tool)
+    return tools
 
 
 def open_session(path: str) -> Any:
