@@ -156,6 +156,10 @@ class _RunSpans:
         self._tools: dict[str, list[Span]] = {}
         self._usage = Usage()
         self._last: AssistantMessage | None = None
+        # Each message's JSON, by id (the message is kept, so the id stays its own): every
+        # model call sends the whole transcript again, and encoding it anew each time made
+        # a long run's turns cost O(n) json.dumps work each.
+        self._encoded: dict[int, tuple[AgentMessage, str]] = {}
 
     def event(self, event: AgentEvent) -> None:
         if isinstance(event, MessageEndEvent):
@@ -180,7 +184,7 @@ class _RunSpans:
         if self._capture:
             if context.system_prompt:
                 attributes["gen_ai.system_instructions"] = _system(context.system_prompt)
-            attributes["gen_ai.input.messages"] = _messages(context.messages)
+            attributes["gen_ai.input.messages"] = self._input(context.messages)
         self._chat = span = self._tracer.start_span(
             f"chat {model.id}", self._context, kind=self._client, attributes=attributes)
         self._chat_token = self._attach(self._in_span(span, self._context))
@@ -212,7 +216,7 @@ class _RunSpans:
         span, last = self._span, self._last
         span.set_attributes(_usage(self._usage))
         if self._capture and last is not None:
-            span.set_attribute("gen_ai.output.messages", _messages([last], last))
+            span.set_attribute("gen_ai.output.messages", _messages([last], final=True))
         if error is not None:
             span.record_exception(error)
             _fail(span, describe(error), type(error).__qualname__)
@@ -222,6 +226,18 @@ class _RunSpans:
             _fail(span, f"aborted: {self._signal.reason}", StopReason.ABORTED.value)
         self._detach(self._token)
         span.end()
+
+    def _input(self, messages: Sequence[AgentMessage]) -> str:
+        """`_messages(messages)`, each message encoded once in the run."""
+        encoded, parts = self._encoded, []
+        for message in messages:
+            hit = encoded.get(id(message))
+            if hit is None or hit[0] is not message:
+                item = _message(message)
+                hit = encoded[id(message)] = (message, "" if item is None else _json(item))
+            if hit[1]:
+                parts.append(hit[1])
+        return f"[{', '.join(parts)}]"
 
     def _end_chat(self, message: AssistantMessage) -> None:
         span = self._chat
@@ -237,7 +253,7 @@ class _RunSpans:
         if message.response_id is not None:
             attributes["gen_ai.response.id"] = message.response_id
         if self._capture:
-            attributes["gen_ai.output.messages"] = _messages([message], message)
+            attributes["gen_ai.output.messages"] = _messages([message], final=True)
         span.set_attributes(attributes)
         if message.stop_reason in _FAILED:
             _fail(span, message.error_message or message.stop_reason.value,
@@ -336,24 +352,26 @@ def _result_text(content: Sequence[object]) -> str:
     return _json([_part(block) for block in content])
 
 
-def _messages(messages: Sequence[AgentMessage], final: AssistantMessage | None = None) -> str:
-    """Messages in the conventions' JSON shape; with `final`, as output (with finish reason)."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            content = message.content
-            parts = ([{"type": "text", "content": content}] if isinstance(content, str)
-                     else [_part(block) for block in content])
-            out.append({"role": "user", "parts": parts})
-        elif isinstance(message, AssistantMessage):
-            item: dict[str, Any] = {"role": "assistant",
-                                    "parts": [_part(block) for block in message.content]}
-            if final is not None:
-                item["finish_reason"] = _finish_reason(message.stop_reason)
-            out.append(item)
-        elif isinstance(message, ToolResultMessage):
-            out.append({"role": "tool", "parts": [{
-                "type": "tool_call_response", "id": message.tool_call_id,
-                "response": _result_text(message.content)}]})
-        # other (custom) messages never reach a model: converted or dropped before it
-    return _json(out)
+def _messages(messages: Sequence[AgentMessage], final: bool = False) -> str:
+    """Messages in the conventions' JSON shape; `final`: as output (with finish reasons)."""
+    return _json([item for m in messages if (item := _message(m, final)) is not None])
+
+
+def _message(message: AgentMessage, final: bool = False) -> dict[str, Any] | None:
+    """One message in the conventions' shape; None for one that never reaches a model."""
+    if isinstance(message, UserMessage):
+        content = message.content
+        parts = ([{"type": "text", "content": content}] if isinstance(content, str)
+                 else [_part(block) for block in content])
+        return {"role": "user", "parts": parts}
+    if isinstance(message, AssistantMessage):
+        item: dict[str, Any] = {"role": "assistant",
+                                "parts": [_part(block) for block in message.content]}
+        if final:
+            item["finish_reason"] = _finish_reason(message.stop_reason)
+        return item
+    if isinstance(message, ToolResultMessage):
+        return {"role": "tool", "parts": [{
+            "type": "tool_call_response", "id": message.tool_call_id,
+            "response": _result_text(message.content)}]}
+    return None  # a custom message: converted or dropped before any model call

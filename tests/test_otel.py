@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -464,3 +465,15 @@ def test_otel_without_the_extra_instrument_names_the_extra() -> None:
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == (
         "agentcore.otel needs the 'otel' extra: pip install 'agentcore[otel]'")
+
+
+def test_otel_readme_tracing_example_runs_as_written() -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    code = readme.split("## Tracing", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    *spans, answer = done.stdout.split("\n}\n")
+    assert answer.strip() == "2 + 40 = 42"
+    names = [json.loads(span + "}")["name"] for span in spans]
+    assert names == ["chat scripted-1", "execute_tool add", "chat scripted-1", "invoke_agent"]
