@@ -136,10 +136,9 @@ class _RunSpans:
         self._in_span = trace.set_span_in_context
         self._client, self._internal = trace.SpanKind.CLIENT, trace.SpanKind.INTERNAL
         model = start.model
-        self._provider = _PROVIDER_NAMES.get(model.provider, model.provider)
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.provider.name": self._provider,
+            "gen_ai.provider.name": _PROVIDER_NAMES.get(model.provider, model.provider),
             "gen_ai.request.model": model.id,
         }
         if capture:
@@ -239,13 +238,17 @@ class _RunSpans:
                 parts.append(hit[1])
         return f"[{', '.join(parts)}]"
 
-    def _end_chat(self, message: AssistantMessage) -> None:
-        span = self._chat
+    def _close_chat(self) -> Span:
+        """The model call's span, no longer current (the caller ends it)."""
+        span, token = self._chat, self._chat_token
         assert span is not None
-        self._chat = None
-        if self._chat_token is not None:
-            self._detach(self._chat_token)
-            self._chat_token = None
+        assert token is not None
+        self._chat = self._chat_token = None
+        self._detach(token)
+        return span
+
+    def _end_chat(self, message: AssistantMessage) -> None:
+        span = self._close_chat()
         self._usage += message.usage
         attributes = _usage(message.usage)
         attributes["gen_ai.response.model"] = message.model
@@ -261,12 +264,7 @@ class _RunSpans:
         span.end()
 
     def _fail_open_chat(self) -> None:
-        span = self._chat
-        assert span is not None
-        self._chat = None
-        if self._chat_token is not None:
-            self._detach(self._chat_token)
-            self._chat_token = None
+        span = self._close_chat()
         _fail(span, "the run ended before the reply did", "incomplete")
         span.end()
 

@@ -477,3 +477,35 @@ def test_otel_readme_tracing_example_runs_as_written() -> None:
     assert answer.strip() == "2 + 40 = 42"
     names = [json.loads(span + "}")["name"] for span in spans]
     assert names == ["chat scripted-1", "execute_tool add", "chat scripted-1", "invoke_agent"]
+
+
+def test_otel_sink_raising_ends_every_span_with_the_error(traced: Traced) -> None:
+    def sink(event: ac.AgentEvent) -> None:
+        if isinstance(event, ac.MessageStartEvent) and event.message.role == "assistant":
+            raise RuntimeError("sink broke")
+
+    context = ac.AgentContext("", [], [])
+    with pytest.raises(RuntimeError, match="sink broke"):
+        ac.run_agent_loop([ac.UserMessage("go")], context, ac.AgentLoopConfig(model=MODEL),
+                          sink, stream_fn=serve(reply("hi")))
+    chat, root = traced.one("chat "), traced.one("invoke_agent")
+    assert chat.status.status_code is StatusCode.ERROR  # ended, not leaked
+    assert (root.status.status_code, root.status.description) == (StatusCode.ERROR,
+                                                                  "sink broke")
+    assert root.attributes is not None
+    assert root.attributes["error.type"] == "RuntimeError"
+    assert [e.name for e in root.events] == ["exception"]
+    assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_otel_tool_past_its_timeout_ends_its_span_with_an_error(traced: Traced) -> None:
+    def slow(tool_call_id: str, args: Any, signal: ac.AbortSignal,
+             on_update: Any) -> ac.AgentToolResult:
+        signal.wait(5)  # the timeout aborts it
+        return ac.AgentToolResult([ac.TextContent("late")])
+
+    tool = ac.AgentTool("slow", "A slow tool.", SCHEMA, slow, timeout=0.05)
+    run([tool], reply(call("slow", 1), stop="toolUse"), reply("gave up"))
+    span = traced.one("execute_tool slow")
+    assert span.status.status_code is StatusCode.ERROR
+    assert parent_id(span) == span_id(traced.one("invoke_agent"))
