@@ -304,6 +304,29 @@ def test_mcp_a_server_that_never_answers_times_out_while_connecting() -> None:
     assert _mcp_threads() == []
 
 
+def test_mcp_close_from_another_thread_stops_the_connecting() -> None:
+    server = MCPServerStdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=60)
+    outcome: list[BaseException] = []
+
+    def connect() -> None:
+        try:
+            server.open()
+        except BaseException as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=connect)
+    worker.start()
+    while not _mcp_threads() and worker.is_alive():  # the connection's thread has started
+        worker.join(0.01)
+    server.close()
+    worker.join(TIMEOUT)
+    assert not worker.is_alive()
+    [exc] = outcome
+    assert isinstance(exc, MCPServerError)
+    assert str(exc).endswith("was closed while connecting")
+    assert _mcp_threads() == []
+
+
 def test_mcp_works_inside_a_running_event_loop() -> None:
     async def inside() -> str:
         with _stdio() as server:

@@ -22,21 +22,20 @@ import threading
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+import anyio
 from mcp import ClientSession
 
 from .._core import AbortError, AbortSignal, AgentcoreError
 from ._errors import MCPServerError
 
-__all__ = ["Connect", "Connection", "ProgressFn"]
+__all__ = ["Connect", "Connection"]
 
 _log = logging.getLogger("agentcore.mcp")
 
 _T = TypeVar("_T")
 
 Connect = Callable[[contextlib.AsyncExitStack], Awaitable[ClientSession]]
-"""Opens a transport and a session on the exit stack; returns the initialized session."""
-
-ProgressFn = Callable[[float, "float | None", "str | None"], None]
+"""Opens a transport and a session on the exit stack; returns the session, not initialized."""
 
 CLOSE_TIMEOUT_S = 10.0
 """How long `close()` waits for the thread: the SDK bounds its own shutdown (stdio: stdin
@@ -57,7 +56,7 @@ class Connection:
         self._loop = asyncio.new_event_loop()
         self._ready: concurrent.futures.Future[ClientSession] = concurrent.futures.Future()
         self._stop = asyncio.Event()
-        self._main_task: asyncio.Task[None] | None = None
+        self._scope: anyio.CancelScope | None = None  # the session task's, while it runs
         self._lock = threading.Lock()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name=f"agentcore-mcp {name}",
@@ -70,7 +69,12 @@ class Connection:
 
     def open(self) -> ClientSession:
         """Start the thread, connect and initialize; raise `MCPServerError` if that fails."""
-        self._thread.start()
+        with self._lock:
+            if self._closed:  # by a close() from another thread, before this started
+                self._loop.close()
+                raise MCPServerError(f"the MCP server {self._name!r} was closed while "
+                                     "connecting")
+            self._thread.start()
         try:
             return self._ready.result(timeout=self._timeout)
         except concurrent.futures.TimeoutError:
@@ -93,6 +97,8 @@ class Connection:
         An abort of `signal` cancels the request and raises `AbortError` at once. A request
         still unanswered when the connection ends raises `MCPServerError`.
         """
+        if signal is not None:
+            signal.throw_if_aborted()
         with self._lock:
             if self._closed:
                 raise MCPServerError(f"the MCP server {self._name!r} is closed")
@@ -110,8 +116,8 @@ class Connection:
                                  f"{signal.reason!r}" if signal.reason is not None else
                                  f"the call to the MCP server {self._name!r} was cancelled"
                                  ) from None
-            raise MCPServerError(f"the connection to the MCP server {self._name!r} ended "
-                                 "during the call") from None
+            raise MCPServerError(f"the MCP server {self._name!r} failed the request: the "
+                                 "connection ended during the call") from None
         except AgentcoreError:
             raise
         except Exception as exc:  # the SDK's (connection closed, timeout, error response)
@@ -128,27 +134,34 @@ class Connection:
         """
         with self._lock:
             first, self._closed = not self._closed, True
-        if first and self._thread.is_alive():
-            with contextlib.suppress(RuntimeError):  # the loop has already closed
+            started = self._thread.ident is not None
+        if first and started:
+            # Queued even if the loop has not started yet; not once it has closed.
+            with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._shutdown)
-        if self._thread.ident is not None and self._thread is not threading.current_thread():
+        if started and self._thread is not threading.current_thread():
             self._thread.join(CLOSE_TIMEOUT_S)
             if self._thread.is_alive():
                 _log.warning("the MCP server %r took over %s s to close; its thread is left "
                              "behind", self._name, CLOSE_TIMEOUT_S)
 
     def _shutdown(self) -> None:
-        """On the loop: let the session task close the session, or stop it still connecting."""
+        """On the loop: let the session task close the session, or stop it still connecting.
+
+        Only the `initialize` request is cancelled, by cancelling an anyio scope around it
+        (the SDK's scopes may absorb a single `Task.cancel()`, while a cancelled scope stays
+        cancelled until the task leaves it). Starting the transport is not: a cancellation
+        there could leave a spawned process behind, and it does not wait for the server.
+        """
         self._stop.set()
-        if not self._ready.done() and self._main_task is not None:
-            self._main_task.cancel()
+        if self._scope is not None:
+            self._scope.cancel()
 
     def _run(self) -> None:
         loop = self._loop
         asyncio.set_event_loop(loop)
         try:
-            self._main_task = loop.create_task(self._main())
-            loop.run_until_complete(self._main_task)
+            loop.run_until_complete(self._main())
         finally:
             with self._lock:
                 self._closed = True
@@ -164,16 +177,29 @@ class Connection:
     async def _main(self) -> None:
         try:
             async with contextlib.AsyncExitStack() as stack:
+                if self._stop.is_set():  # closed before this task started
+                    return
                 session = await self._connect(stack)
+                if self._stop.is_set():  # closed while the transport started
+                    return
+                with anyio.CancelScope() as self._scope:
+                    await session.initialize()
+                self._scope = None
+                if self._stop.is_set():  # closed while initializing
+                    return
                 self._ready.set_result(session)
                 await self._stop.wait()
         except BaseException as exc:  # reported to the caller, or logged: never lost
             if not self._ready.done():
-                self._ready.set_exception(exc if isinstance(exc, Exception) else
-                                          MCPServerError(f"connecting was interrupted: {exc!r}"))
+                self._ready.set_exception(exc if isinstance(exc, Exception) else MCPServerError(
+                    f"connecting to the MCP server {self._name!r} was interrupted: {exc!r}"))
             elif not isinstance(exc, asyncio.CancelledError):
                 _log.warning("the MCP session with %r ended with an error: %s", self._name,
                              _describe(exc))
+        finally:
+            if not self._ready.done():
+                self._ready.set_exception(MCPServerError(
+                    f"the MCP server {self._name!r} was closed while connecting"))
 
 
 def _describe(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ import contextlib
 import functools
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO, final
@@ -43,6 +44,7 @@ class _MCPServer:
         self._connection: Connection | None = None
         self._session: ClientSession | None = None
         self._closed = False
+        self._lock = threading.Lock()  # open() and close() may come from two threads
 
     @property
     def name(self) -> str:
@@ -59,19 +61,29 @@ class _MCPServer:
 
     def open(self) -> None:
         """Connect and initialize the session (what `with` does); raise `MCPServerError`."""
-        if self._closed:
-            raise MCPServerError(f"the MCP server {self._name!r} is closed; make a new one")
-        if self._connection is not None:
-            return
-        connection = Connection(self._connect, name=self._name, timeout=self._timeout)
-        self._session = connection.open()
-        self._connection = connection
+        with self._lock:
+            if self._closed:
+                raise MCPServerError(f"the MCP server {self._name!r} is closed; make a new one")
+            if self._connection is not None:
+                return
+            connection = Connection(self._connect, name=self._name, timeout=self._timeout)
+            self._connection = connection  # so that a close() meanwhile stops the connecting
+        try:
+            session = connection.open()
+        except BaseException:
+            with self._lock:
+                self._connection = None
+            raise
+        with self._lock:
+            self._session = session
 
     def close(self) -> None:
         """End the session and its thread (a stdio server's process ends too). Idempotent."""
-        self._closed = True
-        if self._connection is not None:
-            self._connection.close()
+        with self._lock:
+            self._closed = True
+            connection = self._connection
+        if connection is not None:
+            connection.close()
 
     def tools(self, prefix: str | None = None) -> list[AgentTool]:
         """The server's tools, each an `AgentTool` that calls it.
@@ -158,10 +170,9 @@ def _wire(model: BaseModel) -> dict[str, Any]:
 
 async def _session(stack: contextlib.AsyncExitStack, read: Any, write: Any,
                    timeout: float | None) -> ClientSession:
-    session = await stack.enter_async_context(
+    """A session over the transport's streams, entered on `stack` (`Connection` initializes it)."""
+    return await stack.enter_async_context(
         ClientSession(read, write, read_timeout_seconds=timeout))
-    await session.initialize()
-    return session
 
 
 @final
