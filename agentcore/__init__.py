@@ -12,6 +12,7 @@ its `__init__` (`tests/test_layers.py` checks both)::
     4  testing, notebook        public helpers for tests and Jupyter
     4  compaction               summarising a transcript's older part: compact()
     4  sessions/                transcripts on disk: SqliteSession, JsonlSession
+    4  mcp/                     tools from MCP servers (extra `mcp`; loaded only when imported)
     3  _agent/                  Agent, AgentRun, the message queues
     2  _loop/                   run_agent_loop and its config; running tool calls
     1  _function_tools/         @tool: an AgentTool from a typed function
