@@ -7,7 +7,7 @@
 
     with MCPServerStdio("python", ["my_server.py"]) as server:
         agent = Agent(model, tools=server.tools())
-        print(agent.prompt("...").text)
+        answer = agent.prompt("...").text
 
 `MCPServerStdio(command, args=(), env=None, cwd=None)` runs a server as a subprocess;
 `MCPServerHTTP(url, headers=None)` speaks streamable HTTP. Both are context managers, and

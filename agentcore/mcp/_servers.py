@@ -183,7 +183,7 @@ class MCPServerStdio(_MCPServer):
 
         with MCPServerStdio("uvx", ["mcp-server-time"]) as server:
             agent = Agent(model, tools=server.tools())
-            print(agent.prompt("What time is it in Lisbon?").text)
+            answer = agent.prompt("What time is it in Lisbon?").text
 
     The process starts on `with` (or `open()`) and ends on leaving it (or `close()`): its stdin
     is closed, then it is terminated, then killed, within a few seconds. The SDK's MCP session
