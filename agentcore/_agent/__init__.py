@@ -5,7 +5,7 @@ Builds on `_loop` and `_core`.
 
 from __future__ import annotations
 
-from ._agent import Agent
+from ._agent import Agent, prompt_here
 from ._compact import CompactionSettings, compact
 from ._cut import estimate_tokens
 from ._live import AgentState
@@ -18,4 +18,5 @@ __all__ = [
     "CompactionSettings",
     "compact",
     "estimate_tokens",
+    "prompt_here",
 ]

@@ -327,6 +327,12 @@ class AgentRun:
         self._thread = threading.Thread(target=target, name=name)
         self._thread.start()
 
+    def run_here(self, target: Callable[[], None], name: str) -> None:
+        """Producer: run `target` on the calling thread (which becomes the run's thread)."""
+        self._name = name
+        self._thread = threading.current_thread()
+        target()
+
     def on_own_thread(self) -> bool:
         """Whether the run waits on the caller: its own thread, or one running its tool call."""
         return self._thread is threading.current_thread() or serving(self._controller.signal)

@@ -1,0 +1,19 @@
+"""Many runs of one agent: `run_batch` over a dataset, on threads here or on a cluster (API §16).
+
+`run_batch(make_agent, inputs)` runs `make_agent().prompt(input)` to its end for every input and
+yields a `BatchResult` per input as runs complete. By default the runs share a private thread
+pool (each run on a pool thread, no thread of its own) and one keep-alive HTTP session. Any
+`concurrent.futures.Executor` may run them instead: a `ThreadPoolExecutor` of yours, or one that
+runs work in other processes, such as a Dask cluster's `client.get_executor()`, which gets runs
+in groups (each worker process runs many at once) and sends back only JSON-ready data. A SQLite
+`store` makes a batch resumable; `progress` shows how far it got.
+
+Layer 4: builds on the `Agent` (layer 3); `sqlite3` is imported only when a store is used.
+"""
+
+from __future__ import annotations
+
+from ._result import BatchResult
+from ._run import run_batch
+
+__all__ = ["BatchResult", "run_batch"]

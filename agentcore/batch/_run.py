@@ -1,0 +1,340 @@
+"""`run_batch`: the inputs' runs on an executor, their results yielded as they complete."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import math
+import os
+import pickle
+import queue
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+from .._agent import Agent
+from .._core import AgentMessage
+from .._function_tools import output_tool
+from ..providers import new_http_session
+from ._progress import Progress, progress_for
+from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_input
+from ._store import ResultStore
+from ._work import Live, run_group, run_one
+
+__all__ = ["run_batch"]
+
+_log = logging.getLogger(__name__)
+
+_STOP_WAIT_S = 5.0
+"""How long a stopped batch waits for its aborted in-process runs to end."""
+
+
+def run_batch(
+    make_agent: Callable[[], Agent],
+    inputs: Iterable[str | AgentMessage | Sequence[AgentMessage]],
+    *,
+    executor: Executor | None = None,
+    max_concurrency: int = 8,
+    output_type: Any = None,
+    store: str | os.PathLike[str] | None = None,
+    progress: bool | Callable[[int, int, BatchResult], object] | None = None,
+) -> Iterator[BatchResult]:
+    """Run `make_agent().prompt(input)` to its end for every input; yield results as they end.
+
+    Results come in completion order, one per input (`BatchResult.index` says which); a run
+    that fails or raises is a result with `error` set, never an exception out of the iterator.
+    At most `max_concurrency` runs are in flight at once. Runs start when iteration starts;
+    leaving the loop early (`break`, an exception) aborts the runs still in flight here.
+
+    `make_agent` must return a new `Agent` each call; the batch closes it after its run.
+    `executor`: by default a private thread pool, where each run takes a pool thread and the
+    runs of agents without an `http_session` share one keep-alive session. A
+    `ThreadPoolExecutor` of yours works the same way. Any other `concurrent.futures.Executor`
+    (a Dask cluster's `client.get_executor()`, a `ProcessPoolExecutor`) runs the inputs in
+    groups, each group's runs at once on one worker, so that every worker process runs many
+    runs side by side; then `make_agent`, its tools and `output_type` must be picklable, and
+    results travel back as JSON-ready data.
+
+    `output_type`: every run answers with a value of that type (`BatchResult.output`; API §14).
+    `store`: the path of a SQLite file; results without error are written to it as they
+    complete, and a later call with the same store yields the stored result for every
+    `(index, input)` already there (inputs compared as JSON) without running it again.
+    `progress`: True shows a bar (tqdm when installed, else one updating line on stderr; a
+    live display in Jupyter); a callable gets `(done, total, result)` on the iterating thread.
+
+    Raises (at the call, before anything runs): `TypeError` or `ValueError` naming the argument
+    that is wrong.
+    """
+    items = _check(make_agent, inputs, executor, max_concurrency, output_type, store, progress)
+    if executor is not None and not isinstance(executor, ThreadPoolExecutor):
+        _check_picklable(executor, make_agent, output_type)
+    return _Batch(make_agent, items, executor, max_concurrency, output_type, store,
+                  progress).results()
+
+
+def _check(make_agent: object, inputs: object, executor: object, max_concurrency: object,
+           output_type: object, store: object, progress: object) -> list[Any]:
+    if not callable(make_agent):
+        raise TypeError(f"'make_agent' must be a function returning a new Agent, got "
+                        f"{make_agent!r}")
+    if isinstance(make_agent, Agent):
+        raise TypeError("'make_agent' must be a function returning a new Agent, not an Agent: "
+                        "pass `lambda: Agent(...)` (each input needs an agent of its own)")
+    if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
+        raise TypeError(f"'inputs' must be an iterable of prompts, got {inputs!r:.80}"
+                        + (" (a str: wrap it in a list)" if isinstance(inputs, str) else ""))
+    items = list(inputs)
+    for i, item in enumerate(items):
+        if not _is_input(item):
+            raise TypeError(f"'inputs[{i}]' must be a str, a message or a list of messages, "
+                            f"got {item!r:.80}")
+    if executor is not None and not isinstance(executor, Executor):
+        raise TypeError(f"'executor' must be a concurrent.futures.Executor or None, got "
+                        f"{executor!r}")
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) \
+            or max_concurrency < 1:
+        raise ValueError(f"'max_concurrency' must be an int of at least 1, got "
+                         f"{max_concurrency!r}")
+    if output_type is not None:
+        output_tool(output_type)  # raises TypeError naming 'output_type'
+    if store is not None and not isinstance(store, (str, os.PathLike)):
+        raise TypeError(f"'store' must be a path (str or os.PathLike) or None, got {store!r}")
+    if progress is not None and not isinstance(progress, bool) and not callable(progress):
+        raise TypeError(f"'progress' must be True, False, None or a callable "
+                        f"(done, total, result), got {progress!r}")
+    return items
+
+
+def _check_picklable(executor: Executor, make_agent: object, output_type: object) -> None:
+    """Raise a `TypeError` naming the argument that cannot travel to `executor`'s workers.
+
+    Dask pickles with cloudpickle (functions defined in `__main__`, lambdas), other executors
+    with `pickle`; the check uses the same one, so that a batch never fails input by input
+    for a reason that holds for all of them.
+    """
+    dumps: Callable[[object], bytes] = pickle.dumps
+    if type(executor).__module__.split(".")[0] == "distributed":
+        with contextlib.suppress(ImportError):
+            dumps = importlib.import_module("cloudpickle").dumps
+    for name, value in (("make_agent", make_agent), ("output_type", output_type)):
+        try:
+            dumps(value)
+        except Exception as exc:
+            raise TypeError(
+                f"'{name}' cannot be pickled, so it cannot run on {type(executor).__name__}'s "
+                f"workers ({type(exc).__name__}: {exc}); define it at module level, without "
+                f"references to locks, open files or sessions (or run on threads here: "
+                f"executor=None)") from None
+
+
+def _is_input(item: object) -> bool:
+    messages = AgentMessage.__args__
+    if isinstance(item, (str, *messages)):
+        return True
+    return isinstance(item, (list, tuple)) and all(isinstance(m, messages) for m in item)
+
+
+class _Batch:
+    """One iteration of `run_batch`: what is stored, what runs, what was yielded."""
+
+    def __init__(self, make_agent: Callable[[], Agent], items: list[Any],
+                 executor: Executor | None, max_concurrency: int, output_type: Any,
+                 store: str | os.PathLike[str] | None, progress: object) -> None:
+        self.make_agent = make_agent
+        self.items = items
+        self.executor = executor
+        self.max_concurrency = max_concurrency
+        self.output_type = output_type
+        self.store_path = store
+        self.progress = progress
+        self.done = 0
+        # Completed futures, handed over by their callbacks (a `wait()` over thousands of
+        # pending futures would cost time linear in them at every completion)
+        self.finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
+
+    def results(self) -> Iterator[BatchResult]:
+        store = None if self.store_path is None else ResultStore(self.store_path)
+        reporter = progress_for(self.progress, len(self.items))
+        try:
+            todo: list[tuple[int, Any, str | None]] = []
+            for index, input in enumerate(self.items):
+                key = input_json(input) if store is not None else None
+                stored = self._stored(store, index, input, key)
+                if stored is not None:
+                    yield self._report(reporter, stored)
+                else:
+                    todo.append((index, input, key))
+            if isinstance(self.executor, ThreadPoolExecutor) or self.executor is None:
+                runs = self._here(todo)
+            else:
+                runs = self._remote(todo, self.executor)
+            for result, key in runs:
+                if store is not None and result.error is None:
+                    assert key is not None
+                    _put(store, result, key)
+                yield self._report(reporter, result)
+        finally:
+            if reporter is not None:
+                reporter.close()
+            if store is not None:
+                store.close()
+
+    def _stored(self, store: ResultStore | None, index: int, input: Any,
+                key: str | None) -> BatchResult | None:
+        if store is None or key is None:
+            return None
+        data = store.get(index, key)
+        if data is None:
+            return None
+        try:
+            return from_wire(data, input, self.output_type)
+        except Exception:  # stored under another output_type, say: run it again
+            _log.info("stored result of input %d does not fit; running it again", index,
+                      exc_info=True)
+            return None
+
+    def _report(self, reporter: Progress | None, result: BatchResult) -> BatchResult:
+        self.done += 1
+        if reporter is not None:
+            reporter.update(self.done, len(self.items), result)
+        return result
+
+    def _here(self, todo: list[tuple[int, Any, str | None]]
+              ) -> Iterator[tuple[BatchResult, str | None]]:
+        """Each input a task on a thread pool of this process: the run on the task's thread."""
+        live = Live()
+        own = self.executor is None
+        pool = ThreadPoolExecutor(min(self.max_concurrency, max(1, len(todo))),
+                                  thread_name_prefix="agentcore-batch") \
+            if self.executor is None else self.executor
+        session = new_http_session()
+        keys: dict[Future[Any], str | None] = {}
+        pending = iter(todo)
+        try:
+            for _ in range(self.max_concurrency):
+                if not self._submit_here(pool, next(pending, None), live, session, keys):
+                    break
+            while keys:
+                future = self._next_finished()
+                key = keys.pop(future)
+                yield _result_of(future), key
+                self._submit_here(pool, next(pending, None), live, session, keys)
+        finally:
+            live.stop()
+            for future in keys:
+                future.cancel()
+            stuck = wait(list(keys), _STOP_WAIT_S).not_done
+            if own:  # its threads end once their runs have: wait for them, unless stuck
+                pool.shutdown(wait=not stuck, cancel_futures=True)
+            session.close()
+
+    def _submit_here(self, pool: Executor, item: tuple[int, Any, str | None] | None,
+                     live: Live, session: Any, keys: dict[Future[Any], str | None]) -> bool:
+        if item is None:
+            return False
+        index, input, key = item
+        try:
+            future = pool.submit(run_one, self.make_agent, index, input, self.output_type,
+                                 live, session)
+        except Exception as exc:  # a pool that was shut down
+            future = Future()
+            future.set_result(failed(index, input, exc))
+        keys[future] = key
+        future.add_done_callback(self.finished.put)
+        return True
+
+    def _next_finished(self) -> Future[Any]:
+        while True:  # a timeout, so that Ctrl-C reaches the iterating thread
+            with contextlib.suppress(queue.Empty):
+                return self.finished.get(timeout=1.0)
+
+    def _remote(self, todo: list[tuple[int, Any, str | None]], executor: Executor
+                ) -> Iterator[tuple[BatchResult, str | None]]:
+        """Inputs in groups, each group a task that runs them at once on a worker process."""
+        slots = _slots(executor)
+        size = max(1, min(math.ceil(self.max_concurrency / slots),
+                          math.ceil(len(todo) / slots)))
+        groups = [todo[i:i + size] for i in range(0, len(todo), size)]
+        in_flight = max(1, self.max_concurrency // size)
+        members: dict[Future[Any], list[tuple[int, Any, str | None]]] = {}
+        pending = iter(groups)
+        try:
+            for _ in range(in_flight):
+                if not self._submit_group(executor, next(pending, None), members):
+                    break
+            while members:
+                future = self._next_finished()
+                group = members.pop(future)
+                yield from self._group_results(future, group)
+                self._submit_group(executor, next(pending, None), members)
+        finally:
+            for future in members:
+                future.cancel()
+
+    def _submit_group(self, executor: Executor, group: list[tuple[int, Any, str | None]] | None,
+                      members: dict[Future[Any], list[tuple[int, Any, str | None]]]) -> bool:
+        if group is None:
+            return False
+        wire = [(index, wire_input(input)) for index, input, _ in group]
+        try:
+            future = executor.submit(run_group, self.make_agent, wire, self.output_type)
+        except Exception as exc:  # say, make_agent cannot be pickled
+            future = Future()
+            future.set_exception(exc)
+        members[future] = group
+        future.add_done_callback(self.finished.put)
+        return True
+
+    def _group_results(self, future: Future[Any], group: list[tuple[int, Any, str | None]]
+                       ) -> Iterator[tuple[BatchResult, str | None]]:
+        by_index = {index: (input, key) for index, input, key in group}
+        try:
+            wires = future.result()
+        except BaseException as exc:  # the task failed as a whole: every input of it did
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            for index, input, key in group:
+                yield failed(index, input, exc), key
+            return
+        for data in wires:
+            input, key = by_index.pop(int(data["index"]))
+            try:
+                result = from_wire(data, input, self.output_type)
+            except Exception as exc:
+                result = failed(int(data["index"]), input, exc)
+            yield result, key
+        for index, (input, key) in by_index.items():  # a worker that lost some: say so
+            yield failed(index, input, RuntimeError("the worker returned no result")), key
+
+
+def _result_of(future: Future[Any]) -> BatchResult:
+    result = future.result()
+    assert isinstance(result, BatchResult)
+    return result
+
+
+def _put(store: ResultStore, result: BatchResult, key: str) -> None:
+    try:
+        store.put(result.index, key, to_wire(result))
+    except Exception:  # a full disk, say: the batch goes on, the result is only not kept
+        _log.exception("could not store the result of input %d in %r", result.index, store)
+
+
+def _slots(executor: Executor) -> int:
+    """How many tasks `executor` runs at once: a Dask cluster's threads, a pool's workers.
+
+    Read from attributes these executors keep (`distributed`'s `ClientExecutor._client`,
+    `ProcessPoolExecutor._max_workers`); any other executor counts as the machine's CPUs.
+    """
+    client = getattr(executor, "_client", None)
+    nthreads = getattr(client, "nthreads", None)
+    if callable(nthreads):
+        with contextlib.suppress(Exception):
+            total = sum(int(n) for n in nthreads().values())
+            if total > 0:
+                return total
+    workers = getattr(executor, "_max_workers", None)
+    if isinstance(workers, int) and workers > 0:
+        return workers
+    return os.cpu_count() or 1

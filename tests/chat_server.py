@@ -1,0 +1,171 @@
+"""A local OpenAI-compatible chat server that answers by what the prompt says, for batch tests.
+
+`POST /v1/chat/completions` streams chat-completion chunks in OpenAI's wire format. The answer
+depends on the last user message and the declared tools:
+
+- `fail...`: HTTP 400 with an OpenAI error body (the run ends with an error);
+- `weather <city>`, with no tool result yet: a `get_weather` tool call for `<city>`; once the
+  request carries the tool result: `"weather: <result>"`;
+- a request declaring `final_result`: a call of it, `{"response": <text>}` when the schema
+  wraps the value, else `{"name": <text>, "population": <len(text)>}`;
+- anything else: `"echo: <text>"` in a few chunks, `delay_s` apart.
+
+It counts connections and requests and the most streams ever open at once, and runs in a thread
+of the test process or (`python tests/chat_server.py`) on its own, printing its port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WAIT_S = 10.0
+
+
+class ChatServer(ThreadingHTTPServer):
+    """The server on 127.0.0.1, on a free port, from construction until `close()`."""
+
+    daemon_threads = False
+    block_on_close = True
+    request_queue_size = 256
+
+    def __init__(self, delay_s: float = 0.0) -> None:
+        self.delay_s = delay_s
+        self.lock = threading.Lock()
+        self.accepted = 0
+        self.requests = 0
+        self.streaming = 0
+        self.max_streaming = 0
+        self.prompts: list[str] = []
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02},
+                                       name="chat-server")
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.shutdown()
+        self.server_close()
+        self.thread.join(_WAIT_S)
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+            "model": "m-1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _usage(prompt: int, completion: int) -> bytes:
+    body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+            "model": "m-1", "choices": [],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                      "total_tokens": prompt + completion}}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content or [] if isinstance(part, dict))
+
+
+def _tool_call(name: str, arguments: dict[str, Any]) -> list[bytes]:
+    call = {"index": 0, "id": f"call_{name}", "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments)}}
+    return [_chunk({"role": "assistant", "content": None, "tool_calls": [call]}),
+            _chunk({}, "tool_calls"), _usage(10, 5)]
+
+
+def answer(request: dict[str, Any]) -> list[bytes] | None:
+    """The chunks answering `request`, or None for the 400 of a `fail` prompt."""
+    messages = request["messages"]
+    users = [m for m in messages if m.get("role") == "user"]
+    text = _text_of(users[-1]) if users else ""
+    tools = {t["function"]["name"]: t["function"] for t in request.get("tools") or []}
+    last = messages[-1]
+    if text.startswith("fail"):
+        return None
+    if "final_result" in tools:
+        wrapped = "response" in tools["final_result"]["parameters"].get("properties", {})
+        arguments = {"response": text} if wrapped else {"name": text, "population": len(text)}
+        return _tool_call("final_result", arguments)
+    if text.startswith("weather ") and last.get("role") == "user":
+        return _tool_call("get_weather", {"city": text.removeprefix("weather ")})
+    reply = (f"weather: {_text_of(last)}" if last.get("role") == "tool" else f"echo: {text}")
+    pieces = [reply[i:i + 4] for i in range(0, len(reply), 4)]
+    return ([_chunk({"role": "assistant", "content": ""})]
+            + [_chunk({"content": piece}) for piece in pieces]
+            + [_chunk({}, "stop"), _usage(10, len(pieces))])
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    timeout = 10
+    server: ChatServer
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.lock:
+            self.server.accepted += 1
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+        chunks = answer(request)
+        with self.server.lock:
+            self.server.requests += 1
+            users = [m for m in request["messages"] if m.get("role") == "user"]
+            self.server.prompts.append(_text_of(users[-1]) if users else "")
+        if chunks is None:
+            body = json.dumps({"error": {"message": "bad prompt", "type": "invalid_request_error"}
+                               }).encode()
+            self.send_response(400)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
+        with self.server.lock:
+            self.server.streaming += 1
+            self.server.max_streaming = max(self.server.max_streaming, self.server.streaming)
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for piece in [*chunks, b"data: [DONE]\n\n"]:
+                if self.server.delay_s:
+                    time.sleep(self.server.delay_s)
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:  # the client went away (an aborted run)
+            self.close_connection = True
+        finally:
+            with self.server.lock:
+                self.server.streaming -= 1
+
+
+if __name__ == "__main__":
+    server = ChatServer(float(sys.argv[1]) if len(sys.argv) > 1 else 0.0)
+    sys.stdout.write(f"{server.url}\n")
+    sys.stdout.flush()
+    with contextlib.suppress(KeyboardInterrupt):
+        threading.Event().wait()
+    server.close()
