@@ -237,6 +237,67 @@ def test_lifecycle_abort_while_waiting_for_headers_with_a_plain_session(
         assert not gone.seen.is_set() or gone.at is not None
 
 
+def test_lifecycle_new_http_session_opens_on_the_calling_thread(sse_server: SSEServer) -> None:
+    """No thread per request: the wait for headers happens on the caller's thread, which the
+    abort wakes by shutting the socket down."""
+    sse_server.hang_headers(WAIT_S)
+    seen: list[list[str]] = []
+
+    def waiting() -> bool:
+        if sse_server.requests:
+            seen.append([t.name for t in threading.enumerate()])
+            return True
+        return False
+
+    with new_http_session() as session:
+        result, latency = consume_with_abort(model_for(sse_server.url), waiting,
+                                             http_session=session)
+    assert_aborted(result)
+    assert latency < ABORT_BOUND_S
+    assert seen and not any(name.startswith("agentcore-http") for name in seen[0]), seen
+
+
+def test_lifecycle_abort_while_resolving_a_host_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host name is looked up on a thread of its own, which the abort stops waiting for (a
+    lookup cannot be interrupted: here it hangs until the test lets it go)."""
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def slow_dns(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if host == "slow-dns.test":
+            release.wait(WAIT_S)
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_dns)
+    started = time.monotonic()
+    try:
+        result, latency = consume_with_abort(model_for("http://slow-dns.test:9"),
+                                             lambda: time.monotonic() - started > 0.2)
+    finally:
+        release.set()
+    assert_aborted(result)
+    assert latency < ABORT_BOUND_S
+
+
+def test_lifecycle_a_proxy_from_the_environment_is_used(
+    counting_server: Callable[[bytes], CountingServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`HTTP_PROXY` is honoured (the request then goes through an `Opener` thread): the
+    counting server plays the proxy for a host that does not exist."""
+    proxy = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    with new_http_session() as session:
+        for _ in range(2):
+            controller = ac.AbortController()
+            reply = ac.complete(model_for("http://api.example.test"), CONTEXT, ac.StreamOptions(
+                api_key=KEY, http_session=session, signal=controller.signal))
+            assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+    assert proxy.accepted >= 1
+
+
 def test_lifecycle_abort_while_reading_the_body(sse_server: SSEServer) -> None:
     gone = sse_server.slow_sse([b'data: {"choices": []}\n\n'], interval_s=WAIT_S)
     result, latency = consume_with_abort(model_for(sse_server.url),

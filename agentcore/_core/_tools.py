@@ -44,7 +44,20 @@ def tool_hint(value: object) -> str | None:
     return None
 
 
+_VALID_SCHEMAS: dict[str, None] = {}
+"""The JSON text of schemas that passed `check_schema`, newest last (`_VALID_SCHEMAS_MAX` at most):
+checking a schema against its meta-schema costs about a millisecond, and a service making an
+agent per request builds the same tools over and over."""
+_VALID_SCHEMAS_MAX = 512
+
+
 def _check_schema(_: object, attribute: attrs.Attribute[Any], value: dict[str, Any]) -> None:
+    try:
+        key: str | None = json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON: checked every time (and likely refused)
+        key = None
+    if key is not None and key in _VALID_SCHEMAS:
+        return
     from jsonschema import exceptions, validators
 
     cls = validators.validator_for(value, default=validators.Draft202012Validator)
@@ -52,6 +65,10 @@ def _check_schema(_: object, attribute: attrs.Attribute[Any], value: dict[str, A
         cls.check_schema(value)
     except exceptions.SchemaError as exc:
         raise ValueError(f"'{attribute.name}' is not a valid JSON Schema: {exc.message}") from None
+    if key is not None:
+        if len(_VALID_SCHEMAS) >= _VALID_SCHEMAS_MAX:
+            _VALID_SCHEMAS.pop(next(iter(_VALID_SCHEMAS)), None)
+        _VALID_SCHEMAS[key] = None
 
 
 @attrs.frozen

@@ -208,7 +208,7 @@ class _Batch:
         pool = ThreadPoolExecutor(min(self.max_concurrency, max(1, len(todo))),
                                   thread_name_prefix="agentcore-batch") \
             if self.executor is None else self.executor
-        session = new_http_session()
+        session = new_http_session(self.max_concurrency)
         keys: dict[Future[Any], str | None] = {}
         pending = iter(todo)
         try:

@@ -97,7 +97,7 @@ def _process_session() -> Any:
     """The keep-alive HTTP session the runs of this worker process share (made on first use)."""
     with _worker_lock:
         if not _worker_session:
-            _worker_session.append(new_http_session())
+            _worker_session.append(new_http_session(256))
         return _worker_session[0]
 
 

@@ -66,14 +66,16 @@ __all__ = [
 ]
 
 
-def new_http_session() -> requests.Session:
+def new_http_session(pool_size: int = 10) -> requests.Session:
     """A `requests.Session` configured for agentcore: keep-alive, and abort in every phase.
 
     Pass it as `http_session` to every request that should share connections; the caller owns
     it and closes it (`session.close()`). Requests through it can be aborted while connecting
-    or waiting for response headers, not only while reading the body. Importing requests and
-    the HTTP module waits until this is first called.
+    or waiting for response headers, not only while reading the body. It keeps up to
+    `pool_size` idle connections per host: as many as the requests you run at once, so that
+    each finds one to reuse. Importing requests and the HTTP module waits until this is first
+    called.
     """
     from ._http import new_http_session as new
 
-    return new()
+    return new(pool_size)

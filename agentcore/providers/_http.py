@@ -1,13 +1,15 @@
 """HTTP for providers: requests with retries, SSE streaming, abort at every phase, redaction.
 
 `open_stream` sends the request, retrying what `_retry` says may be retried (in sleeps that an
-abort cuts short) but never once the body has started. With a signal, the request is sent and its
-headers awaited on a short-lived daemon thread (`Opener`) while the caller waits for it or the
-abort, whichever comes first: an abort returns at once in any phase (resolving, connecting,
-waiting for headers). Sessions from `new_http_session` also hand every socket a request opens or
-reuses to the opener before it connects, so the abort shuts that socket down and the opener ends
-too. `iter_events` reads the body as Server-Sent Events; an abort shuts the socket down from the
-aborting thread, so a blocked read returns at once instead of draining the response.
+abort cuts short) but never once the body has started. With a signal, an abort returns at once
+in any phase (resolving, connecting, waiting for headers). Sessions from `new_http_session` hand
+every socket a request opens or reuses to the request's `SocketWatch` before it connects, so the
+abort shuts that socket down: through them (without a proxy) the request is opened on the
+calling thread, with no thread started unless a host name must be looked up for a new
+connection. Through any other session, the request is sent and its headers awaited on a
+short-lived daemon thread (`Opener`) that the abort abandons. `iter_events` reads the body as
+Server-Sent Events; an abort shuts the socket down from the aborting thread, so a blocked read
+returns at once instead of draining the response.
 `finish_body` ends a reply its handler stopped reading, so that its connection can be reused.
 """
 
@@ -26,7 +28,15 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._core import ABORTED_TEXT, DEFAULT_MAX_EVENT_BYTES, AbortSignal
-from ._opener import Opener, RequestAborted, new_http_session, shut
+from ._opener import (
+    Opener,
+    RequestAborted,
+    SocketWatch,
+    new_http_session,
+    opens_watched,
+    shut,
+    watched,
+)
 from ._retry import RetryPolicy, RetryRefusal, server_delay
 
 # Looked up here at call time, so that tests can make the waits instant (conftest `backoffs`).
@@ -263,8 +273,11 @@ def _lower_first(text: str) -> str:
 def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
     """POST `request` and return the response once its headers are in.
 
-    Without a signal this happens on the calling thread. With one, on an `Opener`, so that an
-    abort returns at once whatever the request is blocked in; an abort raises `RequestAborted`.
+    Without a signal this happens on the calling thread. With one, an abort returns at once
+    whatever the request is blocked in, and raises `RequestAborted`: through a session of
+    `new_http_session` without a proxy, on the calling thread, the abort shutting the socket
+    down (a host name is looked up on a thread of its own, only for a new connection); through
+    any other session, on an `Opener` thread that the abort abandons.
     """
 
     def send() -> Any:
@@ -273,6 +286,18 @@ def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
 
     if request.signal is None:
         return send()
+    if opens_watched(request.session, request.url):  # the abort can cut it here: no thread
+        watch = SocketWatch()
+        remove = request.signal.add_listener(watch.cut)
+        try:
+            with watched(watch):
+                return send()
+        except Exception:
+            if request.signal.aborted:
+                raise RequestAborted(ABORTED_TEXT) from None
+            raise
+        finally:
+            remove()
     opener = Opener(send)
     opener.start()
     remove = request.signal.add_listener(opener.abandon)

@@ -1,18 +1,23 @@
 """Opening a request so that an abort reaches it in every phase.
 
-`Opener` runs one request's connect, send and wait for headers on a short-lived daemon thread
-while the caller waits for it or the abort. Sessions from `new_http_session` hand every socket
-a request opens or reuses to that request's `SocketWatch`, so an abort shuts the socket down:
-the connect or the wait ends at once, and the server sees the close.
+Sessions from `new_http_session` hand every socket a request opens or reuses to that request's
+`SocketWatch` (the one `watched` names for the thread), so an abort shuts the socket down: the
+connect or the wait ends at once, and the server sees the close. A host name is looked up on a
+short-lived thread that the abort stops waiting for. Such a request needs no thread of its own.
+For any other session (or through a proxy), `Opener` runs one request's connect, send and wait
+for headers on a short-lived daemon thread while the caller waits for it or the abort.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
+import ipaddress
 import socket
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from .._core import ABORTED_TEXT
@@ -20,31 +25,74 @@ from .._core import ABORTED_TEXT
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["Opener", "RequestAborted", "new_http_session", "shut"]
+__all__ = ["Opener", "RequestAborted", "SocketWatch", "new_http_session", "opens_watched", "shut",
+           "watched"]
 
 
 class RequestAborted(Exception):
     """The request was aborted through its signal."""
 
 
-def new_http_session() -> requests.Session:
+def new_http_session(pool_size: int = 10) -> requests.Session:
     """A `requests.Session` configured for agentcore: keep-alive, and abort in every phase.
 
     Its connections hand their sockets to the request being opened, so that `abort()` can shut
-    a connect or a wait for response headers down at once. The caller owns it and closes it
-    (an `Agent` closes its own in `Agent.close()`). Any other session works too; with one, an
-    abort still returns at once but an abandoned connect or wait ends only at its timeout.
+    a connect or a wait for response headers down at once. It keeps `pool_size` idle
+    connections per host. The caller owns it and closes it (an `Agent` closes its own in
+    `Agent.close()`). Any other session works too; with one, an abort still returns at once but
+    an abandoned connect or wait ends only at its timeout.
     """
-    import requests
-
-    session = requests.Session()
+    if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
+        raise ValueError(f"'pool_size' must be an int of at least 1, got {pool_size!r}")
+    session = _session_type()()
     adapter_type = _adapter_type()
-    session.mount("https://", adapter_type())
-    session.mount("http://", adapter_type())
+    session.mount("https://", adapter_type(pool_maxsize=pool_size))
+    session.mount("http://", adapter_type(pool_maxsize=pool_size))
     return session
 
 
-class _SocketWatch:
+ENV_SETTINGS_TTL_S = 1.0
+"""How long a session from `new_http_session` reuses what it read from the environment."""
+
+
+@functools.cache
+def _session_type() -> type[requests.Session]:
+    """The `requests.Session` of `new_http_session`, built on first use (requests loads lazily).
+
+    It reads proxies and certificates from the environment (`HTTPS_PROXY`, `NO_PROXY`,
+    `REQUESTS_CA_BUNDLE`, ...) once per origin every `ENV_SETTINGS_TTL_S`: requests reads them
+    afresh for every request, walking the whole environment several times, which costs more than
+    the rest of sending a request.
+    """
+    import requests
+
+    class AgentcoreSession(requests.Session):
+        """`requests.Session` that reuses its environment settings for a second."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self._env_settings: dict[tuple[Any, ...], tuple[float, Any]] = {}
+
+        def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
+                                       cert: Any) -> Any:
+            if proxies or not self.trust_env or not isinstance(url, str):
+                return super().merge_environment_settings(url, proxies, stream, verify, cert)
+            key = (*url.split("/", 3)[:3], stream, verify, cert, *self.proxies.items())
+            now = time.monotonic()
+            cached = self._env_settings.get(key)
+            if cached is None or now - cached[0] > ENV_SETTINGS_TTL_S:
+                if len(self._env_settings) > 64:
+                    self._env_settings.clear()
+                settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
+                cached = self._env_settings[key] = (now, settings)
+            copied = dict(cached[1])
+            copied["proxies"] = dict(copied["proxies"])
+            return copied
+
+    return AgentcoreSession
+
+
+class SocketWatch:
     """The sockets one request opens or reuses, so that an abort can shut them down.
 
     Thread-safe. A socket added after `cut()` is shut down at once (the abort came first).
@@ -54,6 +102,7 @@ class _SocketWatch:
         self._lock = threading.Lock()
         self._sockets: list[socket.socket] = []
         self._cut = False
+        self._wakers: list[threading.Event] = []  # set by `cut()` (waits for name lookups)
 
     def add(self, sock: socket.socket) -> None:
         with self._lock:
@@ -62,12 +111,51 @@ class _SocketWatch:
                 return
         shut(sock)
 
+    def wake_on_cut(self, waker: threading.Event) -> None:
+        """Have `cut()` set `waker` (at once if it came already)."""
+        with self._lock:
+            if not self._cut:
+                self._wakers.append(waker)
+                return
+        waker.set()
+
     def cut(self) -> None:
         with self._lock:
             self._cut = True
             sockets, self._sockets = self._sockets, []
+            wakers = self._wakers
+        for waker in wakers:
+            waker.set()
         for sock in sockets:
             shut(sock)
+
+
+_watching = threading.local()
+"""Per thread: the `SocketWatch` of the request the thread is opening (`watched`), if any."""
+
+
+@contextlib.contextmanager
+def watched(watch: SocketWatch) -> Iterator[None]:
+    """While inside, the connections of `new_http_session` on this thread report to `watch`."""
+    previous = getattr(_watching, "watch", None)
+    _watching.watch = watch
+    try:
+        yield
+    finally:
+        _watching.watch = previous
+
+
+def opens_watched(session: Any, url: str) -> bool:
+    """Whether `session` opens `url` through watched connections, directly (no proxy).
+
+    Then an abort can cut every phase of opening the request by shutting its socket down (and
+    stop waiting for name resolution), so the request needs no `Opener` thread.
+    """
+    if type(session) is not _session_type() or \
+            type(session.get_adapter(url)) is not _adapter_type():
+        return False
+    settings = session.merge_environment_settings(url, {}, True, None, None)
+    return not settings["proxies"]
 
 
 def shut(sock: socket.socket) -> None:
@@ -87,7 +175,7 @@ class Opener(threading.Thread):
 
     def __init__(self, send: Callable[[], Any]) -> None:
         super().__init__(name="agentcore-http-open", daemon=True)
-        self.watch = _SocketWatch()
+        self.watch = SocketWatch()
         self.finished = threading.Event()
         self._send = send
         self._lock = threading.Lock()
@@ -96,6 +184,7 @@ class Opener(threading.Thread):
         self._abandoned = False
 
     def run(self) -> None:
+        _watching.watch = self.watch
         try:
             response = self._send()
         except BaseException as exc:
@@ -138,25 +227,63 @@ def _nothing() -> None:
     return None
 
 
-def _current_watch() -> _SocketWatch | None:
-    thread = threading.current_thread()
-    return thread.watch if isinstance(thread, Opener) else None
+def _current_watch() -> SocketWatch | None:
+    return getattr(_watching, "watch", None)
 
 
-def _watched_socket(conn: Any, watch: _SocketWatch) -> socket.socket:
+def _resolve(host: str, port: int, watch: SocketWatch) -> list[Any]:
+    """`socket.getaddrinfo` for a connection, which an abort (`watch.cut()`) stops waiting for.
+
+    An IP address needs no lookup and is resolved here; a name is looked up on a short-lived
+    daemon thread (a lookup cannot be interrupted), abandoned when the watch is cut.
+    """
+    from urllib3.util.connection import allowed_gai_family
+
+    family = allowed_gai_family()
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    else:
+        return socket.getaddrinfo(host, port, family, socket.SOCK_STREAM)
+    found: list[Any] = []
+    failed: list[BaseException] = []
+    done, wake = threading.Event(), threading.Event()
+    watch.wake_on_cut(wake)
+
+    def look_up() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, family, socket.SOCK_STREAM))
+        except BaseException as exc:
+            failed.append(exc)
+        finally:
+            done.set()
+            wake.set()
+
+    threading.Thread(target=look_up, name="agentcore-http-resolve", daemon=True).start()
+    wake.wait()
+    if not done.is_set():
+        raise OSError(errno.ECANCELED, "aborted while resolving the host name")
+    if failed:
+        raise failed[0]
+    return found
+
+
+def _watched_socket(conn: Any, watch: SocketWatch) -> socket.socket:
     """A connected socket for urllib3 connection `conn`, added to `watch` before it connects.
 
     What `urllib3.util.connection.create_connection` and `HTTPConnection._new_conn` do (urllib3
     offers no hook between creating a socket and connecting it), with the same exceptions.
     """
     from urllib3.exceptions import ConnectTimeoutError, NameResolutionError, NewConnectionError
-    from urllib3.util.connection import allowed_gai_family
 
     host = str(conn.host).strip("[]")
     try:
-        found = socket.getaddrinfo(host, conn.port, allowed_gai_family(), socket.SOCK_STREAM)
+        found = _resolve(host, conn.port, watch)
     except socket.gaierror as exc:
         raise NameResolutionError(conn.host, conn, exc) from exc
+    except OSError as exc:  # the abort: as a connection that could not be made
+        raise NewConnectionError(conn, f"Failed to establish a new connection: {exc}") from exc
     error: OSError = OSError("getaddrinfo returns an empty list")
     for family, kind, proto, _, address in found:
         sock = socket.socket(family, kind, proto)
