@@ -105,6 +105,7 @@ class AgentRun:
         self._finishers: list[Callable[[], None]] = []
         self._name = "agentcore-run"
         self._thread: threading.Thread | None = None
+        self._waiting = 0  # threads in `_wait` (under the lock): `publish` wakes only if any
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
         # Asyncio waiters: each future is resolved, on its loop, at the next publish or finish.
         self._async_waiters: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
@@ -353,7 +354,8 @@ class AgentRun:
             # log: publishing stays O(1) amortized even in a log mostly of kinds never dropped.
             if len(self._events) > self._max_events and self._updates * 10 >= len(self._events):
                 self._drop_updates()
-            self._cond.notify_all()
+            if self._waiting:  # most events have no thread waiting: skip the notify's cost
+                self._cond.notify_all()
             if self._async_waiters:
                 self._wake_async()
 
@@ -494,7 +496,11 @@ class AgentRun:
                     left = None if deadline is None else deadline - time.monotonic()
                     if left is not None and left <= 0:
                         return False
-                    self._cond.wait(left)
+                    self._waiting += 1
+                    try:
+                        self._cond.wait(left)
+                    finally:
+                        self._waiting -= 1
         except KeyboardInterrupt:
             self.abort()
             raise

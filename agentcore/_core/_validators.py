@@ -19,6 +19,7 @@ import inspect
 import itertools
 import re
 import reprlib
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -314,8 +315,40 @@ def _cannot_take(fn: Callable[..., Any], count: int) -> bool:
     return False
 
 
+_BY_SHAPE: dict[tuple[Any, ...], bool] = {}
+"""`_cannot_take` by what decides it: a function's code and defaults, a callable's class.
+
+A new closure (an agent's hooks) or bound method per call would miss a cache keyed by the
+callable itself, and such a cache would keep them, and whatever they hold, alive."""
+
+
+def _shape(fn: Callable[..., Any], count: int) -> tuple[Any, ...] | None:
+    """What `fn`'s signature depends on, when that is its code or its class; else None."""
+    target, bound = fn, False
+    if isinstance(fn, types.MethodType):
+        target, bound = fn.__func__, True
+    if type(target) is types.FunctionType:
+        if "__wrapped__" in target.__dict__ or "__signature__" in target.__dict__:
+            return None
+        return (target.__code__, len(target.__defaults__ or ()),
+                tuple(sorted(target.__kwdefaults__ or ())), bound, count)
+    call = vars(type(fn)).get("__call__")
+    if type(call) is types.FunctionType and not isinstance(fn, type) \
+            and "__signature__" not in getattr(fn, "__dict__", {}):
+        return (type(fn), count)
+    return None
+
+
 def cannot_take(fn: Callable[..., Any], count: int) -> bool:
     """Whether `fn` certainly cannot be called with `count` positional arguments."""
+    shape = _shape(fn, count)
+    if shape is not None:
+        known = _BY_SHAPE.get(shape)
+        if known is None:
+            if len(_BY_SHAPE) >= 4096:
+                _BY_SHAPE.clear()
+            known = _BY_SHAPE[shape] = _cannot_take.__wrapped__(fn, count)
+        return known
     try:
         return _cannot_take(fn, count)
     except TypeError:  # unhashable: check without the cache
