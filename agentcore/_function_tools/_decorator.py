@@ -26,6 +26,7 @@ import functools
 import inspect
 import json
 import re
+import sys
 import typing
 from collections.abc import Callable
 from typing import Any, Generic, ParamSpec, TypeVar, overload
@@ -77,6 +78,13 @@ class FunctionTool(AgentTool, Generic[P, R]):
     and `__name__`, `__qualname__`, `__module__`, `__doc__` and `__annotations__` are the
     function's, so `inspect.signature` and `help` see the function. Unlike other values it is
     not slotted: a slotted class cannot give each instance its own `__doc__`.
+
+    It pickles by reference, as a function does, so that an executor running tools in another
+    process can take it: `@tool` at module level leaves the tool under the function's name,
+    which the other process imports; a tool made from a module-level function under another
+    name (`lookup_tool = tool(lookup)`) is rebuilt there from that function. A tool made
+    inside a function cannot be pickled, as a local function cannot (cloudpickle, which Dask
+    uses, takes such a function by value).
     """
 
     fn: Callable[P, R] = attrs.field(kw_only=True, validator=is_callable())
@@ -99,6 +107,40 @@ class FunctionTool(AgentTool, Generic[P, R]):
     def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
         """Call the wrapped function directly, as if it were not a tool."""
         return self.fn(*args, **kwargs)
+
+    def __reduce__(self) -> str | tuple[Any, ...]:
+        """Pickle by reference: the module-level name holding this tool, or its function."""
+        if _module_level(self.fn) is self:
+            return self.fn.__qualname__  # pickle looks it up in `__module__`, the function's
+        return (_rebuild, (self.fn, self.name, self.description, self.label,
+                           self.execution_mode, self.timeout))
+
+
+def _module_level(fn: Callable[..., Any]) -> object:
+    """What `fn`'s module holds under `fn`'s qualified name (None for a local function)."""
+    found: object = sys.modules.get(fn.__module__)
+    for part in fn.__qualname__.split("."):
+        found = getattr(found, part, None)
+    return found
+
+
+def _rebuild(
+    fn: Callable[P, R],
+    name: str,
+    description: str,
+    label: str | None,
+    execution_mode: ToolExecutionMode | None,
+    timeout: float | None,
+) -> FunctionTool[P, R]:
+    """Unpickle a `FunctionTool` made from a function importable by its own name."""
+    return _build(fn, name, description, label, execution_mode, timeout)
+
+
+def _execute_of(owner: Callable[..., Any]) -> _Invoke:
+    """Unpickle an `_Invoke`: the `execute` of the tool `owner`, or of a tool made from it."""
+    if isinstance(owner, FunctionTool):
+        return typing.cast(_Invoke, owner.execute)
+    return typing.cast(_Invoke, _build(owner, "tool", None, None, None, None).execute)
 
 
 @overload
@@ -289,6 +331,17 @@ class _Invoke:
                            "on_update": on_update, "deps": tool_deps()}
             kwargs.update((name, loop_values[name]) for name in self.injected)
         return _to_result(self.fn(**kwargs))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickle by reference to the tool, or the function, that the other process imports.
+
+        The converters are closures and cannot travel; `@tool` rebinds the function's name to
+        the tool, so the function cannot travel by reference either, but the tool can.
+        """
+        owner = _module_level(self.fn)
+        if isinstance(owner, FunctionTool) and owner.execute is self:
+            return (_execute_of, (owner,))
+        return (_execute_of, (self.fn,))
 
 
 def _to_result(value: object) -> AgentToolResult:

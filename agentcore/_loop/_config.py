@@ -195,7 +195,14 @@ class AgentLoopConfig:
 
     Hooks run on the run's thread (`before_tool_call`/`after_tool_call` too), tools on worker
     threads (the run's own daemon pool, or `tool_executor`); a hook that raises becomes an
-    error message or an error tool result, never an exception. `tool_timeout` (seconds) bounds
+    error message or an error tool result, never an exception. A `ThreadPoolExecutor` (or a
+    subclass) as `tool_executor` runs calls in this process, as the run's pool does; any other
+    executor (a `ProcessPoolExecutor`, Dask's `client.get_executor()`) may run them elsewhere,
+    so it gets a picklable work item (the tool's `execute`, the call's arguments, `deps`) and
+    the run waits on its future. Such a call's tool gets a signal that never aborts and an
+    `on_update` that drops progress: neither crosses processes, but an abort or a timeout still
+    ends the wait. A tool or `deps` that cannot be pickled gives an error result saying so
+    (`@tool` functions at module level pickle by reference). `tool_timeout` (seconds) bounds
     every tool call whose tool sets no `timeout` of its own; `deps` is handed to every `@tool`
     function with a parameter named `deps`. With an `output_type`, the model answers through a
     `final_result` tool whose converted arguments are that result's `details`, within

@@ -5,6 +5,10 @@ everything else (hooks, events) happens on the run's thread, which receives the 
 and completion through a queue of small typed messages. Because no tool runs on the run's
 thread, a call that outlives its timeout, or ignores an abort for `ABORT_GRACE_S`, can be
 abandoned: the run goes on without it and never waits for its thread.
+
+An executor that may run calls in another process (anything but the run's pool or a
+`ThreadPoolExecutor`) gets a picklable work item instead, and its future's completion reaches
+the same queue (see `_remote`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from typing import Any, Protocol
 
 import attrs
@@ -48,6 +53,7 @@ from ._config import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from ._remote import check_result, failure_text, outcome, run_tool
 
 __all__ = ["ABORT_GRACE_S", "Inbox", "Submitter", "ToolBatch", "serving", "tool_inbox"]
 
@@ -101,6 +107,7 @@ class _Call:
     deadline: float = float("inf")  # time.monotonic() past which the call is abandoned
     own: AbortController | None = None  # this call's own signal, when it has a timeout
     unlink: Callable[[], None] | None = None  # stops `own` following the tools' signal
+    future: Future[Any] | None = None  # on an executor that may run the call elsewhere
 
 
 @attrs.frozen
@@ -134,13 +141,21 @@ class _Returned:
     result: AgentToolResult
 
 
+@attrs.frozen
+class _Settled:
+    """The `future` of `c`, on an executor that may run it in another process, is done."""
+
+    c: _Call
+    future: Future[Any]
+
+
 class _Aborted:
     """The tools' signal was aborted: from now on, calls have `ABORT_GRACE_S` to end."""
 
 
 _ABORTED = _Aborted()
 
-_Message = _Update | _NotStarted | _Raised | _Returned | _Aborted
+_Message = _Update | _NotStarted | _Raised | _Returned | _Settled | _Aborted
 """What reaches the run's thread through its tool inbox."""
 
 Inbox = queue.SimpleQueue[_Message]
@@ -270,12 +285,18 @@ class ToolBatch:
 
         A call with a timeout gets a signal of its own, following the tools' signal, so that
         its expiry aborts it alone. The run's thread stays free meanwhile to emit the tools'
-        progress in order and to notice deadlines.
+        progress in order and to notice deadlines. Only the run's pool and a
+        `ThreadPoolExecutor` are known to run the work in this process; any other executor
+        gets a picklable work item (`_send`).
         """
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
         assert tool is not None
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
+        executor = self.get_executor()
+        if isinstance(executor, Executor) and not isinstance(executor, ThreadPoolExecutor):
+            self._send(c, executor, timeout)
+            return
         if timeout is not None:
             c.timeout, c.deadline = timeout, time.monotonic() + timeout
             c.own = own = AbortController()
@@ -298,7 +319,7 @@ class ToolBatch:
                     inbox.put(_NotStarted(c))
                     return
                 result = tool.execute(c.call.id, c.args, signal, on_update)
-                _check_result(tool, result)
+                check_result(tool.name, result)
             except BaseException as exc:
                 c.finished = True
                 inbox.put(_Raised(c, exc))
@@ -312,9 +333,34 @@ class ToolBatch:
         if self.wrap is not None:
             work = self.wrap(c.call.id, work)
         try:
-            self.get_executor().submit(work)
+            executor.submit(work)
         except Exception as exc:  # a shut-down or saturated user executor
             inbox.put(_Raised(c, exc))
+
+    def _send(self, c: _Call, executor: Executor, timeout: float | None) -> None:
+        """Hand `c` to an executor that may run it in another process; wait on its future.
+
+        The work item is `run_tool` with the tool's name and `execute`, the call's id and
+        arguments and the run's `deps` (not the `AgentTool`: its compiled validators need
+        not pickle, and the worker has no use for them). No signal or `on_update` of this
+        run travels with it, and no observer wraps it: those live in this process. When the
+        executor refuses the work, or cannot pickle it, the call's result says so (`outcome`).
+        """
+        tool, inbox = c.tool, self._inbox
+        assert tool is not None
+        if timeout is not None:
+            c.timeout, c.deadline = timeout, time.monotonic() + timeout
+        if self.halt.aborted:
+            inbox.put(_NotStarted(c))
+            return
+        try:
+            future = executor.submit(run_tool, tool.name, tool.execute, c.call.id, c.args,
+                                     self.config.deps)
+        except Exception as exc:  # shut down, or (Dask) the work item does not pickle
+            future = Future()
+            future.set_exception(exc)
+        c.future = future
+        future.add_done_callback(lambda done: inbox.put(_Settled(c, done)))
 
     def _pump(self, calls: list[_Call]) -> None:
         """Handle tool progress and completions on this thread until every call has its result.
@@ -348,8 +394,19 @@ class ToolBatch:
                     self._after(c, error_result(_failure(c.call.name, exc)), True)
                 case _Returned(c, result) if pending.pop(id(c), None) is not None:
                     self._after(c, result, False)
+                case _Settled(c, future) if pending.pop(id(c), None) is not None:
+                    assert c.tool is not None
+                    settled = outcome(future, c.tool, c.args, self.config.deps,
+                                      self.get_executor())
+                    if settled is None:  # cancelled: on abort, or by the executor's owner
+                        self._finish(c, error_result(CALL_ABORTED_TEXT), True)
+                    else:
+                        self._after(c, *settled)
                 case _Aborted():
                     grace_ends = min(grace_ends, time.monotonic() + ABORT_GRACE_S)
+                    for c in pending.values():
+                        if c.future is not None:  # not started yet: it never will be
+                            c.future.cancel()
             if message is None or (message is _ABORTED and pending):
                 self._expire(pending, grace_ends)
 
@@ -363,6 +420,8 @@ class ToolBatch:
                 text = f"tool '{c.call.name}' timed out after {c.timeout:g} s"
                 if c.own is not None:
                     c.own.abort(text)
+                if c.future is not None:
+                    c.future.cancel()
                 _log.info("%s; the run goes on without it", text)
                 self._after(c, error_result(text), True)
             elif grace_ends <= now:
@@ -421,13 +480,7 @@ def _failure(name: str, exc: BaseException) -> str:
     bug in a tool is never invisible to its developer.
     """
     _tools_log.info("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def _check_result(tool: AgentTool, result: object) -> None:
-    if not isinstance(result, AgentToolResult):
-        raise TypeError(f"tool {tool.name!r} returned {result!r}, expected an AgentToolResult")
+    return failure_text(exc)
 
 
 def _apply(
@@ -447,6 +500,6 @@ class Submitter(Protocol):
     """What runs a batch's calls: a `concurrent.futures.Executor`, or the run's `WorkerPool`."""
 
     def submit(self, fn: Callable[[], None], /) -> object:
-        """Run `fn` on another thread (its return value, say a `Future`, is not used)."""
+        """Run `fn` on another thread of this process (what it returns is not used)."""
 
 
