@@ -5,6 +5,8 @@ one (an empty queue answers 418). Every request is recorded in `requests` before
 so a client holding a response can already see its request there. Event streams are sent with
 `Transfer-Encoding: chunked`, one HTTP chunk per piece, with TCP_NODELAY so that a one-byte chunk
 really travels alone. `close()` stops the server, cuts open connections and joins every thread.
+A new server starts with no shared rate-limit pause for its origin (an earlier test's server on
+the same port may have left one).
 """
 
 from __future__ import annotations
@@ -32,13 +34,17 @@ _Script = Callable[["_Handler"], None]
 
 @dataclass(frozen=True)
 class RecordedRequest:
-    """One request as the server received it; `json` is the parsed body (None if not JSON)."""
+    """One request as the server received it; `json` is the parsed body (None if not JSON).
+
+    `at` is when its headers had arrived (`time.monotonic()`).
+    """
 
     method: str
     path: str
     headers: dict[str, str]
     body: bytes
     json: Any
+    at: float = field(default_factory=time.monotonic, compare=False)
 
     def header(self, name: str) -> str | None:
         """A header's value, looked up case-insensitively."""
@@ -87,6 +93,7 @@ class SSEServer:
             target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="sse-server"
         )
         self._thread.start()
+        _forget_rate_limits(self.url)
 
     @property
     def url(self) -> str:
@@ -240,12 +247,14 @@ class _Handler(BaseHTTPRequestHandler):
     do_GET = do_POST
 
     def _serve(self) -> None:
+        at = time.monotonic()
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         try:
             parsed = json.loads(body) if body else None
         except ValueError:
             parsed = None
-        request = RecordedRequest(self.command, self.path, dict(self.headers.items()), body, parsed)
+        request = RecordedRequest(self.command, self.path, dict(self.headers.items()), body, parsed,
+                                  at)
         script = self.server.owner._take(request)
         if script is None:
             text = f"sse_server: no scripted response queued for {self.command} {self.path}"
@@ -289,6 +298,17 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silence the per-request log lines."""
+
+
+def _forget_rate_limits(url: str) -> None:
+    """Drop agentcore's shared rate-limit pauses for `url`'s origin.
+
+    A 429 with a long delay, answered by an earlier test's server on this same port, must not
+    pause this server's requests.
+    """
+    from agentcore.providers import _ratelimit
+
+    _ratelimit.clear(url)
 
 
 def _fallback(text: str) -> _Script:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import attrs
 
 from .._core import ABORTED_TEXT, DEFAULT_MAX_EVENT_BYTES, AbortSignal
+from . import _ratelimit
 from ._opener import (
     Opener,
     RequestAborted,
@@ -100,6 +101,10 @@ class HttpRequest:
     on_response: Callable[[int, Mapping[str, str]], None] | None = None
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     session: requests.Session = attrs.field(kw_only=True, repr=False)
+
+    def pause_key(self) -> _ratelimit.PauseKey:
+        """Whose rate limit this request counts against: its origin and credentials (hashed)."""
+        return _ratelimit.PauseKey.of(self.url, self.secrets, self.headers)
 
 
 _KEY_PATTERNS = re.compile(
@@ -180,7 +185,11 @@ def _read_body(response: Any, signal: AbortSignal | None) -> str:
 def open_stream(request: HttpRequest) -> Any:
     """Send `request` and return the open 2xx `requests.Response`, retrying what may be retried.
 
-    Raises `RequestAborted` or `HttpError`.
+    Rate limits are shared (`_ratelimit`): every attempt first waits out a pause that an answer
+    to any run with the same origin and credentials set, and a 429 or other retryable answer
+    naming a delay sets one, whether this request retries or not. A pause longer than the
+    request's `max_retry_delay_ms` is not waited for: the request fails at once with the
+    refusal it would have got from that answer itself. Raises `RequestAborted` or `HttpError`.
     """
     import requests
 
@@ -188,10 +197,16 @@ def open_stream(request: HttpRequest) -> Any:
     policy = RetryPolicy.of(request.max_retries, request.max_retry_delay_ms)
     read_timeout = request.timeout or DEFAULT_READ_TIMEOUT_S
     timeouts = (min(CONNECT_TIMEOUT_S, read_timeout), read_timeout)
+    key: _ratelimit.PauseKey | None = None  # made when first needed: most requests never need it
     attempt = 0
     while True:
         if signal is not None and signal.aborted:
             raise RequestAborted(ABORTED_TEXT)
+        if _ratelimit.paused():
+            key = key or request.pause_key()
+            refused = _ratelimit.wait(key, signal, policy)
+            if refused is not None:
+                raise HttpError(refused.refusal.text, refused.status, refusal=refused.refusal)
         try:
             response = _post(request, timeouts)
         except (requests.ConnectionError, requests.Timeout) as exc:
@@ -218,13 +233,17 @@ def open_stream(request: HttpRequest) -> Any:
             return response
         body = redact(_read_body(response, signal), request.secrets)
         status = response.status_code
+        asked = server_delay(headers)
+        if asked and _ratelimit.shares(status, headers):
+            key = key or request.pause_key()
+            _ratelimit.pause(key, asked, status)
         if policy.retries_status(attempt, status, headers):
-            asked = server_delay(headers)
             refusal = policy.refusal(asked)
             if refusal is not None:
                 raise HttpError(f"{refusal.text} {body}".rstrip(), status, body, headers,
                                 refusal=refusal)
-            _sleep(asked if asked is not None else policy.capped(_backoff(attempt)), signal)
+            if asked is None:  # else the pause just set makes the next attempt wait `asked`
+                _sleep(policy.capped(_backoff(attempt)), signal)
             attempt += 1
             continue
         raise HttpError(f"{status} {body}".rstrip(), status, body, headers)
