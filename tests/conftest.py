@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from sse_server import SSEServer
 
+from agentcore.providers import _ratelimit
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
 THREAD_GRACE_S = 2.0
@@ -32,6 +33,13 @@ def no_thread_outlives_the_test() -> Iterator[None]:
             break
         extra[0].join(0.05)
     assert not extra, f"threads outlived the test: {[t.name for t in extra]}"
+
+
+@pytest.fixture(autouse=True)
+def no_rate_limit_pause_outlives_the_test() -> Iterator[None]:
+    """Forget the shared 429 pauses a test set: a later test's server may reuse the port."""
+    yield
+    _ratelimit.clear()
 
 
 @pytest.fixture

@@ -254,7 +254,8 @@ def test_lifecycle_new_http_session_opens_on_the_calling_thread(sse_server: SSES
                                              http_session=session)
     assert_aborted(result)
     assert latency < ABORT_BOUND_S
-    assert seen and not any(name.startswith("agentcore-http") for name in seen[0]), seen
+    assert seen
+    assert not any(name.startswith("agentcore-http") for name in seen[0]), seen
 
 
 def test_lifecycle_abort_while_resolving_a_host_name(monkeypatch: pytest.MonkeyPatch) -> None:
