@@ -14,13 +14,15 @@ Private modules, used only inside this package:
 - `_reply`: `WireApi`, the seam each wire module fills in, and `stream_http_reply`, which
   streams any of them.
 - `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
-- `_http` (sessions, request, SSE body, abort in every phase, redaction), `_retry` (retry
-  policy, server hints), `_sse` (SSE decoding).
+- `_http` (request, SSE body, redaction), `_opener` (sessions, abort in every phase),
+  `_retry` (retry policy, server hints), `_ratelimit` (429 pauses shared by the process),
+  `_sse` (SSE decoding).
 - `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
 
-`new_http_session()` makes the `requests.Session` an `Agent` owns and passes as
-`http_session` to all its runs (keep-alive; abort cuts a connect or a wait for headers).
+`new_http_session(pool_size=10)` makes the `requests.Session` an `Agent` owns and passes as
+`http_session` to all its runs (keep-alive; abort cuts a connect or a wait for headers, on
+the calling thread); `run_batch` shares one across its runs.
 
 Importing this package loads neither the wire modules nor requests.
 """
