@@ -40,7 +40,7 @@ def executor(request: pytest.FixtureRequest) -> Iterator[Executor]:
         return
     distributed = pytest.importorskip("distributed")
     with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=None) as cluster, \
+                                  dashboard_address=":0") as cluster, \
             distributed.Client(cluster) as client:
         dask_executor = client.get_executor()
         assert dask_executor.submit(abs, -1).result(TIMEOUT) == 1
