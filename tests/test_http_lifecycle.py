@@ -299,6 +299,51 @@ def test_lifecycle_a_proxy_from_the_environment_is_used(
     assert proxy.accepted >= 1
 
 
+def test_lifecycle_new_http_session_sends_what_requests_would(sse_server: SSEServer) -> None:
+    """Sent through urllib3 directly, the request still carries the session's headers under
+    the provider's own, and a body length; the reply reads as through requests."""
+    sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
+    with new_http_session() as session:
+        session.headers["X-Team"] = "evals"
+        reply = ac.complete(model_for(sse_server.url), CONTEXT,
+                            ac.StreamOptions(api_key=KEY, http_session=session,
+                                             headers={"User-Agent": "mine/1.0"}))
+    assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+    [sent] = sse_server.requests
+    assert sent.header("X-Team") == "evals"
+    assert sent.header("User-Agent") == "mine/1.0"  # the request's own header wins
+    assert sent.header("Accept-Encoding") == session.headers["Accept-Encoding"]
+    assert sent.header("Content-Length") == str(len(sent.body))
+    assert sent.header("Authorization") == f"Bearer {KEY}"
+
+
+def test_lifecycle_a_session_with_hooks_goes_through_requests(sse_server: SSEServer) -> None:
+    """What only requests does per request (hooks here; also cookies, auth, redirects) makes
+    the request take requests' own path."""
+    sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
+    seen: list[int] = []
+    with new_http_session() as session:
+        session.hooks["response"].append(lambda response, **_: seen.append(response.status_code))
+        reply = ac.complete(model_for(sse_server.url), CONTEXT,
+                            ac.StreamOptions(api_key=KEY, http_session=session))
+    assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+    assert seen == [200]
+
+
+def test_lifecycle_a_redirect_is_followed_as_requests_does(sse_server: SSEServer) -> None:
+    """A redirect answer sends the request again through requests, which follows it."""
+    for _ in range(2):
+        sse_server.status(307, b"", headers={"Location": "/v1/moved/chat/completions"})
+    sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
+    with new_http_session() as session:
+        reply = ac.complete(model_for(sse_server.url), CONTEXT,
+                            ac.StreamOptions(api_key=KEY, http_session=session))
+    assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+    assert [r.path for r in sse_server.requests] == [
+        "/v1/chat/completions", "/v1/chat/completions", "/v1/moved/chat/completions"]
+    assert all(r.method == "POST" for r in sse_server.requests)
+
+
 def test_lifecycle_abort_while_reading_the_body(sse_server: SSEServer) -> None:
     gone = sse_server.slow_sse([b'data: {"choices": []}\n\n'], interval_s=WAIT_S)
     result, latency = consume_with_abort(model_for(sse_server.url),

@@ -33,6 +33,7 @@ from ._opener import (
     Opener,
     RequestAborted,
     SocketWatch,
+    lean_post,
     new_http_session,
     opens_watched,
     shut,
@@ -300,6 +301,10 @@ def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
     """
 
     def send() -> Any:
+        response = lean_post(request.session, request.url, request.body, request.headers,
+                             timeouts)
+        if response is not None:
+            return response
         return request.session.post(request.url, data=request.body, headers=request.headers,
                                     stream=True, timeout=timeouts)
 

@@ -25,8 +25,8 @@ from .._core import ABORTED_TEXT
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["Opener", "RequestAborted", "SocketWatch", "new_http_session", "opens_watched", "shut",
-           "watched"]
+__all__ = ["LeanResponse", "Opener", "RequestAborted", "SocketWatch", "lean_post",
+           "new_http_session", "opens_watched", "shut", "watched"]
 
 
 class RequestAborted(Exception):
@@ -49,6 +49,99 @@ def new_http_session(pool_size: int = 10) -> requests.Session:
     session.mount("https://", adapter_type(pool_maxsize=pool_size))
     session.mount("http://", adapter_type(pool_maxsize=pool_size))
     return session
+
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+
+
+def lean_post(session: Any, url: str, body: bytes, headers: dict[str, str],
+              timeouts: tuple[float, float]) -> Any | None:
+    """`session.post(url, ..., stream=True)` for a session of `new_http_session`, made cheaper.
+
+    The request goes from the session's adapter straight to urllib3, with what `requests` would
+    send (the session's headers under ours, the environment's certificate settings), and
+    urllib3's errors become the `requests` exceptions `HTTPAdapter.send` raises. It skips what
+    such a session does not use per request (cookies, auth, hooks, `.netrc`, redirects), which
+    costs about as much as urllib3 itself. None, having sent nothing, when the session or URL
+    needs any of that (then use `session.post`); a redirect answer is closed and gives None too.
+    """
+    if type(session) is not _session_type() or session.auth or session.params \
+            or session.cookies or any(session.hooks.values()):
+        return None
+    adapter: Any = session.get_adapter(url)
+    if type(adapter) is not _adapter_type():
+        return None
+    settings = session.merge_environment_settings(url, {}, True, None, None)
+    if settings["proxies"]:
+        return None
+    import requests
+    from urllib3.util import Timeout, parse_url
+
+    target = requests.PreparedRequest()
+    target.url, target.method = url, "POST"
+    verify, cert = settings["verify"], settings["cert"]
+    pool = adapter.get_connection_with_tls_context(target, verify, proxies=None, cert=cert)
+    adapter.cert_verify(pool, url, verify, cert)
+    ours = {name.lower() for name in headers}
+    sent = {name: value for name, value in session.headers.items()
+            if value is not None and name.lower() not in ours}
+    sent.update(headers)
+    sent["Content-Length"] = str(len(body))
+    with _requests_errors():
+        raw = pool.urlopen("POST", parse_url(url).request_uri, body=body, headers=sent,
+                           redirect=False, assert_same_host=False, preload_content=False,
+                           decode_content=False, retries=adapter.max_retries,
+                           timeout=Timeout(connect=timeouts[0], read=timeouts[1]),
+                           chunked=False)
+    response = LeanResponse(raw)
+    if response.status_code in _REDIRECTS:  # requests follows these: let it
+        response.close()
+        return None
+    return response
+
+
+class LeanResponse:
+    """What `lean_post` returns: the part of `requests.Response` the providers use."""
+
+    __slots__ = ("headers", "raw", "status_code")
+
+    def __init__(self, raw: Any) -> None:
+        self.raw = raw
+        self.status_code: int = raw.status
+        self.headers = raw.headers
+
+    def close(self) -> None:
+        """As `requests.Response.close()` of a streamed body: close it, give the connection back."""
+        self.raw.close()
+        self.raw.release_conn()
+
+
+@contextlib.contextmanager
+def _requests_errors() -> Iterator[None]:
+    """Raise urllib3's errors as the `requests` exceptions `HTTPAdapter.send` makes of them."""
+    import requests
+    from urllib3 import exceptions as u3
+
+    try:
+        yield
+    except u3.MaxRetryError as exc:
+        reason = exc.reason
+        if isinstance(reason, u3.ConnectTimeoutError) and \
+                not isinstance(reason, u3.NewConnectionError):
+            raise requests.ConnectTimeout(exc) from exc
+        if isinstance(reason, u3.ResponseError):
+            raise requests.exceptions.RetryError(exc) from exc
+        if isinstance(reason, u3.SSLError):
+            raise requests.exceptions.SSLError(exc) from exc
+        raise requests.ConnectionError(exc) from exc
+    except (u3.ProtocolError, u3.ClosedPoolError, OSError) as exc:
+        raise requests.ConnectionError(exc) from exc
+    except u3.SSLError as exc:
+        raise requests.exceptions.SSLError(exc) from exc
+    except u3.ReadTimeoutError as exc:
+        raise requests.ReadTimeout(exc) from exc
+    except u3.InvalidHeader as exc:
+        raise requests.exceptions.InvalidHeader(exc) from exc
 
 
 ENV_SETTINGS_TTL_S = 1.0
