@@ -330,6 +330,21 @@ def test_lifecycle_a_session_with_hooks_goes_through_requests(sse_server: SSESer
     assert seen == [200]
 
 
+def test_lifecycle_a_cookie_a_reply_sets_is_sent_back(sse_server: SSEServer) -> None:
+    """As through requests: the session keeps a cookie set by a reply (a load balancer's, say)
+    and sends it with the next request."""
+    body = (FIXTURES / "openai_completions/text.sse").read_bytes()
+    sse_server.sse(body, headers={"Set-Cookie": "lb=blue; Path=/"})
+    sse_server.sse(body)
+    with new_http_session() as session:
+        for _ in range(2):
+            reply = ac.complete(model_for(sse_server.url), CONTEXT,
+                                ac.StreamOptions(api_key=KEY, http_session=session))
+            assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+        assert session.cookies.get("lb") == "blue"
+    assert [r.header("Cookie") for r in sse_server.requests] == [None, "lb=blue"]
+
+
 def test_lifecycle_a_redirect_is_followed_as_requests_does(sse_server: SSEServer) -> None:
     """A redirect answer sends the request again through requests, which follows it."""
     for _ in range(2):

@@ -62,8 +62,9 @@ def lean_post(session: Any, url: str, body: bytes, headers: dict[str, str],
     send (the session's headers under ours, the environment's certificate settings), and
     urllib3's errors become the `requests` exceptions `HTTPAdapter.send` raises. It skips what
     such a session does not use per request (cookies, auth, hooks, `.netrc`, redirects), which
-    costs about as much as urllib3 itself. None, having sent nothing, when the session or URL
-    needs any of that (then use `session.post`); a redirect answer is closed and gives None too.
+    costs about as much as urllib3 itself; cookies a response sets are kept, and from then on the
+    session's requests take requests' own path. None, having sent nothing, when the session or
+    URL needs any of that (then use `session.post`); a redirect answer is closed and gives None.
     """
     if type(session) is not _session_type() or session.auth or session.params \
             or session.cookies or any(session.hooks.values()):
@@ -94,6 +95,13 @@ def lean_post(session: Any, url: str, body: bytes, headers: dict[str, str],
                            timeout=Timeout(connect=timeouts[0], read=timeouts[1]),
                            chunked=False)
     response = LeanResponse(raw)
+    if "set-cookie" in raw.headers:  # kept for the next request, as requests does
+        from requests import cookies, structures
+
+        target.headers = structures.CaseInsensitiveDict(
+            {name: str(value) for name, value in sent.items()})
+        extract: Any = cookies.extract_cookies_to_jar
+        extract(session.cookies, target, raw)
     if response.status_code in _REDIRECTS:  # requests follows these: let it
         response.close()
         return None
