@@ -75,12 +75,12 @@ def run_batch(
 
 def _check(make_agent: object, inputs: object, executor: object, max_concurrency: object,
            output_type: object, store: object, progress: object) -> list[Any]:
+    if isinstance(make_agent, Agent):  # before `callable`: an Agent is not callable
+        raise TypeError("'make_agent' must be a function returning a new Agent, not an Agent: "
+                        "pass `lambda: Agent(...)` (each input needs an agent of its own)")
     if not callable(make_agent):
         raise TypeError(f"'make_agent' must be a function returning a new Agent, got "
                         f"{make_agent!r}")
-    if isinstance(make_agent, Agent):
-        raise TypeError("'make_agent' must be a function returning a new Agent, not an Agent: "
-                        "pass `lambda: Agent(...)` (each input needs an agent of its own)")
     if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Iterable):
         raise TypeError(f"'inputs' must be an iterable of prompts, got {inputs!r:.80}"
                         + (" (a str: wrap it in a list)" if isinstance(inputs, str) else ""))
