@@ -69,6 +69,8 @@ def run_batch(
     items = _check(make_agent, inputs, executor, max_concurrency, output_type, store, progress)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
         _check_picklable(executor, make_agent, output_type)
+    if store is not None:  # a file that is not SQLite raises here, not at the first next()
+        ResultStore(store).close()
     return _Batch(make_agent, items, executor, max_concurrency, output_type, store,
                   progress).results()
 

@@ -32,15 +32,18 @@ class ResultStore:
         import sqlite3  # here: `import agentcore.batch` does not load sqlite3
 
         self.path = os.fspath(path)
+        db = None
         try:
-            self._db: sqlite3.Connection = sqlite3.connect(self.path, timeout=10.0,
-                                                           isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
+            db = sqlite3.connect(self.path, timeout=10.0, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_SCHEMA)
         except sqlite3.Error as exc:
+            if db is not None:  # closed now, not by the garbage collector (a ResourceWarning)
+                db.close()
             raise ValueError(f"'store': cannot open {self.path!r} as a SQLite file ({exc})") \
                 from None
+        self._db: sqlite3.Connection = db
 
     def get(self, index: int, input_key: str) -> dict[str, Any] | None:
         """The stored result of input `index` with that input, or None."""
