@@ -9,7 +9,7 @@ import math
 import os
 import pickle
 import queue
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -158,6 +158,7 @@ class _Batch:
     def results(self) -> Iterator[BatchResult]:
         store = None if self.store_path is None else ResultStore(self.store_path)
         reporter = progress_for(self.progress, len(self.items))
+        runs: Generator[tuple[BatchResult, str | None], None, None] | None = None
         try:
             todo: list[tuple[int, Any, str | None]] = []
             for index, input in enumerate(self.items):
@@ -177,6 +178,10 @@ class _Batch:
                     _put(store, result, key)
                 yield self._report(reporter, result)
         finally:
+            # Now, not once `runs` is collected: an exception raised in this frame (Ctrl-C
+            # during a store write) keeps it alive, and the runs going, with its traceback
+            if runs is not None:
+                runs.close()
             if reporter is not None:
                 reporter.close()
             if store is not None:
@@ -203,7 +208,7 @@ class _Batch:
         return result
 
     def _here(self, todo: list[tuple[int, Any, str | None]]
-              ) -> Iterator[tuple[BatchResult, str | None]]:
+              ) -> Generator[tuple[BatchResult, str | None], None, None]:
         """Each input a task on a thread pool of this process: the run on the task's thread."""
         live = Live()
         own = self.executor is None
@@ -252,7 +257,7 @@ class _Batch:
                 return self.finished.get(timeout=1.0)
 
     def _remote(self, todo: list[tuple[int, Any, str | None]], executor: Executor
-                ) -> Iterator[tuple[BatchResult, str | None]]:
+                ) -> Generator[tuple[BatchResult, str | None], None, None]:
         """Inputs in groups, each group a task that runs them at once on a worker process."""
         slots = _slots(executor)
         size = max(1, min(math.ceil(self.max_concurrency / slots),
