@@ -25,9 +25,9 @@ import agentcore as ac
 from agentcore.providers import _registry
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-ALL_EXAMPLES = ["abort.py", "assistant.py", "callback_events.py", "custom_stream_fn.py",
-                "local_server.py", "loop.py", "mcp_tools.py", "quickstart.py", "steering.py",
-                "structured_output.py", "tools.py"]
+ALL_EXAMPLES = ["abort.py", "assistant.py", "batch.py", "callback_events.py",
+                "custom_stream_fn.py", "local_server.py", "loop.py", "mcp_tools.py",
+                "quickstart.py", "steering.py", "structured_output.py", "tools.py"]
 
 
 def _env(**changes: str) -> dict[str, str]:
