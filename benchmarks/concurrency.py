@@ -39,6 +39,7 @@ import os
 import platform
 import resource
 import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -70,8 +71,8 @@ TARGET_AT = 2000
 TARGET_LATENESS_MS = 50.0  # the server's p99 lateness: above it a cell measured the server
 
 SERVER_START_TIMEOUT_S = 30.0
-RUN_TIMEOUT_S = 900.0  # one conversation; and a child's whole life is bounded by CHILD_TIMEOUT_S
-CHILD_TIMEOUT_S = 1800.0
+RUN_TIMEOUT_S = 540.0  # one conversation; and a child's whole life is bounded by CHILD_TIMEOUT_S
+CHILD_TIMEOUT_S = 600.0
 SAMPLE_S = 0.01
 CHILD_SAMPLE_S = 0.05
 
@@ -327,6 +328,12 @@ def run_dask(base_url: str, n: int, meter: Meter) -> list[Outcome]:
 
     distributed: Any = importlib.import_module("distributed")
 
+    # Dask's statistical profiler calls sys._current_frames() every 10 ms on each worker; on
+    # CPython before 3.11.9 that can deadlock a process running hundreds of threads (gh-106883:
+    # a garbage collection inside it, under the runtime's thread-list lock, runs Dask's GC
+    # callback, which gives up the GIL; a thread that exits then holds the GIL waiting for
+    # that lock). It did here at N=1000. It would also cost the workers CPU per thread sampled.
+    importlib.import_module("dask").config.set({"distributed.worker.profile.enabled": False})
     started = clock()
     cluster = distributed.LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=1,
                                        processes=True, host="127.0.0.1", dashboard_address=None)
@@ -480,20 +487,28 @@ def server_process() -> Iterator[tuple[str, subprocess.Popen[str]]]:
 
 
 def run_child(variant: str, n: int, base_url: str) -> dict[str, Any]:
-    """One measurement in a fresh interpreter; its JSON report (or an `error`)."""
+    """One measurement in a fresh interpreter; its JSON report (or an `error`).
+
+    The child leads its own process group, so that a child that overruns CHILD_TIMEOUT_S is
+    killed with everything it started (a Dask cluster's worker processes).
+    """
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH")) if p)
     argv = [sys.executable, os.path.abspath(__file__), "--child", variant, "--n", str(n),
             "--url", base_url]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True)
     try:
-        done = subprocess.run(argv, capture_output=True, text=True, env=env,
-                              timeout=CHILD_TIMEOUT_S)
+        out, err = proc.communicate(timeout=CHILD_TIMEOUT_S)
     except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         return {"variant": variant, "n": n, "error": f"timed out after {CHILD_TIMEOUT_S:.0f} s"}
-    if done.returncode != 0:
+    if proc.returncode != 0:
         return {"variant": variant, "n": n,
-                "error": f"exit {done.returncode}: {done.stderr.strip()[-600:]}"}
-    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+                "error": f"exit {proc.returncode}: {err.strip()[-600:]}"}
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 class Cell:
@@ -706,6 +721,7 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"N = {','.join(map(str, QUICK_NS))}, one run each")
     parser.add_argument("--json", action="store_true", help="one JSON object per variant and N")
     parser.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    parser.add_argument("--save", metavar="PATH", help="also write the --json lines to PATH")
     parser.add_argument("--child", choices=VARIANTS, help="measure one variant in this process "
                         "and print its JSON report (starts its own server without --url)")
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -760,12 +776,16 @@ def main(argv: list[str] | None = None) -> int:
     total = clock() - started
     found = targets(cells)
     ordered = [cells[(v, n)] for n in ns for v in variants]
+    lines = [json.dumps(cell.summary()) for cell in ordered]
+    lines.append(json.dumps({"targets": [{"what": t.what, "value": t.value, "limit": t.limit,
+                                          "unit": t.unit, "ok": t.ok, "checked": t.checked}
+                                         for t in found],
+                             "source": _source(), "seconds": round(total, 1)}))
+    if args.save:
+        with open(args.save, "w") as f:
+            f.write("\n".join(lines) + "\n")
     if args.json:
-        for cell in ordered:
-            print(json.dumps(cell.summary()))
-        print(json.dumps({"targets": [{"what": t.what, "value": t.value, "limit": t.limit,
-                                       "unit": t.unit, "ok": t.ok, "checked": t.checked}
-                                      for t in found], "seconds": round(total, 1)}))
+        print("\n".join(lines))
     else:
         print(f"{_versions()}; Python {platform.python_version()}, nproc {os.cpu_count()}; "
               f"{_source()}; median of {runs} run(s) per cell"

@@ -25,12 +25,15 @@ a conversation of two requests costs 1.4 s whatever the number of conversations 
 
 Every timed write records how late it went out against its own schedule (`lateness`): the
 evidence that the server kept up. Writes due within the same millisecond share one
-`loop.call_at` callback (a slot), so a write may be up to 1 ms late by design; the epoll timeout's
-millisecond resolution adds up to another. `GET /stats` returns the counters
-(connections accepted, connections that carried a chat request, requests, replies by kind,
-connections and streams open at once) and the lateness percentiles as JSON; `GET
-/stats?reset=1` returns them and starts counting afresh. On SIGTERM or SIGINT the server prints
-its last stats on stderr and exits.
+`loop.call_at` callback (a slot), so a write may be up to 1 ms late by design, and the epoll
+timeout's millisecond resolution adds up to another. The server asks for niceness -10
+(`--nice`; root may): it stands in for a model API with machines of its own, and here shares
+the CPUs with the client processes under test.
+
+`GET /stats` returns the counters (connections accepted, connections that carried a chat
+request, requests, replies by kind, connections and streams open at once, CPU seconds) and the
+lateness percentiles as JSON; `GET /stats?reset=1` returns them and starts counting afresh. On
+SIGTERM or SIGINT the server prints its last stats on stderr and exits.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ REPLY_S = 0.7
 CHUNKS = 40
 BACKLOG = 4096
 SLOT_S = 0.001  # timed writes due within the same millisecond go out together
+# The server stands in for a model API on machines of its own; on the benchmark's machine it
+# shares the CPUs with the clients under test, so it asks to be scheduled first.
+NICE = -10
 MODEL = "gpt-4o-mini-2024-07-18"
 CITIES = ("Paris", "Tokyo", "Lima", "Oslo", "Cairo", "Delhi", "Quito", "Rome", "Seoul", "Sydney")
 TOKENS = (" The", " weather", " there", " is", " sunny", ",", " 21", " °C", ",", " with",
@@ -208,6 +214,7 @@ class Stats:
             "bad_requests": self.bad_requests,
             "broken_replies": self.broken,
             "open_connections": open_connections,
+            "nice": os.getpriority(os.PRIO_PROCESS, 0),
             "peak_open_connections": self.peak_open,
             "peak_streams": self.peak_streams,
             "writes": len(late),
@@ -465,9 +472,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds from a request to the end of its reply")
     parser.add_argument("--chunks", type=int, default=CHUNKS,
                         help="content chunks of the text answer")
+    parser.add_argument("--nice", type=int, default=NICE,
+                        help="scheduling niceness to ask for (default %(default)s; 0: leave it)")
     args = parser.parse_args(argv)
     if not 0 <= args.first_token <= args.reply or args.chunks < 1:
         parser.error("need 0 <= --first-token <= --reply and --chunks >= 1")
+    if args.nice:
+        try:
+            os.setpriority(os.PRIO_PROCESS, 0, args.nice)
+        except OSError as exc:  # lowering niceness takes root (CAP_SYS_NICE)
+            print(f"stream_server: could not set niceness {args.nice}: {exc}", file=sys.stderr)
     limit = raise_open_files_limit()
     cap = somaxconn()
     if limit < 2 * BACKLOG or (cap is not None and cap < BACKLOG):
