@@ -270,7 +270,6 @@ class Server:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
                     return
-                start = self.loop.time()
                 try:
                     method, target, headers = _parse_head(head)
                     length = int(headers.get("content-length", "0"))
@@ -281,6 +280,9 @@ class Server:
                     _respond(writer, 400, str(exc).encode(), keep_alive=False)
                     return
                 body = await reader.readexactly(length) if length else b""
+                # The schedule starts once the whole request is in: a client may send its
+                # headers and its body apart (urllib3 does), with a busy moment between.
+                start = self.loop.time()
                 keep_alive = headers.get("connection", "").lower() != "close"
                 if method == "POST" and target.split("?")[0] == "/v1/chat/completions":
                     if not carried_chat:
