@@ -14,7 +14,8 @@ the request and its end at 700 ms, so a run ideally takes 1.4 s whatever N. Each
 runs in a fresh child process (this file with `--child`), so that its thread count and memory are
 its own; the child warms up with one conversation (not counted), resets the server's counters,
 starts the clock at the first submit and stops it at the last result, then prints one JSON
-object. Variants:
+object. A run in which the server fell behind its schedule (lateness p99 over 50 ms) measured
+the server, not the client: it is measured again, once. Variants:
 
 - agentcore-agent: N `Agent`s, built and `prompt`ed one after another from the main thread,
   then every run waited for.
@@ -68,7 +69,8 @@ TARGET_CPU_AT = 1000
 TARGET_WALL_S = 10.0  # 2,000 runs in one process (agentcore-batch)
 TARGET_DASK_WALL_S = 3.0  # 2,000 runs on the 2-worker LocalCluster
 TARGET_AT = 2000
-TARGET_LATENESS_MS = 50.0  # the server's p99 lateness: above it a cell measured the server
+TARGET_LATENESS_MS = 50.0  # the server's p99 lateness: above it a run measured the server
+INVALID_RETRIES = 1  # a run the server fell behind in is measured again (once), then kept
 
 SERVER_START_TIMEOUT_S = 30.0
 RUN_TIMEOUT_S = 540.0  # one conversation; and a child's whole life is bounded by CHILD_TIMEOUT_S
@@ -519,6 +521,7 @@ class Cell:
         self.n = n
         self.runs: list[dict[str, Any]] = []
         self.failures: list[str] = []
+        self.invalid: list[float] = []  # server lateness p99 (ms) of runs measured again
 
     def median(self, key: str) -> float:
         return float(statistics.median(r[key] for r in self.runs))
@@ -535,6 +538,8 @@ class Cell:
         out: dict[str, Any] = {"variant": self.variant, "n": self.n, "runs": len(self.runs)}
         if self.failures:
             out["failures"] = self.failures
+        if self.invalid:
+            out["invalid_runs_measured_again"] = self.invalid
         if not self.runs:
             return out
         keys = ("wall_s", "runs_per_s", "cpu_s", "cpu_self_s", "cpu_workers_s",
@@ -667,6 +672,10 @@ def ratios(cells: dict[tuple[str, int], Cell], ns: list[int], variants: list[str
 def _notes(cells: list[Cell]) -> list[str]:
     notes = []
     for cell in cells:
+        if cell.invalid:
+            notes.append(f"{cell.variant} N={cell.n}: {len(cell.invalid)} run(s) measured again, "
+                         f"the server having been late (p99 "
+                         + ", ".join(f"{x:.0f}" for x in cell.invalid) + " ms)")
         for failure in cell.failures:
             notes.append(f"{cell.variant} N={cell.n}: a run failed: {failure[:300]}")
         for r in cell.runs:
@@ -761,18 +770,26 @@ def main(argv: list[str] | None = None) -> int:
                 for v in variants:
                     if v == PEER and n >= PEER_ONCE_FROM and r > 0:
                         continue
-                    report = run_child(v, n, url)
-                    if "error" in report:
-                        cells[(v, n)].failures.append(report["error"])
+                    cell = cells[(v, n)]
+                    for attempt in range(1 + INVALID_RETRIES):
+                        report = run_child(v, n, url)
+                        late = (None if "error" in report
+                                else report["server"]["lateness_ms"]["p99"])
+                        if not args.json:
+                            print(f"  {v} N={n} run {r + 1}: " + (
+                                f"failed: {report['error'][:200]}" if late is None else
+                                f"{report['wall_s']:.2f} s, {report['cpu_s']:.2f} CPU s, "
+                                f"{report['errors']} errors, server late p99 {late:.1f} ms"
+                                + (" (invalid)" if late > TARGET_LATENESS_MS else "")),
+                                file=sys.stderr, flush=True)
+                        if late is None or late <= TARGET_LATENESS_MS \
+                                or attempt == INVALID_RETRIES:
+                            break
+                        cell.invalid.append(late)
+                    if late is None:
+                        cell.failures.append(report["error"])
                     else:
-                        cells[(v, n)].runs.append(report)
-                    if not args.json:
-                        print(f"  {v} N={n} run {r + 1}: " + (
-                            f"failed: {report['error'][:200]}" if "error" in report else
-                            f"{report['wall_s']:.2f} s, {report['cpu_s']:.2f} CPU s, "
-                            f"{report['errors']} errors, server late p99 "
-                            f"{report['server']['lateness_ms']['p99']:.1f} ms"),
-                            file=sys.stderr, flush=True)
+                        cell.runs.append(report)
     total = clock() - started
     found = targets(cells)
     ordered = [cells[(v, n)] for n in ns for v in variants]
