@@ -58,7 +58,7 @@ import agentcore as ac
 NS = (10, 100, 1000, 2000)
 QUICK_NS = (10, 100)
 RUNS = 3
-PEER_ONCE_FROM = 1000  # pydantic-ai runs once per N from here on (about 2 minutes a run)
+PEER_ONCE_FROM = 1000  # pydantic-ai runs once per N from here on (1-2 minutes a run)
 VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask", "pydantic-ai")
 AGENTCORE_VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask")
 PEER = "pydantic-ai"
