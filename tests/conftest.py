@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sse_server import SSEServer
 
-from agentcore.providers import _ratelimit
+from agentcore.providers import _opener, _ratelimit
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
 THREAD_GRACE_S = 2.0
@@ -36,10 +36,12 @@ def no_thread_outlives_the_test() -> Iterator[None]:
 
 
 @pytest.fixture(autouse=True)
-def no_rate_limit_pause_outlives_the_test() -> Iterator[None]:
-    """Forget the shared 429 pauses a test set: a later test's server may reuse the port."""
+def no_shared_http_state_outlives_the_test() -> Iterator[None]:
+    """Forget the shared 429 pauses a test set (a later test's server may reuse the port) and
+    the environment settings read (a later test may set a proxy for the same origin)."""
     yield
     _ratelimit.clear()
+    _opener.forget_environment()
 
 
 @pytest.fixture

@@ -299,6 +299,26 @@ def test_lifecycle_a_proxy_from_the_environment_is_used(
     assert proxy.accepted >= 1
 
 
+def test_lifecycle_a_proxy_set_later_is_used_once_the_settings_are_stale(
+    counting_server: Callable[[bytes], CountingServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Environment settings are read at most every `ENV_SETTINGS_TTL_S` (shortened here), by
+    all sessions together: a proxy set later is used from then on."""
+    from agentcore.providers import _opener
+
+    monkeypatch.setattr(_opener, "ENV_SETTINGS_TTL_S", 0.05)
+    body = (FIXTURES / "openai_completions/text.sse").read_bytes()
+    server, proxy = counting_server(body), counting_server(body)
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    options = ac.StreamOptions(api_key=KEY, signal=ac.AbortController().signal)
+    assert ac.complete(model_for(server.url), CONTEXT, options).stop_reason == ac.StopReason.STOP
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    time.sleep(0.1)
+    assert ac.complete(model_for(server.url), CONTEXT, options).stop_reason == ac.StopReason.STOP
+    assert (server.accepted, proxy.accepted) == (1, 1)
+
+
 def test_lifecycle_new_http_session_sends_what_requests_would(sse_server: SSEServer) -> None:
     """Sent through urllib3 directly, the request still carries the session's headers under
     the provider's own, and a body length; the reply reads as through requests."""

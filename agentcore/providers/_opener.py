@@ -25,8 +25,8 @@ from .._core import ABORTED_TEXT
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["LeanResponse", "Opener", "RequestAborted", "SocketWatch", "lean_post",
-           "new_http_session", "opens_watched", "shut", "watched"]
+__all__ = ["LeanResponse", "Opener", "RequestAborted", "SocketWatch", "forget_environment",
+           "lean_post", "new_http_session", "opens_watched", "shut", "watched"]
 
 
 class RequestAborted(Exception):
@@ -153,39 +153,49 @@ def _requests_errors() -> Iterator[None]:
 
 
 ENV_SETTINGS_TTL_S = 1.0
-"""How long a session from `new_http_session` reuses what it read from the environment."""
+"""How long sessions from `new_http_session` reuse what they read from the environment."""
+
+_ENV_SETTINGS: dict[tuple[Any, ...], tuple[float, Any]] = {}
+"""Environment settings by what they depend on, shared by every session of `new_http_session`
+(the environment is the process's): an agent per request reads it once a second, not once."""
+
+
+def forget_environment() -> None:
+    """Drop the environment settings read so far: the next request reads them afresh."""
+    _ENV_SETTINGS.clear()
 
 
 @functools.cache
 def _session_type() -> type[requests.Session]:
     """The `requests.Session` of `new_http_session`, built on first use (requests loads lazily).
 
-    It reads proxies and certificates from the environment (`HTTPS_PROXY`, `NO_PROXY`,
-    `REQUESTS_CA_BUNDLE`, ...) once per origin every `ENV_SETTINGS_TTL_S`: requests reads them
-    afresh for every request, walking the whole environment several times, which costs more than
-    the rest of sending a request.
+    Such sessions read proxies and certificates from the environment (`HTTPS_PROXY`,
+    `NO_PROXY`, `REQUESTS_CA_BUNDLE`, ...) once per origin every `ENV_SETTINGS_TTL_S`, all
+    together: requests reads them afresh for every request, walking the whole environment several
+    times and looking for `~/.netrc`, which costs more than the rest of sending a request.
     """
     import requests
 
     class AgentcoreSession(requests.Session):
-        """`requests.Session` that reuses its environment settings for a second."""
-
-        def __init__(self) -> None:
-            super().__init__()
-            self._env_settings: dict[tuple[Any, ...], tuple[float, Any]] = {}
+        """`requests.Session` that reuses environment settings read in the last second."""
 
         def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
                                        cert: Any) -> Any:
             if proxies or not self.trust_env or not isinstance(url, str):
                 return super().merge_environment_settings(url, proxies, stream, verify, cert)
-            key = (*url.split("/", 3)[:3], stream, verify, cert, *self.proxies.items())
+            # What the result depends on: the origin, the arguments, the session's defaults
+            key = (*url.split("/", 3)[:3], stream, verify, cert, self.stream, self.verify,
+                   self.cert, *self.proxies.items())
             now = time.monotonic()
-            cached = self._env_settings.get(key)
+            try:
+                cached = _ENV_SETTINGS.get(key)
+            except TypeError:  # an unhashable setting: no caching
+                return super().merge_environment_settings(url, proxies, stream, verify, cert)
             if cached is None or now - cached[0] > ENV_SETTINGS_TTL_S:
-                if len(self._env_settings) > 64:
-                    self._env_settings.clear()
+                if len(_ENV_SETTINGS) > 256:
+                    _ENV_SETTINGS.clear()
                 settings = super().merge_environment_settings(url, proxies, stream, verify, cert)
-                cached = self._env_settings[key] = (now, settings)
+                cached = _ENV_SETTINGS[key] = (now, settings)
             copied = dict(cached[1])
             copied["proxies"] = dict(copied["proxies"])
             return copied
