@@ -338,7 +338,7 @@ def run_dask(base_url: str, n: int, meter: Meter) -> list[Outcome]:
     importlib.import_module("dask").config.set({"distributed.worker.profile.enabled": False})
     started = clock()
     cluster = distributed.LocalCluster(n_workers=DASK_WORKERS, threads_per_worker=1,
-                                       processes=True, host="127.0.0.1", dashboard_address=None)
+                                       processes=True, host="127.0.0.1", dashboard_address=":0")
     client = distributed.Client(cluster)
     meter.report["cluster_start_s"] = clock() - started
     try:
