@@ -731,3 +731,19 @@ def test_batch_example_runs_the_same_call_on_a_local_cluster() -> None:
     assert done.stdout.splitlines() == [
         *EXAMPLE_OUTPUT, "on a LocalCluster: 100 answers, 0 failed, 1661 tokens"]
     assert done.stderr.count("batch: 100%") >= 2  # a bar for each batch (tqdm may redraw)
+
+
+def test_run_batch_a_task_the_callers_pool_cancels_is_a_failed_result(
+        server: ChatServer) -> None:
+    """The caller shuts its own pool down with `cancel_futures` while the batch waits: the
+    inputs never run are results with an error, and the iterator raises nothing."""
+    pool = ThreadPoolExecutor(1)
+    gate = threading.Event()
+    pool.submit(gate.wait, WAIT_S)  # the pool's one thread is busy: the batch's tasks queue
+    results = run_batch(agents(server), ["a", "b"], executor=pool)
+    threading.Timer(0.2, lambda: (pool.shutdown(wait=False, cancel_futures=True),
+                                  gate.set())).start()
+    got = sorted(results, key=lambda r: r.index)
+    pool.shutdown()
+    assert [r.index for r in got] == [0, 1]
+    assert all(r.error is not None and "Cancelled" in r.error for r in got), got

@@ -216,7 +216,7 @@ class _Batch:
                                   thread_name_prefix="agentcore-batch") \
             if self.executor is None else self.executor
         session = new_http_session(self.max_concurrency)
-        keys: dict[Future[Any], str | None] = {}
+        keys: dict[Future[Any], tuple[int, Any, str | None]] = {}
         pending = iter(todo)
         try:
             for _ in range(self.max_concurrency):
@@ -224,8 +224,8 @@ class _Batch:
                     break
             while keys:
                 future = self._next_finished()
-                key = keys.pop(future)
-                yield _result_of(future), key
+                index, input, key = keys.pop(future)
+                yield _result_of(future, index, input), key
                 self._submit_here(pool, next(pending, None), live, session, keys)
         finally:
             live.stop()
@@ -237,17 +237,18 @@ class _Batch:
             session.close()
 
     def _submit_here(self, pool: Executor, item: tuple[int, Any, str | None] | None,
-                     live: Live, session: Any, keys: dict[Future[Any], str | None]) -> bool:
+                     live: Live, session: Any,
+                     keys: dict[Future[Any], tuple[int, Any, str | None]]) -> bool:
         if item is None:
             return False
-        index, input, key = item
+        index, input, _ = item
         try:
             future = pool.submit(run_one, self.make_agent, index, input, self.output_type,
                                  live, session)
         except Exception as exc:  # a pool that was shut down
             future = Future()
             future.set_result(failed(index, input, exc))
-        keys[future] = key
+        keys[future] = item
         future.add_done_callback(self.finished.put)
         return True
 
@@ -315,8 +316,18 @@ class _Batch:
             yield failed(index, input, RuntimeError("the worker returned no result")), key
 
 
-def _result_of(future: Future[Any]) -> BatchResult:
-    result = future.result()
+def _result_of(future: Future[Any], index: int, input: Any) -> BatchResult:
+    """The result `run_one` returned, or a failed one for a task that never ran.
+
+    A caller's pool shut down with `cancel_futures` cancels it: that is a result with an error
+    too, never an exception out of the iterator.
+    """
+    try:
+        result = future.result()
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        return failed(index, input, exc)
     assert isinstance(result, BatchResult)
     return result
 
