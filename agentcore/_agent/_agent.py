@@ -465,8 +465,10 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt")
             run, main = self._prepare(prompts, False, output_type, 1)
-        on_start(run)
-        run.run_here(main, name=f"agentcore-run-{next(_run_numbers)}")
+        try:
+            on_start(run)
+        finally:  # the agent is marked busy: only the run's own end makes it idle again
+            run.run_here(main, name=f"agentcore-run-{next(_run_numbers)}")
         return run
 
     def _config(self, skip_first_steering: bool) -> AgentLoopConfig:
