@@ -36,6 +36,7 @@ from ._errors import (
     ToolArgumentsError,
     UsageLimitExceeded,
     describe,
+    failure_text,
     run_error,
 )
 from ._events import (
@@ -223,6 +224,7 @@ __all__ = [
     "describe",
     "enter_deps",
     "error_reply",
+    "failure_text",
     "flat_options",
     "from_dict",
     "from_json",

@@ -30,6 +30,16 @@ def describe(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def failure_text(exc: BaseException) -> str:
+    """A failure with its type named (`KeyError: 'Rome'`), as a tool's error or a batch's.
+
+    The type matters to the model and to whoever reads the transcript: `str(KeyError('Rome'))`
+    alone is `'Rome'`.
+    """
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
 class AgentcoreError(Exception):
     """Root of every exception agentcore raises on purpose."""
 

@@ -32,10 +32,11 @@ from .._core import (
     TextContent,
     ToolUpdate,
     enter_deps,
+    failure_text,
     leave_deps,
 )
 
-__all__ = ["Failure", "check_result", "failure_text", "outcome", "run_tool"]
+__all__ = ["Failure", "check_result", "outcome", "run_tool"]
 
 _tools_log = logging.getLogger("agentcore.tools")
 
@@ -52,16 +53,6 @@ class Failure:
 
     text: str
     trace: str
-
-
-def failure_text(exc: BaseException) -> str:
-    """What the model reads when a tool raised `exc`: its type and message (`KeyError: 'Rome'`).
-
-    The type matters to the model and to whoever reads the transcript: `str(KeyError('Rome'))`
-    alone is `'Rome'`.
-    """
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def check_result(name: str, result: object) -> None:

@@ -43,6 +43,7 @@ from .._core import (
     ToolResultMessage,
     describe,
     enter_deps,
+    failure_text,
     leave_deps,
     validate_tool_arguments,
 )
@@ -53,7 +54,7 @@ from ._config import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from ._remote import check_result, failure_text, outcome, run_tool
+from ._remote import check_result, outcome, run_tool
 
 __all__ = ["ABORT_GRACE_S", "Inbox", "Submitter", "ToolBatch", "serving", "tool_inbox"]
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
 
 import attrs
 
-from .._core import AgentMessage, Usage, from_dict, to_dict
+from .._core import AgentMessage, Usage, failure_text, from_dict, to_dict
 
 __all__ = ["BatchResult", "Input", "failed", "from_wire", "from_wire_input", "input_json",
            "to_wire", "wire_input"]
@@ -44,9 +45,7 @@ class BatchResult:
 
 def failed(index: int, input: Any, exc: BaseException) -> BatchResult:
     """The result of an input whose run could not be made or started."""
-    text = str(exc)
-    return BatchResult(index, input, error=f"{type(exc).__name__}: {text}" if text
-                       else type(exc).__name__)
+    return BatchResult(index, input, error=failure_text(exc))
 
 
 def wire_input(input: Any) -> Any:
@@ -106,13 +105,9 @@ def from_wire(data: dict[str, Any], input: Any, output_type: Any) -> BatchResult
     )
 
 
-_CONVERTER: list[Any] = []
-
-
+@functools.cache
 def _converter() -> Any:
     """The cattrs converter for outputs (cattrs is loaded on first use)."""
-    if not _CONVERTER:
-        from cattrs import Converter
+    from cattrs import Converter
 
-        _CONVERTER.append(Converter())
-    return _CONVERTER[0]
+    return Converter()

@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
 from .._agent import Agent, AgentRun, prompt_here
+from .._core import describe
 from ..providers import new_http_session, speaks_http
 from ._result import BatchResult, failed, from_wire_input, to_wire
 
@@ -85,7 +86,7 @@ def _outcome(index: int, input: Any, run: AgentRun, output_type: Any) -> BatchRe
         try:
             output = run.output
         except Exception as exc:  # no final_result although the run ended normally
-            error = str(exc) or type(exc).__name__
+            error = describe(exc)
     return BatchResult(index, input, messages, run.text, output, run.usage, error)
 
 

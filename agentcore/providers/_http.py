@@ -33,9 +33,9 @@ from ._opener import (
     Opener,
     RequestAborted,
     SocketWatch,
+    direct_route,
     lean_post,
     new_http_session,
-    opens_watched,
     shut,
     watched,
 )
@@ -299,18 +299,20 @@ def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
     down (a host name is looked up on a thread of its own, only for a new connection); through
     any other session, on an `Opener` thread that the abort abandons.
     """
+    route = direct_route(request.session, request.url)
 
     def send() -> Any:
-        response = lean_post(request.session, request.url, request.body, request.headers,
-                             timeouts)
-        if response is not None:
-            return response
+        if route is not None:
+            response = lean_post(request.session, route, request.url, request.body,
+                                 request.headers, timeouts)
+            if response is not None:
+                return response
         return request.session.post(request.url, data=request.body, headers=request.headers,
                                     stream=True, timeout=timeouts)
 
     if request.signal is None:
         return send()
-    if opens_watched(request.session, request.url):  # the abort can cut it here: no thread
+    if route is not None:  # the abort can cut it here: no thread
         watch = SocketWatch()
         remove = request.signal.add_listener(watch.cut)
         try:

@@ -20,13 +20,16 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
+import attrs
+
 from .._core import ABORTED_TEXT
 
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["LeanResponse", "Opener", "RequestAborted", "SocketWatch", "forget_environment",
-           "lean_post", "new_http_session", "opens_watched", "shut", "watched"]
+__all__ = ["DirectRoute", "LeanResponse", "Opener", "RequestAborted", "SocketWatch",
+           "direct_route", "forget_environment", "lean_post", "new_http_session", "shut",
+           "watched"]
 
 
 class RequestAborted(Exception):
@@ -54,7 +57,7 @@ def new_http_session(pool_size: int = 10) -> requests.Session:
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 
 
-def lean_post(session: Any, url: str, body: bytes, headers: dict[str, str],
+def lean_post(session: Any, route: DirectRoute, url: str, body: bytes, headers: dict[str, str],
               timeouts: tuple[float, float]) -> Any | None:
     """`session.post(url, ..., stream=True)` for a session of `new_http_session`, made cheaper.
 
@@ -63,24 +66,18 @@ def lean_post(session: Any, url: str, body: bytes, headers: dict[str, str],
     urllib3's errors become the `requests` exceptions `HTTPAdapter.send` raises. It skips what
     such a session does not use per request (cookies, auth, hooks, `.netrc`, redirects), which
     costs about as much as urllib3 itself; cookies a response sets are kept, and from then on the
-    session's requests take requests' own path. None, having sent nothing, when the session or
-    URL needs any of that (then use `session.post`); a redirect answer is closed and gives None.
+    session's requests take requests' own path. `route` is `direct_route(session, url)`. None,
+    having sent nothing, when the session needs any of that (then use `session.post`); a
+    redirect answer is closed and gives None.
     """
-    if type(session) is not _session_type() or session.auth or session.params \
-            or session.cookies or any(session.hooks.values()):
-        return None
-    adapter: Any = session.get_adapter(url)
-    if type(adapter) is not _adapter_type():
-        return None
-    settings = session.merge_environment_settings(url, {}, True, None, None)
-    if settings["proxies"]:
+    if session.auth or session.params or session.cookies or any(session.hooks.values()):
         return None
     import requests
     from urllib3.util import Timeout, parse_url
 
+    adapter, verify, cert = route.adapter, route.verify, route.cert
     target = requests.PreparedRequest()
     target.url, target.method = url, "POST"
-    verify, cert = settings["verify"], settings["cert"]
     pool = adapter.get_connection_with_tls_context(target, verify, proxies=None, cert=cert)
     adapter.cert_verify(pool, url, verify, cert)
     ours = {name.lower() for name in headers}
@@ -256,17 +253,34 @@ def watched(watch: SocketWatch) -> Iterator[None]:
         _watching.watch = previous
 
 
-def opens_watched(session: Any, url: str) -> bool:
-    """Whether `session` opens `url` through watched connections, directly (no proxy).
+@attrs.frozen
+class DirectRoute:
+    """How a session of `new_http_session` reaches a URL with no proxy.
+
+    Its adapter, and the certificate settings requests would use (session and environment).
+    """
+
+    adapter: Any
+    verify: Any
+    cert: Any
+
+
+def direct_route(session: Any, url: str) -> DirectRoute | None:
+    """The route when `session` opens `url` through watched connections, directly; else None.
 
     Then an abort can cut every phase of opening the request by shutting its socket down (and
-    stop waiting for name resolution), so the request needs no `Opener` thread.
+    stop waiting for name resolution), so the request needs no `Opener` thread, and
+    `lean_post` may send it.
     """
-    if type(session) is not _session_type() or \
-            type(session.get_adapter(url)) is not _adapter_type():
-        return False
+    if type(session) is not _session_type():
+        return None
+    adapter = session.get_adapter(url)
+    if type(adapter) is not _adapter_type():
+        return None
     settings = session.merge_environment_settings(url, {}, True, None, None)
-    return not settings["proxies"]
+    if settings["proxies"]:
+        return None
+    return DirectRoute(adapter, settings["verify"], settings["cert"])
 
 
 def shut(sock: socket.socket) -> None:
