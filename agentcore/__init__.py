@@ -5,7 +5,7 @@ repeats until the work is done, telling the caller everything that happens as ev
 
 Layout. Every module is private except this one, `testing`, `notebook`, `sessions` and
 `providers`; the layers import only downwards, and each private subpackage is reached through
-its `__init__` (`tests/test_layers.py` checks both)::
+its `__init__` (`tests/package/test_layers.py` checks both)::
 
     6  agentcore, __main__      re-exports only; `python -m agentcore`
     5  _cli/                    the demo and the chat (never imported by the library)

@@ -1,5 +1,5 @@
 """The UX trial's small task: two tools (one fails), streamed text, a follow-up that keeps the
-history, and the conversation saved and loaded. `tests/test_assistant.py` is its unit test."""
+history, and the conversation saved and loaded. `tests/cli/test_assistant.py` is its unit test."""
 
 import agentcore as ac
 from agentcore.testing import Reply, scripted_model, tool_call

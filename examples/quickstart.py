@@ -1,6 +1,6 @@
 """The README quickstart, verbatim: an offline agent that calls a tool and answers.
 
-`tests/test_examples.py` checks that the body of `main()` is the README's code block.
+`tests/cli/test_examples.py` checks that the body of `main()` is the README's code block.
 """
 
 import agentcore as ac

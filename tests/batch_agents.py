@@ -1,4 +1,5 @@
-"""Agents and values at module level, for `tests/test_batch.py`: worker processes import them.
+"""Agents and values at module level, for `tests/integrations/test_batch.py`:
+worker processes import them.
 
 A process pool or a Dask worker gets `make_agent` (a `functools.partial` of it, bound to the
 chat server's URL) and `City` by reference, so they live here rather than in the test module,

@@ -1,9 +1,9 @@
 """A small MCP server for the tests, written with the SDK's own server API (`MCPServer`).
 
-Run as a script it serves over stdio; `tests/test_mcp.py` also serves `build_server()` over
-streamable HTTP (a session manager runs once, hence a new server each time). The tools cover
-what `agentcore.mcp` maps: text, images, `isError`, progress, a slow call (for aborts and
-timeouts) and one that kills the process mid-call.
+Run as a script it serves over stdio; `tests/integrations/test_mcp.py` also serves
+`build_server()` over streamable HTTP (a session manager runs once, hence a new server each
+time). The tools cover what `agentcore.mcp` maps: text, images, `isError`, progress, a slow
+call (for aborts and timeouts) and one that kills the process mid-call.
 """
 
 from __future__ import annotations

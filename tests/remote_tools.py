@@ -1,4 +1,5 @@
-"""Tools at module level, for `tests/test_tool_executor_remote.py`: a worker process imports them.
+"""Tools at module level, for `tests/loop/test_tool_executor_remote.py`:
+a worker process imports them.
 
 `hold` stands for a long tool: it waits (up to `seconds`) for a file to appear, so that a test
 can let it end at once after checking that the run did not wait for it. Other processes cannot

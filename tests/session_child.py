@@ -1,4 +1,5 @@
-"""A child process for the session tests (`tests/test_session_crash.py`, `test_sessions.py`).
+"""A child process for the session tests (`tests/integrations/test_session_crash.py`,
+`test_sessions.py`).
 
     python tests/session_child.py run sqlite|jsonl STORE SIDE
         A real `Agent` (faux model paced at `TOKENS_PER_SECOND`, parallel tools) runs the

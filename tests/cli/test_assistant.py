@@ -10,12 +10,13 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+import paths
 import pytest
 
 import agentcore as ac
 from agentcore.testing import record_events, scripted_model
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "assistant.py"
+EXAMPLE = paths.EXAMPLES / "assistant.py"
 
 
 @pytest.fixture(scope="module")

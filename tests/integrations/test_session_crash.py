@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from session_child import PROMPT, gauge_tool, open_store
 
@@ -44,7 +45,7 @@ from agentcore.providers.faux import (
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
-CHILD = Path(__file__).with_name("session_child.py")
+CHILD = paths.TESTS / "session_child.py"
 CONCURRENCY = 6
 INTERRUPTED = "interrupted: the process ended before this tool call finished"
 

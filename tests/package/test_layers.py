@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-PACKAGE_DIR = Path(__file__).resolve().parent.parent / "agentcore"
+from paths import PACKAGE_DIR
 
 LAYERS = {
     "agentcore._core": 0,
@@ -242,7 +242,7 @@ def layer_violations(tree: Tree) -> list[str]:
     for module in tree.modules.values():
         if _unit(module.name, tree) is None:
             found.append(f"{module.path}:1: layers: module {module.name} belongs to no layer "
-                         "(add its package to LAYERS in tests/test_layers.py)")
+                         "(add its package to LAYERS in tests/package/test_layers.py)")
     for imp in tree.imports:
         source, target = _unit(imp.importer, tree), _unit(imp.target, tree)
         if source is None or target is None or source == target:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import attrs
+import paths
 import pytest
 
 import agentcore as ac
@@ -24,7 +25,7 @@ from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_
 from agentcore.sessions import JsonlSession, Session, SqliteSession
 
 WAIT = 5.0
-CHILD = Path(__file__).with_name("session_child.py")
+CHILD = paths.TESTS / "session_child.py"
 INTERRUPTED = "interrupted: the process ended before this tool call finished"
 SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
 

@@ -8,17 +8,17 @@ server received.
 from __future__ import annotations
 
 import json
-import pathlib
 import threading
 import time
 from typing import Any
 
+import paths
 import pytest
 from sse_server import SSEServer
 
 import agentcore as ac
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 WAIT_S = 5.0
 KEY = "sk-test"
 PRICES = ac.ModelCost(input=0.15, output=0.6)

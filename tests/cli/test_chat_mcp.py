@@ -10,15 +10,15 @@ import shlex
 import subprocess
 import sys
 import threading
-from pathlib import Path
 from typing import Any
 
+import paths
 import pytest
 
 from agentcore._cli._chat import ChatOptions, run_chat
 from agentcore.testing import scripted_model, tool_call
 
-SERVER = shlex.join([sys.executable, str(Path(__file__).resolve().parent / "mcp_server.py")])
+SERVER = shlex.join([sys.executable, str(paths.TESTS / "mcp_server.py")])
 MCP_TOOLS = "add, fail, slow, crash, pid and picture"
 TOOL_END = r"  <- {name}: (?P<text>.*)  \[(?P<status>ok|error), \d+\.\d ms\]"
 

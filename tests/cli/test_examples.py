@@ -18,13 +18,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import paths
 import pytest
 from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore.providers import _registry
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "assistant.py", "batch.py", "callback_events.py",
                 "custom_stream_fn.py", "local_server.py", "loop.py", "mcp_tools.py",
                 "quickstart.py", "steering.py", "structured_output.py", "tools.py"]

@@ -8,9 +8,9 @@ import sys
 import textwrap
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
+import paths
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -468,7 +468,7 @@ def test_otel_without_the_extra_instrument_names_the_extra() -> None:
 
 
 def test_otel_readme_tracing_example_runs_as_written() -> None:
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
     code = readme.split("## Tracing", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60, check=False)

@@ -8,7 +8,6 @@ server below (how many TCP connections a series of replies opens and closes).
 from __future__ import annotations
 
 import contextlib
-import pathlib
 import socket
 import threading
 import time
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import paths
 import pytest
 import requests
 from sse_server import SSEServer
@@ -23,7 +23,7 @@ from sse_server import SSEServer
 import agentcore as ac
 from agentcore.providers import new_http_session
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 WAIT_S = 5.0
 ABORT_BOUND_S = 0.5  # the benchmark holds the 100 ms target; this only has to beat the timeouts
 KEY = "sk-test-lifecycle"

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import paths
 import pytest
 import uvicorn
 from mcp_server import PNG, build_server
@@ -29,7 +30,7 @@ import agentcore as ac
 from agentcore.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
 from agentcore.testing import scripted_model, tool_call
 
-SERVER = str(Path(__file__).resolve().parent / "mcp_server.py")
+SERVER = str(paths.TESTS / "mcp_server.py")
 TIMEOUT = 20.0
 PROMPTLY = 3.0
 """An abort, a dead server or a timeout must end a call within this many seconds."""

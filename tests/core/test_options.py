@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import paths
 import pytest
 
 import agentcore as ac
@@ -225,7 +226,7 @@ def test_options_flat_keywords_type_check(tmp_path: Path) -> None:
         def use(model: ac.Model) -> None:
             ac.Agent(model, max_tokens="many")
     """))
-    root = Path(__file__).resolve().parent.parent
+    root = paths.ROOT
     command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
                "--config-file", str(root / "pyproject.toml")]
     ok = subprocess.run([*command, str(good)], capture_output=True, text=True, cwd=root,

@@ -7,13 +7,13 @@ must give the same events and final message. Request bodies are read back from t
 from __future__ import annotations
 
 import json
-import pathlib
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from sse_server import SSEServer
 
@@ -44,7 +44,7 @@ from agentcore import (
 )
 from agentcore.providers.openai_responses import build_body
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "openai_responses"
+FIXTURES = paths.FIXTURES / "openai_responses"
 SSE_NAMES = sorted(p.stem for p in FIXTURES.glob("*.sse"))
 WAIT_S = 5.0  # the timeout on every wait for another thread
 KEY = "sk-test"

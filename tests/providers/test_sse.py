@@ -6,13 +6,14 @@ import json
 import pathlib
 import random
 
+import paths
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from agentcore.providers._sse import ServerSentEvent, SSEDecoder, iter_sse
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
 JSON_FIXTURES = sorted(FIXTURES.glob("**/http_*.json"))
 

@@ -8,7 +8,6 @@ of reference §5.6. Request bodies and headers are read back from what the serve
 from __future__ import annotations
 
 import json
-import pathlib
 import re
 import threading
 import time
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from sse_server import RecordedRequest, SSEServer, free_port
 
@@ -23,7 +23,7 @@ import agentcore as ac
 from agentcore.providers._text import short_hash
 from agentcore.providers.openai_completions import build_body
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "openai_completions"
+FIXTURES = paths.FIXTURES / "openai_completions"
 SSE_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.sse"))
 WAIT_S = 5.0  # the timeout on every wait for another thread
 KEY = "sk-test"

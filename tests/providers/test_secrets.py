@@ -9,18 +9,18 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import pathlib
 import re
 from collections.abc import Callable
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from sse_server import SSEServer
 
 import agentcore as ac
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 WAIT_S = 5.0
 KEY = "sk-live-SECRET0123456789abcdef"
 PLAIN_KEY = "live-SECRET0123456789abcdef"  # shaped like no known key: only exact redaction helps

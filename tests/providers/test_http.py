@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 
+import paths
 import pytest
 import requests
 from sse_server import SSEServer, free_port
@@ -35,7 +36,7 @@ from agentcore.providers._http import (
 from agentcore.providers._retry import RetryRefusal
 from agentcore.providers._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
 TEXT_FIXTURES = [FIXTURES / "openai_completions/text.sse", FIXTURES / "openai_responses/text.sse"]
 WAIT_S = 5.0  # the timeout on every wait for another thread

@@ -9,11 +9,11 @@ import re
 import sys
 import threading
 import time
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import attrs
+import paths
 import pytest
 
 import agentcore as ac
@@ -28,7 +28,7 @@ from agentcore.providers.faux import (
 )
 
 WAIT_S = 10.0
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "notebook.ipynb"
+EXAMPLE = paths.EXAMPLES / "notebook.ipynb"
 
 
 CODE = re.compile(r"(?ms)^(`{3,})[^\n]*\n.*?\n\1$|(`+)(?!`).*?(?<!`)\2(?!`)")

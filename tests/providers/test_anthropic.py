@@ -6,12 +6,12 @@ Fixtures are the byte-exact transcripts of `reference/pi-ai.md` §7.4 (and varia
 
 from __future__ import annotations
 
-import pathlib
 import threading
 import time
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from sse_server import SSEServer
 
@@ -36,7 +36,7 @@ from agentcore import (
 )
 from agentcore.providers.anthropic import build_body, headers_for
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "anthropic"
+FIXTURES = paths.FIXTURES / "anthropic"
 WAIT_S = 5.0  # the timeout on every wait (and the HTTP read timeout)
 API = "anthropic-messages"
 MODEL_ID = "claude-sonnet-4-5-20250929"

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import paths
 import pytest
 
 import agentcore as ac
@@ -22,7 +23,7 @@ from agentcore.providers.faux import FauxProvider
 from agentcore.testing import scripted_model, tool_call
 
 WAIT = 5.0
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = paths.ROOT
 MODEL = ac.Model("m", "M", "faux", "faux", "http://localhost:0")
 DICT = {"role": "user", "content": "hi"}
 LOAD_DICTS = "to load dicts, use agentcore.from_dict(list[AgentMessage], data)"

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import pathlib
-
+import paths
 import pytest
 
 import agentcore as ac
 from agentcore import AssistantMessage, StopReason, TextContent, Usage, UserMessage
 from agentcore._core._overflow import is_context_overflow
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 WINDOW = 200_000
 
 # What our providers put in `error_message` for their overflow fixtures (`http_400.json`).

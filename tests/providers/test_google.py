@@ -8,7 +8,6 @@ message; the request tests read the JSON body the server received.
 from __future__ import annotations
 
 import json
-import pathlib
 import re
 import threading
 import time
@@ -16,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from sse_server import SSEServer
 
@@ -51,7 +51,7 @@ from agentcore import (
     calculate_cost,
 )
 
-FIXTURES = pathlib.Path(__file__).parent / "fixtures" / "google"
+FIXTURES = paths.FIXTURES / "google"
 SSE_FIXTURES = sorted(p.name for p in FIXTURES.glob("*.sse"))
 WAIT_S = 5.0  # the timeout on every wait (and the HTTP read timeout of every request)
 KEY = "AIza-test-key"

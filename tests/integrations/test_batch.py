@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import paths
 import pytest
 from batch_agents import City, broken_weather, make_agent, make_not_an_agent, make_nothing
 from chat_server import ChatServer
@@ -34,7 +35,7 @@ import agentcore as ac
 from agentcore.batch import BatchResult, run_batch
 
 WAIT_S = 10.0
-EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "batch.py"
+EXAMPLE = paths.EXAMPLES / "batch.py"
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-import pathlib
 from typing import Any, Literal, TypedDict
 
 import attrs
+import paths
 import pytest
 from sse_server import SSEServer
 
@@ -22,7 +22,7 @@ from agentcore.providers.faux import (
 from agentcore.testing import scripted_model, tool_call
 
 WAIT = 5.0
-FIXTURES = pathlib.Path(__file__).parent / "fixtures"
+FIXTURES = paths.FIXTURES
 
 
 @attrs.define

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import pathlib
 import threading
 import time
 import timeit
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import paths
 import pytest
 import requests
 from sse_server import RecordedRequest, SSEServer
@@ -25,7 +25,7 @@ from agentcore.providers._http import HttpError, HttpRequest, open_stream
 from agentcore.providers._ratelimit import PauseKey
 from agentcore.providers._retry import RetryPolicy
 
-TEXT = (pathlib.Path(__file__).parent / "fixtures/openai_completions/text.sse").read_bytes()
+TEXT = (paths.FIXTURES / "openai_completions/text.sse").read_bytes()
 SLOW_DOWN = '{"error": {"message": "slow down"}}'
 WAIT_S = 5.0  # the timeout on every wait for another thread
 KEY = "sk-shared-limit-0123456789abcdef"
