@@ -5,8 +5,7 @@ those inside functions (lazy) and those under `if TYPE_CHECKING:`. Four rules, o
 
 - layers: a module never imports a higher layer (`LAYERS`), nor a different package of its
   own layer; the one sanctioned exception is `ALLOWED_UPWARD`.
-- cycles: the module import graph has no cycle, but for the lazy edges in
-  `ALLOWED_LAZY_CYCLES`.
+- cycles: the module import graph has no cycle, counting imports inside functions.
 - privacy: another package is imported only through its `__init__` or a public module
   (`PUBLIC_MODULES`); a module-level `_name` is never imported from another module; an
   attribute `x._name` is used only in the package that defines it (trio's rule: the privacy
@@ -57,14 +56,6 @@ ALLOWED_UPWARD = {
 """(importer, imported) edges allowed to go up a layer, only from inside a function. Such an
 edge necessarily closes a cycle (the higher module imports the lower one), so the cycle rule
 leaves these edges out too: being lazy is what keeps the cycle from running at import time."""
-
-ALLOWED_LAZY_CYCLES = {
-    ("agentcore._core._messages", "agentcore._core._render"):
-        "a message shows itself as Markdown in Jupyter (`_repr_markdown_`), while the renderer "
-        "builds on the message classes; the import waits inside the method, so that the cycle "
-        "never runs at import time and `import agentcore` never loads the renderer for it",
-}
-"""(importer, imported) lazy edges within one layer that close a cycle, each with its reason."""
 
 PUBLIC_MODULES = {
     "agentcore.batch",
@@ -273,7 +264,7 @@ def _graph(tree: Tree) -> dict[str, dict[str, Import]]:
         if imp.type_checking or imp.target not in tree.modules:
             continue
         edge = (_rename(imp.importer, tree), _rename(imp.target, tree))
-        if imp.lazy and (edge in ALLOWED_UPWARD or edge in ALLOWED_LAZY_CYCLES):
+        if imp.lazy and edge in ALLOWED_UPWARD:
             continue
         graph[imp.importer].setdefault(imp.target, imp)
     return graph
@@ -615,8 +606,6 @@ def test_layers_exceptions_are_all_still_needed() -> None:
     tree = _agentcore()
     edges = {(imp.importer, imp.target) for imp in tree.imports if imp.lazy}
     assert sorted(set(ALLOWED_UPWARD) - edges) == [], "ALLOWED_UPWARD lists an edge that is gone"
-    stale_cycles = sorted(set(ALLOWED_LAZY_CYCLES) - edges)
-    assert stale_cycles == [], f"ALLOWED_LAZY_CYCLES lists edges that are gone: {stale_cycles}"
     used = {(module.path, use.attribute) for module in tree.modules.values()
             for use in _private_attribute_uses(module)}
     stale = sorted(set(FOREIGN_PRIVATES) - used)
