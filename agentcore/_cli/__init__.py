@@ -102,9 +102,10 @@ def _demo_command(args: argparse.Namespace) -> int:
 
 def _chat_command(args: argparse.Namespace) -> int:
     from .._core import ThinkingLevel
-    from ._chat import DEFAULT_TOKENS_PER_SECOND, ChatOptions, run_chat
+    from ._chat import ChatOptions, run_chat
     from ._console import missing_key_variable
     from ._demo_tools import SYSTEM_PROMPT
+    from ._offline import DEFAULT_TOKENS_PER_SECOND
 
     model = None
     if args.model is not None:

@@ -5,15 +5,13 @@ line per prompt. The REPL is single-threaded: it iterates the run on the main th
 lands in that wait, where `AgentRun` aborts the run before re-raising; we catch it, print
 `[aborted]` and prompt again. Lines starting with `/` are commands (see `HELP`).
 
-Without a model (or without its API key) the chat runs offline on a faux model whose replies
-are scripted by `offline_reply`: arithmetic goes to the calculator, a question about the time
-to the clock, anything else is echoed back, so queued messages are visible in the next reply.
+Without a model (or without its API key) the chat runs on the offline model of `_offline`,
+which needs no network; `/model` switches between it and real models.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import shlex
 import sys
 from collections.abc import Callable, Collection, Sequence
@@ -27,27 +25,16 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AgentTool,
-    AssistantContent,
     AssistantMessage,
     CompactionSummaryMessage,
-    Context,
     MessageEndEvent,
     Model,
-    StreamOptions,
     ThinkingLevel,
-    ToolCall,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
-from ..providers.faux import (
-    FauxProvider,
-    faux_assistant_message,
-    faux_text,
-    faux_thinking,
-    faux_tool_call,
-    register_faux_provider,
-)
+from ..providers.faux import FauxProvider
 from ._console import (
     EventPrinter,
     format_cost,
@@ -57,19 +44,20 @@ from ._console import (
     resolve_model,
     wants_color,
 )
-from ._demo_tools import DEMO_COST, SYSTEM_PROMPT, calculator_tool, clock_tool
+from ._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
 from ._live import wants_live
+from ._offline import DEFAULT_TOKENS_PER_SECOND, register_offline
 
-__all__ = ["DEFAULT_TOKENS_PER_SECOND", "HELP", "ChatOptions", "offline_reply", "run_chat"]
-
-DEFAULT_TOKENS_PER_SECOND = 200.0
-"""How fast the offline model streams: visibly, yet a short reply takes well under a second."""
+__all__ = ["HELP", "ChatOptions", "run_chat"]
 
 OFFLINE_NAMES = ("offline", "faux")
 """What `/model` accepts to go back to the offline model."""
 
 MAX_TOOL_CHARS = 200
 """Tool arguments and results are shown on one line of about this many characters."""
+
+COMPACT_KEEP_TOKENS = 2_000
+"""What `/compact` keeps verbatim: the last messages up to about this many tokens."""
 
 HELP = """\
 commands:
@@ -105,119 +93,6 @@ class ChatOptions:
     session: str | None = None
     mcp: tuple[str, ...] = ()
     """Command lines of MCP servers (`--mcp`) whose tools the agent gets too."""
-
-
-_EXPRESSION = re.compile(r"[-+(]*\d[\d.\s()+\-*/%^]*")
-_OPERATOR = re.compile(r"\d\s*\)*\s*(?:\*\*|//|[-+*/%^])\s*[-+(]*\s*\d")
-_TIME = re.compile(r"\b(?:time|clock|date|what day|o'?clock)\b", re.IGNORECASE)
-_ZONE = re.compile(r"\b(?:UTC|[A-Z][A-Za-z_]+/[A-Z][A-Za-z_]+(?:/[A-Z][A-Za-z_]+)?)\b")
-_CITIES = {"tokyo": "Asia/Tokyo", "paris": "Europe/Paris", "london": "Europe/London",
-           "berlin": "Europe/Berlin", "new york": "America/New_York",
-           "sydney": "Australia/Sydney"}
-
-
-def _expression(text: str) -> str | None:
-    """The longest arithmetic-looking stretch of `text` (`^` read as `**`), if any."""
-    found = []
-    for match in _EXPRESSION.finditer(text):
-        candidate = match[0].strip().rstrip(".").strip()
-        while candidate.endswith(")") and candidate.count(")") > candidate.count("("):
-            candidate = candidate[:-1].rstrip()
-        while candidate.startswith("(") and candidate.count("(") > candidate.count(")"):
-            candidate = candidate[1:].lstrip()
-        if _OPERATOR.search(candidate):
-            found.append(candidate)
-    if not found:
-        return None
-    best = max(found, key=len)
-    return best.replace("^", "**")
-
-
-def _zone(text: str) -> str:
-    match = _ZONE.search(text)
-    if match:
-        return match[0]
-    lowered = text.lower()
-    return next((zone for city, zone in _CITIES.items() if city in lowered), "UTC")
-
-
-def _quote(texts: list[str]) -> str:
-    quoted = [f'"{t}"' for t in texts]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
-
-
-def _describe(result: ToolResultMessage, call: ToolCall | None) -> str:
-    if result.is_error:
-        return f"The {result.tool_name} failed: {result.text}"
-    if result.tool_name == "calculator" and call is not None:
-        return f"The calculator says {call.arguments.get('expression')} = {result.text}."
-    if result.tool_name == "clock":
-        return f"The clock says it is {result.text}."
-    return f"The {result.tool_name} says: {result.text}"
-
-
-def offline_reply(context: Context, options: StreamOptions, model: Model) -> AssistantMessage:
-    """The offline model's reply to whatever arrived since its last message.
-
-    Tool results are reported; user messages (a prompt and any steering or follow-ups with it)
-    are quoted back, and arithmetic in them goes to the calculator, questions about the time to
-    the clock. With thinking on, the reply starts with a short thinking block.
-    """
-    last = max((i for i, m in enumerate(context.messages) if isinstance(m, AssistantMessage)),
-               default=-1)
-    fresh = context.messages[last + 1 :]
-    asked = context.messages[last] if last >= 0 else None
-    calls = {c.id: c for c in asked.tool_calls} if isinstance(asked, AssistantMessage) else {}
-    said = [m.text for m in fresh if isinstance(m, UserMessage)]
-    parts = [_describe(m, calls.get(m.tool_call_id)) for m in fresh
-             if isinstance(m, ToolResultMessage)]
-    tools: list[AssistantContent] = []
-    for text in said:
-        expression = _expression(text)
-        if expression is not None:
-            tools.append(faux_tool_call("calculator", {"expression": expression}))
-        if _TIME.search(text):
-            tools.append(faux_tool_call("clock", {"timezone": _zone(text)}))
-    if said:
-        n = len(said)
-        parts.append(f"You said {_quote(said)}." if n == 1
-                     else f"You sent {n} messages: {_quote(said)}.")
-    if tools:
-        names = sorted({c.name for c in tools if isinstance(c, ToolCall)})
-        parts.append(f"Let me ask the {' and the '.join(names)}.")
-    elif said:
-        parts.append("I'm the offline model: I echo what you send, work out arithmetic with "
-                     "the calculator and tell the time with the clock. /model PROVIDER/ID "
-                     "switches to a real model.")
-    if not parts:
-        parts.append("Nothing new to answer.")
-    blocks: list[AssistantContent] = []
-    if options.reasoning is not None:
-        if tools:
-            thought = "This needs a tool: I should look it up rather than guess."
-        elif said:
-            thought = "Nothing to compute or look up here, so I'll echo it back."
-        else:
-            thought = "The tools have answered; I'll report what they said."
-        blocks.append(faux_thinking(thought))
-    blocks += [faux_text(" ".join(parts)), *tools]
-    return faux_assistant_message(blocks)
-
-
-def _register_offline(tokens_per_second: float | None) -> FauxProvider:
-    """A faux provider whose one model always has `offline_reply` queued: it never runs dry."""
-    model = Model("faux-chat", "Faux Chat (offline)", "faux", "faux", "http://localhost:0",
-                  reasoning=True, cost=DEMO_COST, context_window=200_000, max_tokens=8_192)
-    faux = register_faux_provider([model], tokens_per_second=tokens_per_second,
-                                  token_size=(1, 2))
-
-    def reply(context: Context, options: StreamOptions, model: Model) -> AssistantMessage:
-        faux.append_responses([reply])
-        return offline_reply(context, options, model)
-
-    faux.set_responses([reply])
-    return faux
-
 
 
 class _Chat:
@@ -381,10 +256,6 @@ class _Chat:
         self.say(f"model: {describe(model)}")
 
 
-COMPACT_KEEP_TOKENS = 2_000
-"""What `/compact` keeps verbatim: the last messages up to about this many tokens."""
-
-
 def history_line(message: AgentMessage) -> str:
     """One line for a message of a resumed conversation."""
     if isinstance(message, UserMessage):
@@ -446,7 +317,7 @@ def run_chat(
 
 def _run_chat(options: ChatOptions, stream: TextIO, read_line: Callable[[str], str], echo: bool,
               mcp_tools: list[AgentTool]) -> int:
-    offline = _register_offline(options.tokens_per_second)
+    offline = register_offline(options.tokens_per_second)
     session = None if options.session is None else open_session(options.session)
     try:
         agent = Agent(model=options.model or offline.get_model(),

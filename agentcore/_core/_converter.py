@@ -112,6 +112,18 @@ def _attrs_unstructure_factory(cls: type, converter: Converter) -> Callable[[Any
                 out["headers"] = redact_headers(out["headers"])
             return out
 
+    nullable = tuple(camel(a.name) for a in attrs.fields(cls)
+                     if a.default is None and a.name not in omitted)
+    if nullable:  # written without the nulls that would read back as the field's default
+        written = inner
+
+        def inner(obj: Any) -> dict[str, Any]:
+            out = written(obj)
+            for name in nullable:
+                if name in out and _writes_null(out[name]):
+                    del out[name]
+            return out
+
     tag = _tag(cls)
     if tag is None:
         return inner
@@ -121,6 +133,17 @@ def _attrs_unstructure_factory(cls: type, converter: Converter) -> Callable[[Any
         return {key: value, **inner(obj)}
 
     return unstructure
+
+
+def _writes_null(value: Any) -> bool:
+    """Whether `to_json` writes `value` as `null`: None, a NaN or an infinity.
+
+    A field whose default is None is left out while it holds None. One holding a value written
+    as `null` (a `details` that is NaN: the `Any` fields are JSON-ready, so it is None already;
+    a float field that is infinite) is left out too: it reads back as None, the default, and
+    so writes the same text on the second pass (API §17).
+    """
+    return value is None or (type(value) is float and not math.isfinite(value))
 
 
 def _attrs_structure_factory(cls: type, converter: Converter) -> Callable[[Any, Any], Any]:

@@ -11,6 +11,7 @@ import attrs
 
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._enums import StopReason, member_of, to_stop_reason
+from ._render import message_markdown
 from ._usage import Usage
 from ._validators import (
     instance_of,
@@ -42,12 +43,6 @@ _log = logging.getLogger(__name__)
 def now_ms() -> int:
     """The current time in integer milliseconds since the epoch."""
     return time.time_ns() // 1_000_000
-
-
-def _markdown(message: object) -> str:
-    from ._render import message_markdown  # _render builds on this module: import it late
-
-    return message_markdown(message)
 
 
 _str = string
@@ -83,7 +78,7 @@ class UserMessage:
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
     def _repr_markdown_(self) -> str:
-        return _markdown(self)
+        return message_markdown(self)
 
 
 @attrs.frozen
@@ -116,7 +111,7 @@ class AssistantMessage:
         return [b for b in self.content if isinstance(b, ToolCall)]
 
     def _repr_markdown_(self) -> str:
-        return _markdown(self)
+        return message_markdown(self)
 
 
 @attrs.frozen
@@ -141,7 +136,7 @@ class ToolResultMessage:
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
     def _repr_markdown_(self) -> str:
-        return _markdown(self)
+        return message_markdown(self)
 
 
 @attrs.frozen
@@ -158,7 +153,7 @@ class BashExecutionMessage:
     timestamp: int = _timestamp
 
     def _repr_markdown_(self) -> str:
-        return _markdown(self)
+        return message_markdown(self)
 
 
 @attrs.frozen
@@ -171,7 +166,7 @@ class CompactionSummaryMessage:
     timestamp: int = _timestamp
 
     def _repr_markdown_(self) -> str:
-        return _markdown(self)
+        return message_markdown(self)
 
 
 @attrs.frozen
@@ -184,7 +179,7 @@ class BranchSummaryMessage:
     timestamp: int = _timestamp
 
     def _repr_markdown_(self) -> str:
-        return _markdown(self)
+        return message_markdown(self)
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

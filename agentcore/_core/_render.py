@@ -5,37 +5,44 @@ came from a user, a model or a tool is escaped, so it shows as the text it is an
 markup, math or raw HTML: prose is backslash-escaped with `<`, `>`, `&` as entities, names and
 ids go in code spans, arguments and tool output in fenced code blocks. The only HTML is the
 `<details>` written here around thinking.
+
+The views dispatch on the wire tags (a message's `role`, a block's or an event's `type`),
+which are public API forever, not on the classes: the module imports no message, content or
+event module (their classes are named for the type checker only), so that a message can show
+itself (`_repr_markdown_`) without an import cycle.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-from ._content import ImageContent, TextContent, ThinkingContent, ToolCall
 from ._enums import StopReason
-from ._events import (
-    AgentEndEvent,
-    AgentEvent,
-    MessageEndEvent,
-    MessageStartEvent,
-    MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
-)
-from ._messages import (
-    AgentMessage,
-    AssistantMessage,
-    BashExecutionMessage,
-    BranchSummaryMessage,
-    CompactionSummaryMessage,
-    ToolResultMessage,
-    UserMessage,
-)
-from ._tools import AgentToolResult
 from ._usage import Usage
+
+if TYPE_CHECKING:
+    from ._content import ImageContent, TextContent, ThinkingContent, ToolCall
+    from ._events import (
+        AgentEvent,
+        MessageEndEvent,
+        MessageStartEvent,
+        MessageUpdateEvent,
+        ToolExecutionEndEvent,
+        ToolExecutionStartEvent,
+        ToolExecutionUpdateEvent,
+    )
+    from ._messages import (
+        AgentMessage,
+        AssistantMessage,
+        BashExecutionMessage,
+        BranchSummaryMessage,
+        CompactionSummaryMessage,
+        ToolResultMessage,
+        UserMessage,
+    )
+    from ._tools import AgentToolResult
 
 __all__ = ["OUTPUT_CLIP", "escape_markdown", "message_markdown", "run_markdown", "usage_markdown"]
 
@@ -123,15 +130,15 @@ def _header(label: str, *notes: str) -> str:
 
 def _user_content(content: str | Sequence[TextContent | ImageContent], limit: int | None,
                   code: bool) -> str:
-    if isinstance(content, str):
-        content = [TextContent(content)]
+    blocks = [] if isinstance(content, str) else content
+    text = content if isinstance(content, str) else "".join(
+        cast("TextContent", b).text for b in blocks if b.type == "text")
     parts: list[str] = []
-    text = "".join(b.text for b in content if isinstance(b, TextContent))
     if code:
         parts.append(_output(text, limit))
     elif text:
         parts.append(escape_markdown(text))
-    parts.extend(_image(b) for b in content if isinstance(b, ImageContent))
+    parts.extend(_image(cast("ImageContent", b)) for b in blocks if b.type == "image")
     return "\n\n".join(parts)
 
 
@@ -143,19 +150,27 @@ def _thinking(block: ThinkingContent, open_: bool) -> str:
     return f"{details}<summary>thinking</summary>\n\n{quoted}\n\n</details>"
 
 
-def _assistant(m: AssistantMessage, streaming: bool) -> str:
+def _user(m: UserMessage, clip: int | None, streaming: bool) -> str:
+    return f"**User**\n\n{_user_content(m.content, None, code=False)}"
+
+
+def _assistant(m: AssistantMessage, clip: int | None, streaming: bool) -> str:
     notes = [_code(f"{m.provider}/{m.model}")]
     notes.append("*streaming…*" if streaming else f"stop: {_code(str(m.stop_reason))}")
     parts = [_header("Assistant", *notes)]
     content = list(m.content)  # a streaming partial's list may grow on the run's thread
     for i, block in enumerate(content):
-        if isinstance(block, TextContent) and block.text:
-            parts.append(escape_markdown(block.text))
-        elif isinstance(block, ThinkingContent):
-            parts.append(_thinking(block, open_=streaming and i == len(content) - 1))
-        elif isinstance(block, ToolCall):
-            args = json.dumps(block.arguments, indent=2, ensure_ascii=False, default=repr)
-            parts.append(f"{_header('Tool call', _code(block.name), _code(block.id))}\n\n"
+        if block.type == "text":
+            text = cast("TextContent", block).text
+            if text:
+                parts.append(escape_markdown(text))
+        elif block.type == "thinking":
+            parts.append(_thinking(cast("ThinkingContent", block),
+                                   open_=streaming and i == len(content) - 1))
+        elif block.type == "toolCall":
+            call = cast("ToolCall", block)
+            args = json.dumps(call.arguments, indent=2, ensure_ascii=False, default=repr)
+            parts.append(f"{_header('Tool call', _code(call.name), _code(call.id))}\n\n"
                          f"{_code_block(args, 'json')}")
     if m.error_message:
         parts.append(f"**Error:** {escape_markdown(m.error_message)}")
@@ -164,19 +179,40 @@ def _assistant(m: AssistantMessage, streaming: bool) -> str:
     return "\n\n".join(parts)
 
 
-def _tool_result(m: ToolResultMessage, limit: int | None) -> str:
+def _tool_result(m: ToolResultMessage, clip: int | None, streaming: bool) -> str:
     header = _header("Tool result", _code(m.tool_name), _code(m.tool_call_id),
                      *(["**error**"] if m.is_error else []))
-    return f"{header}\n\n{_user_content(m.content, limit, code=True)}"
+    return f"{header}\n\n{_user_content(m.content, clip, code=True)}"
 
 
-def _bash(m: BashExecutionMessage, limit: int | None) -> str:
+def _bash(m: BashExecutionMessage, clip: int | None, streaming: bool) -> str:
     status = "cancelled" if m.cancelled else f"exit code {m.exit_code}"
-    parts = [_header("Shell", _code(f"$ {m.command}"), status), _output(m.output, limit)]
+    parts = [_header("Shell", _code(f"$ {m.command}"), status), _output(m.output, clip)]
     if m.truncated:
         where = f": full output in {_code(m.full_output_path)}" if m.full_output_path else ""
         parts.append(f"*output truncated{where}*")
     return "\n\n".join(parts)
+
+
+def _compaction(m: CompactionSummaryMessage, clip: int | None, streaming: bool) -> str:
+    header = _header("Compaction summary", f"{m.tokens_before:,} tokens before")
+    return f"{header}\n\n{escape_markdown(m.summary)}"
+
+
+def _branch(m: BranchSummaryMessage, clip: int | None, streaming: bool) -> str:
+    header = _header("Branch summary", f"from {_code(m.from_id)}")
+    return f"{header}\n\n{escape_markdown(m.summary)}"
+
+
+_VIEWS: dict[str, Callable[[Any, int | None, bool], str]] = {
+    "user": _user,
+    "assistant": _assistant,
+    "toolResult": _tool_result,
+    "bashExecution": _bash,
+    "compactionSummary": _compaction,
+    "branchSummary": _branch,
+}
+"""The view of each built-in message, by its `role` (which no other message may take)."""
 
 
 def message_markdown(message: object, *, clip: int | None = None,
@@ -187,20 +223,10 @@ def message_markdown(message: object, *, clip: int | None = None,
     reply still being written: its latest thinking shows open and it has no usage line yet.
     An application's own message kinds show their role and `repr`.
     """
-    if isinstance(message, UserMessage):
-        return f"**User**\n\n{_user_content(message.content, None, code=False)}"
-    if isinstance(message, AssistantMessage):
-        return _assistant(message, streaming)
-    if isinstance(message, ToolResultMessage):
-        return _tool_result(message, clip)
-    if isinstance(message, BashExecutionMessage):
-        return _bash(message, clip)
-    if isinstance(message, CompactionSummaryMessage):
-        header = _header("Compaction summary", f"{message.tokens_before:,} tokens before")
-        return f"{header}\n\n{escape_markdown(message.summary)}"
-    if isinstance(message, BranchSummaryMessage):
-        header = _header("Branch summary", f"from {_code(message.from_id)}")
-        return f"{header}\n\n{escape_markdown(message.summary)}"
+    role = getattr(message, "role", None)
+    view = _VIEWS.get(role) if isinstance(role, str) else None
+    if view is not None:
+        return view(message, clip, streaming)
     role = escape_markdown(str(getattr(message, "role", type(message).__name__)))
     return f"**{role}**\n\n{_code_block(repr(message))}"
 
@@ -208,7 +234,7 @@ def message_markdown(message: object, *, clip: int | None = None,
 def _status(messages: Sequence[AgentMessage], ended: bool, abort_requested: bool) -> str:
     if not ended:
         return "⏹ aborting…" if abort_requested else "⏳ running"
-    replies = [m for m in messages if isinstance(m, AssistantMessage)]
+    replies = [cast("AssistantMessage", m) for m in messages if m.role == "assistant"]
     reason = replies[-1].stop_reason if replies else None
     if reason == StopReason.ABORTED:
         return "⏹ aborted"
@@ -230,22 +256,25 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
     running: dict[str, tuple[str, AgentToolResult | None]] = {}  # call id -> (tool, progress)
     ended = False
     for event in events:
-        if isinstance(event, (MessageStartEvent, MessageUpdateEvent)):
-            streaming = event.message
-        elif isinstance(event, MessageEndEvent):
-            messages.append(event.message)
+        kind = event.type
+        if kind in ("message_start", "message_update"):
+            streaming = cast("MessageStartEvent | MessageUpdateEvent", event).message
+        elif kind == "message_end":
+            messages.append(cast("MessageEndEvent", event).message)
             streaming = None
-        elif isinstance(event, ToolExecutionStartEvent):
-            running[event.tool_call_id] = (event.tool_name, None)
-        elif isinstance(event, ToolExecutionUpdateEvent):
-            running[event.tool_call_id] = (event.tool_name, event.partial_result)
-        elif isinstance(event, ToolExecutionEndEvent):
-            running.pop(event.tool_call_id, None)
-        elif isinstance(event, AgentEndEvent):
+        elif kind == "tool_execution_start":
+            start = cast("ToolExecutionStartEvent", event)
+            running[start.tool_call_id] = (start.tool_name, None)
+        elif kind == "tool_execution_update":
+            update = cast("ToolExecutionUpdateEvent", event)
+            running[update.tool_call_id] = (update.tool_name, update.partial_result)
+        elif kind == "tool_execution_end":
+            running.pop(cast("ToolExecutionEndEvent", event).tool_call_id, None)
+        elif kind == "agent_end":
             ended = True
-    total = sum((m.usage for m in messages
-                 if isinstance(m, (AssistantMessage, ToolResultMessage)) and m.usage is not None),
-                Usage())
+    usages = [cast("AssistantMessage | ToolResultMessage", m).usage for m in messages
+              if m.role in ("assistant", "toolResult")]
+    total = sum((usage for usage in usages if usage is not None), Usage())
     count = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
     parts = [_header("Agent run", _status(messages, ended, abort_requested), count,
                      usage_markdown(total))]

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
 
 __all__ = ["from_dict", "from_json", "to_dict", "to_json"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATES = re.compile("[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+"""A surrogate pair (how UTF-16 spells one character beyond U+FFFF), or a lone surrogate."""
 
 _converter: Converter | None = None
 _converter_lock = threading.Lock()
@@ -135,10 +136,13 @@ def from_dict(cls_or_union: Any, data: Any) -> Any:
 def to_json(obj: Any) -> str:
     r"""Serialize a value as compact, strict JSON (no spaces, non-ASCII kept as is).
 
-    The text is RFC 8259 JSON that encodes to UTF-8: NaN and infinities are written as `null`,
-    and lone surrogates (a `"\ud83d"` escape a provider sent, decoded) as `\uXXXX` escapes,
-    which `from_json` reads back to the same string. A list of values (`agent.state.messages`)
-    is written as a JSON array; read it back with `from_json(list[AgentMessage], text)`.
+    The text is RFC 8259 JSON that encodes to UTF-8: NaN and infinities are written as `null`
+    (or left out, in a field whose default is None, such as a `details` that is NaN); lone
+    surrogates (a `"\ud83d"` escape a provider sent, decoded) as `\uXXXX` escapes, which
+    `from_json` reads back to the same string, and a surrogate pair as the one character it
+    spells. So `to_json(from_json(T, to_json(x)))` is `to_json(x)`, character for character.
+    A list of values (`agent.state.messages`) is written as a JSON array; read it back with
+    `from_json(list[AgentMessage], text)`.
 
     Args:
         obj: What `to_dict` accepts: a value, or a list or tuple of values.
@@ -166,9 +170,11 @@ def to_json(obj: Any) -> str:
         try:
             text.encode("utf-8")  # C speed; a regex search over the text costs five times more
         except UnicodeEncodeError:
-            # Lone surrogates have no UTF-8 form: write them as JSON escapes (which json.loads
-            # reads back), and only them, so every other character is written as it was.
-            text = _SURROGATE.sub(_escape, text)
+            # Surrogates have no UTF-8 form. A lone one is written as a JSON escape (which
+            # json.loads reads back); a pair as the character it spells, because json.loads
+            # would read two escapes back as that one character, and the second pass would
+            # then write the character. Every other character is written as it was.
+            text = _SURROGATES.sub(_escape, text)
     return text
 
 
@@ -208,7 +214,10 @@ def _dumps(data: Any) -> str:
 
 
 def _escape(match: re.Match[str]) -> str:
-    return f"\\u{ord(match.group()):04x}"
+    found = match.group()
+    if len(found) == 2:
+        return found.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+    return f"\\u{ord(found):04x}"
 
 
 def _excerpt(text: object, limit: int = 200) -> object:

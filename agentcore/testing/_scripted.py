@@ -1,45 +1,4 @@
-"""Helpers for testing code built on agentcore: scripted models and event recorders.
-
-Everything here runs offline. `scripted_model` serves replies you script and records every
-request, so a test can say what the model answers and then check what it was sent::
-
-    from agentcore import Agent, ToolExecutionEndEvent, tool
-    from agentcore.testing import record_events, scripted_model, tool_call
-
-    @tool(description="Add two integers.")
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    def test_the_agent_adds() -> None:
-        with scripted_model([tool_call("add", {"a": 1, "b": 2}), "The answer is 3"]) as fake:
-            agent = Agent(fake.model, system_prompt="Be brief.", tools=[add])
-            run = agent.prompt("What is 1 + 2?")
-            events = record_events(run, timeout=5)
-        assert run.result()[-1].text == "The answer is 3"
-        fake.assert_called(times=2)
-        assert fake.sent_system_prompt == "Be brief."
-        assert fake.sent_tool_results()[0].text == "3"
-        fake.assert_tool_called("add", {"a": 1, "b": 2})
-        assert events.of(ToolExecutionEndEvent)[0].is_error is False
-
-A reply is a string (one text block), a content block or a list of them (strings become text
-blocks), an `AssistantMessage` (e.g. `faux_assistant_message([], "error", "boom")` for a
-failing call), or a function `(context, options, model)` returning any of those, for replies
-that depend on the request. A call with no reply left fails the way a real provider does: with
-an `error` event, "No more faux responses queued" (`run.raise_for_error()` raises it; the
-assertion helpers mark such calls). Wait for a run inside the `with` block (`run.result()`,
-`run.text`): a run still going when the block ends fails with "the scripted model ... was
-closed while a run used it".
-
-The lower-level faux provider (`register_faux_provider` & co., see `agentcore.providers.faux`)
-is re-exported here. The module has no pytest dependency: assertion helpers raise
-`AssertionError` with a message describing what the model actually saw. A fixture is two lines::
-
-    @pytest.fixture
-    def fake() -> Iterator[ScriptedModel]:
-        with scripted_model() as model:
-            yield model
-"""
+"""`ScriptedModel`: an offline model serving scripted replies and recording every request."""
 
 from __future__ import annotations
 
@@ -47,167 +6,29 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Any, TypeVar, final
+from typing import Any, final
 
 import attrs
 
-from ._agent import Agent, AgentRun
-from ._core import (
-    AbortSignal,
-    AgentEvent,
-    AssistantContent,
+from .._core import (
     AssistantMessage,
     AssistantMessageEventStream,
     Context,
     ErrorEvent,
-    EventStream,
     Message,
-    MessageUpdateEvent,
     Model,
     ProviderNotFoundError,
     StreamOptions,
-    TextContent,
-    TextDeltaEvent,
-    ThinkingContent,
-    Tool,
     ToolCall,
     ToolResultMessage,
     error_reply,
 )
-from .providers import register_provider, unregister_provider
-from .providers.faux import (
-    FauxProvider,
-    faux_assistant_message,
-    faux_text,
-    faux_thinking,
-    faux_tool_call,
-    register_faux_provider,
-)
+from ..providers import register_provider, unregister_provider
+from ..providers.faux import FauxProvider, register_faux_provider
+from ._calls import ModelCall, how_often, plural
+from ._replies import Reply, describe_reply, to_message
 
-__all__ = [
-    "EventRecorder",
-    "FauxProvider",
-    "ModelCall",
-    "Reply",
-    "ScriptedModel",
-    "faux_assistant_message",
-    "faux_text",
-    "faux_thinking",
-    "faux_tool_call",
-    "record_events",
-    "register_faux_provider",
-    "scripted_model",
-    "tool_call",
-]
-
-ReplyContent = str | TextContent | ThinkingContent | ToolCall | Sequence[
-    str | TextContent | ThinkingContent | ToolCall
-]
-Reply = (
-    ReplyContent
-    | AssistantMessage
-    | Callable[[Context, StreamOptions, Model], ReplyContent | AssistantMessage]
-)
-"""One scripted reply: text, block(s), an `AssistantMessage`, or a function of the request."""
-
-E = TypeVar("E")
-
-
-def tool_call(name: str, args: dict[str, Any] | None = None, *, id: str | None = None) -> ToolCall:
-    """A tool call block for a scripted reply (a reply holding one stops with `toolUse`).
-
-    Args:
-        name: The tool to call.
-        args: Its arguments; none by default.
-        id: The call id; a unique one by default.
-
-    Returns:
-        The `ToolCall` block.
-    """
-    return faux_tool_call(name, {} if args is None else dict(args), id)
-
-
-def _to_message(reply: object) -> AssistantMessage:
-    """A reply as the `AssistantMessage` the faux provider streams."""
-    if isinstance(reply, AssistantMessage):
-        return reply
-    if isinstance(reply, (str, TextContent, ThinkingContent, ToolCall)):
-        return faux_assistant_message(_to_block(reply))
-    if isinstance(reply, (list, tuple)):
-        return faux_assistant_message([_to_block(item) for item in reply])
-    raise TypeError(f"a scripted reply must be a str, content block(s), an AssistantMessage or "
-                    f"a function, got {reply!r}")
-
-
-def _to_block(item: object) -> AssistantContent:
-    if isinstance(item, str):
-        return TextContent(item)
-    if isinstance(item, (TextContent, ThinkingContent, ToolCall)):
-        return item
-    raise TypeError(f"a scripted reply's blocks must be str, TextContent, ThinkingContent or "
-                    f"ToolCall, got {item!r}")
-
-
-def _describe(reply: object) -> str:
-    if callable(reply):
-        return f"<function {getattr(reply, '__qualname__', repr(reply))}>"
-    message = _to_message(reply)
-    parts = [repr(message.text)] if message.text else []
-    parts += [f"{c.name}({c.arguments!r})" for c in message.tool_calls]
-    return " + ".join(parts) or repr(message)
-
-
-def _shorten(text: str, limit: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-@attrs.frozen
-class ModelCall:
-    """One request the scripted model received: the model, the context and the options."""
-
-    model: Model
-    context: Context
-    options: StreamOptions
-
-    @property
-    def system_prompt(self) -> str | None:
-        """The system prompt sent."""
-        return self.context.system_prompt
-
-    @property
-    def messages(self) -> list[Message]:
-        """The messages sent, oldest first (a copy)."""
-        return list(self.context.messages)
-
-    @property
-    def tools(self) -> list[Tool]:
-        """The tools offered to the model (empty when none)."""
-        return list(self.context.tools or ())
-
-    @property
-    def tool_names(self) -> list[str]:
-        """The names of the tools offered."""
-        return [t.name for t in self.context.tools or ()]
-
-    @property
-    def tool_results(self) -> list[ToolResultMessage]:
-        """The tool results among the messages sent, oldest first."""
-        return [m for m in self.context.messages if isinstance(m, ToolResultMessage)]
-
-    def summary(self) -> str:
-        """A one-line description, used in assertion messages: the last message sent."""
-        if not self.context.messages:
-            return "no messages"
-        last = self.context.messages[-1]
-        if isinstance(last, AssistantMessage):
-            text = last.text
-        elif isinstance(last, ToolResultMessage):
-            text = f"{last.tool_name}: {last.text}"
-        else:
-            text = last.text
-        count = _plural(len(self.context.messages), "message")
-        return f"{count}, last {last.role}: {_shorten(text)!r}"
+__all__ = ["ScriptedModel", "scripted_model"]
 
 
 @final
@@ -271,10 +92,10 @@ class ScriptedModel:
         """
         if isinstance(replies, (str, bytes)) or not isinstance(replies, Sequence):
             raise TypeError(f"'replies' must be a list of replies, got {replies!r}")
-        items = [self._dynamic(r) if callable(r) else _to_message(r) for r in replies]
+        items = [self._dynamic(r) if callable(r) else to_message(r) for r in replies]
         with self._lock:
             self.provider.append_responses(items)
-            self._script.extend(_describe(r) for r in replies)
+            self._script.extend(describe_reply(r) for r in replies)
 
     @property
     def pending_replies(self) -> int:
@@ -303,7 +124,7 @@ class ScriptedModel:
         calls = self.calls
         if not -len(calls) <= index < len(calls):
             raise AssertionError(f"the scripted model has no call {index}: it was called "
-                                 f"{_times(len(calls))}")
+                                 f"{how_often(len(calls))}")
         return calls[index]
 
     @property
@@ -346,9 +167,9 @@ class ScriptedModel:
             return
         if times is not None and len(calls) == times:
             return
-        wanted = "at least once" if times is None else _times(times)
+        wanted = "at least once" if times is None else how_often(times)
         lines = [f"expected the scripted model to be called {wanted}, it was called "
-                 f"{_times(len(calls))}"]
+                 f"{how_often(len(calls))}"]
         with self._lock:
             unanswered = set(self._unanswered)
         lines += [f"  call {i}: {c.summary()}"
@@ -395,9 +216,9 @@ class ScriptedModel:
             count = len(self._calls)
         if unused:
             were = "was" if len(unused) == 1 else "were"
-            raise AssertionError(f"{_plural(len(unused), 'scripted reply', 'scripted replies')} "
-                                 f"{were} never requested (the model was called {_times(count)}):"
-                                 f" {', '.join(unused)}")
+            raise AssertionError(f"{plural(len(unused), 'scripted reply', 'scripted replies')} "
+                                 f"{were} never requested (the model was called "
+                                 f"{how_often(count)}): {', '.join(unused)}")
 
     @property
     def closed(self) -> bool:
@@ -437,8 +258,8 @@ class ScriptedModel:
 
     def __repr__(self) -> str:
         state = ("closed" if self._closed
-                 else f"{_plural(self.pending_replies, 'reply', 'replies')} pending")
-        return f"<ScriptedModel {self.model.id!r} {state}, called {_times(self.call_count)}>"
+                 else f"{plural(self.pending_replies, 'reply', 'replies')} pending")
+        return f"<ScriptedModel {self.model.id!r} {state}, called {how_often(self.call_count)}>"
 
     def _stream(
         self, model: Model, context: Context, options: StreamOptions
@@ -459,18 +280,10 @@ class ScriptedModel:
         fn: Callable[[Context, StreamOptions, Model], Any],
     ) -> Callable[[Context, StreamOptions, Model], AssistantMessage]:
         def reply(context: Context, options: StreamOptions, model: Model) -> AssistantMessage:
-            return _to_message(fn(context, options, model))
+            return to_message(fn(context, options, model))
 
         reply.__qualname__ = getattr(fn, "__qualname__", "reply")
         return reply
-
-
-def _times(n: int) -> str:
-    return "once" if n == 1 else f"{n} times"
-
-
-def _plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word if count == 1 else words or word + 's'}"
 
 
 def _closed_text(model: Model) -> str:
@@ -505,7 +318,7 @@ def scripted_model(
     """Register a `ScriptedModel` serving `replies`; use it in a `with` block or `close()` it.
 
     Args:
-        replies: The replies, in order (see the module docstring for the kinds).
+        replies: The replies, in order (their kinds: see `agentcore.testing`).
         model: A model id, or a `Model` to keep the fields of.
         tokens_per_second: Pace the streamed replies (None: as fast as possible).
         token_size: Replies stream in chunks of this many tokens (min, max).
@@ -515,102 +328,3 @@ def scripted_model(
     """
     return ScriptedModel(replies, model=model, tokens_per_second=tokens_per_second,
                          token_size=token_size)
-
-
-@final
-class EventRecorder:
-    """Collects agent events; call it as a sink (`emit=`) or an `Agent` listener.
-
-    Thread-safe: events may arrive on a run's thread while a test reads them.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._events: list[AgentEvent] = []
-        self._unsubscribe: Callable[[], None] | None = None
-
-    def __call__(self, event: AgentEvent, signal: AbortSignal | None = None) -> None:
-        """Record `event` (`signal`, passed to `Agent` listeners, is ignored)."""
-        with self._lock:
-            self._events.append(event)
-
-    @property
-    def events(self) -> list[AgentEvent]:
-        """The events recorded, in order (a copy)."""
-        with self._lock:
-            return list(self._events)
-
-    @property
-    def types(self) -> list[str]:
-        """The `type` tag of each event recorded, e.g. `["agent_start", "turn_start", ...]`."""
-        return [e.type for e in self.events]
-
-    def of(self, cls: type[E]) -> list[E]:
-        """The recorded events of class `cls`, in order."""
-        return [e for e in self.events if isinstance(e, cls)]
-
-    @property
-    def streamed_text(self) -> str:
-        """The text deltas of every assistant message, joined: what a user saw stream in."""
-        return "".join(e.assistant_message_event.delta for e in self.of(MessageUpdateEvent)
-                       if isinstance(e.assistant_message_event, TextDeltaEvent))
-
-    def clear(self) -> None:
-        """Forget the events recorded so far."""
-        with self._lock:
-            self._events.clear()
-
-    def close(self) -> None:
-        """Stop listening to the agent given to `record_events`, if any."""
-        unsubscribe, self._unsubscribe = self._unsubscribe, None
-        if unsubscribe is not None:
-            unsubscribe()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._events)
-
-    def __enter__(self) -> EventRecorder:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<EventRecorder {len(self)} events>"
-
-
-def record_events(
-    source: Agent | AgentRun | EventStream[AgentEvent, Any] | None = None,
-    timeout: float | None = None,
-) -> EventRecorder:
-    """An `EventRecorder`, filled from `source`.
-
-    Args:
-        source: An `Agent`: the recorder is subscribed and records every later run until
-            `close()` (or the end of a `with` block). An `AgentRun`: waits for it to end and
-            records all its events. The stream of `agent_loop`: waits for it to end and records
-            its events (consuming it; `result()` still works). None: an empty recorder, to
-            pass as `emit=` or to `Agent.subscribe`.
-        timeout: For a run or a stream, how long to wait for the end, in seconds.
-
-    Returns:
-        The recorder.
-
-    Raises:
-        TimeoutError: The run or stream did not end within `timeout`.
-    """
-    recorder = EventRecorder()
-    if isinstance(source, Agent):
-        recorder._unsubscribe = source.subscribe(recorder)
-    elif isinstance(source, (AgentRun, EventStream)):
-        source.result(timeout)
-        for event in source:
-            recorder(event)
-    elif source is not None:
-        raise TypeError(f"'source' must be an Agent, an AgentRun, an EventStream or None, "
-                        f"got {source!r}")
-    return recorder
