@@ -36,7 +36,7 @@ from .._core import (
     leave_deps,
 )
 
-__all__ = ["Failure", "check_result", "outcome", "run_tool"]
+__all__ = ["Failure", "check_result", "check_update", "outcome", "run_tool"]
 
 _tools_log = logging.getLogger("agentcore.tools")
 
@@ -61,8 +61,11 @@ def check_result(name: str, result: object) -> None:
         raise TypeError(f"tool {name!r} returned {result!r}, expected an AgentToolResult")
 
 
-def _drop_update(partial: object) -> None:
-    """The `on_update` of a call run elsewhere: checked as at home, then dropped."""
+def check_update(partial: object) -> None:
+    """Raise `TypeError` unless `partial`, given to `on_update`, is an `AgentToolResult`.
+
+    The `on_update` of a call run elsewhere: the update is checked as at home, then dropped.
+    """
     if not isinstance(partial, AgentToolResult):
         raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
 
@@ -78,7 +81,7 @@ def run_tool(
     """
     previous = enter_deps(deps)
     try:
-        result = execute(tool_call_id, args, AbortController().signal, _drop_update)
+        result = execute(tool_call_id, args, AbortController().signal, check_update)
         check_result(name, result)
     except Exception as exc:
         return Failure(failure_text(exc), "".join(traceback.format_exception(exc)))
