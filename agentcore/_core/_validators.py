@@ -226,10 +226,7 @@ def list_of_messages(_: object, attribute: attrs.Attribute[Any], value: object) 
     """
     if not isinstance(value, list):
         raise type_error(attribute.name, "a list of messages", value, dict_message_hint(value))
-    for index, message in enumerate(value):
-        if not isinstance(getattr(message, "role", None), str):
-            raise type_error(f"{attribute.name}[{index}]", "a message such as UserMessage",
-                             message, dict_message_hint(message))
+    check_messages(attribute.name, value)
 
 
 def one_of(*values: object) -> Validator:

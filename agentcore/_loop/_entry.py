@@ -121,8 +121,7 @@ def _in_background(
     ref = weakref.ref(out)
 
     def sink(event: AgentEvent) -> None:
-        stream = ref()
-        if stream is not None:
+        if (stream := ref()) is not None:
             stream.push(event)
 
     def main() -> None:

@@ -77,17 +77,17 @@ class Run:
     signal: AbortSignal = attrs.field(init=False)
     model: Model = attrs.field(init=False)  # prepare_next_turn may swap these two for the run
     reasoning: ThinkingLevel | None = attrs.field(init=False)
-    new_messages: list[AgentMessage] = attrs.field(init=False, factory=list)
-    turn_open: bool = attrs.field(init=False, default=False)
-    turns: int = attrs.field(init=False, default=0)  # turn_start events so far
-    _options: StreamOptions | None = attrs.field(init=False, default=None)
-    _options_for: tuple[Any, ...] = attrs.field(init=False, default=())
-    _executor: Submitter | None = attrs.field(init=False, default=None)
-    _pool: WorkerPool | None = attrs.field(init=False, default=None)  # the run's own, if any
-    _inbox: Inbox | None = attrs.field(init=False, default=None)  # once the run has tool calls
-    _limits: LimitCounter | None = attrs.field(init=False, default=None)
-    _llm_only: bool = attrs.field(init=False, default=False)  # see __attrs_post_init__
-    _trace: RunTrace | None = attrs.field(init=False, default=None)  # when observed
+    new_messages: list[AgentMessage] = attrs.field(factory=list)
+    turn_open: bool = False
+    turns: int = 0  # turn_start events so far
+    _options: StreamOptions | None = None
+    _options_for: tuple[Any, ...] = ()
+    _executor: Submitter | None = None
+    _pool: WorkerPool | None = None  # the run's own, when the config names no executor
+    _inbox: Inbox | None = None  # where tool calls report, once the run has any
+    _limits: LimitCounter | None = None  # with usage limits: what the run has used
+    _llm_only: bool = False  # every message in the context is a user/assistant/tool result
+    _trace: RunTrace | None = None  # what observes the run, when anything does
 
     def __attrs_post_init__(self) -> None:
         self.signal = self.halt.signal if self.detached else self.caller
@@ -103,8 +103,7 @@ class Run:
             and config.after_tool_call is None and config.prepare_next_turn is None
             and config.should_stop_after_turn is None
         )
-        self._llm_only = sole_writer and LLM_TYPES.issuperset(
-            map(type, self.context.messages))
+        self._llm_only = sole_writer and LLM_TYPES.issuperset(map(type, self.context.messages))
         if config.limits is not None:
             self._limits = LimitCounter(config.limits, config.output_type is not None)
 
@@ -133,18 +132,17 @@ class Run:
         early = True  # the run ends by an exception: tell the tools still running, wait a bit
         try:
             with in_flight(halt.abort):
-                messages = self._loop(prompts)
+                try:
+                    messages = self._loop(prompts)
+                except SinkError:
+                    raise
+                except Exception as exc:  # a hook's, or the loop's own: the run's last message
+                    _log.debug("agent loop failed", exc_info=True)
+                    messages = self._end_with_error(describe(exc))
             early = False
             return messages
         except SinkError as wrapped:
-            raise wrapped.original from None
-        except Exception as exc:
-            early = False
-            _log.debug("agent loop failed", exc_info=True)
-            try:
-                return self._end_with_error(describe(exc))
-            except SinkError as wrapped:
-                raise wrapped.original from None
+            raise wrapped.args[0] from None  # the sink's own exception
         finally:
             unlink()
             if early:
@@ -195,18 +193,15 @@ class Run:
                 return self._end()
 
     def _reply(self) -> AssistantMessage:
-        limit = self._limit if self._limits is not None else None
+        limits = self._limits
+        limit = None if limits is None else (
+            lambda: limits.before_model_call(self.turns, self.new_messages))
         call = ModelCall(self.context, self.config, self.model, self._call_options, self.stream_fn,
                          self.signal, self.halt.signal, self._emit, self.new_messages, limit,
                          self._llm_only, self._trace)
         final = call.reply()
         self._llm_only = call.llm_only  # a before_model_call hook may have replaced the messages
         return final
-
-    def _limit(self) -> str | None:
-        """The usage limit the next model call passes, if any; None counts the call."""
-        assert self._limits is not None
-        return self._limits.before_model_call(self.turns, self.new_messages)
 
     def _call_options(self) -> StreamOptions:
         """The provider options of the next model call."""
@@ -237,13 +232,11 @@ class Run:
         if config.prepare_next_turn is not None:
             turn = PrepareNextTurnContext(reply, results, self.context, list(self.new_messages))
             update = config.prepare_next_turn(turn, self.signal)
-            if isinstance(update, AgentLoopTurnUpdate):
-                if update.context is not None:
-                    self.context = update.context
-                if update.model is not None:
-                    self.model = update.model
-                if update.thinking_level is not None:
-                    self.reasoning = update.thinking_level
+            if isinstance(update, AgentLoopTurnUpdate):  # what it gives replaces its own
+                self.context = self.context if update.context is None else update.context
+                self.model = self.model if update.model is None else update.model
+                level = update.thinking_level
+                self.reasoning = self.reasoning if level is None else level
         if config.should_stop_after_turn is not None:
             turn = PrepareNextTurnContext(reply, results, self.context, list(self.new_messages))
             return bool(config.should_stop_after_turn(turn))
@@ -288,8 +281,7 @@ class Run:
 
     def _get_executor(self) -> Submitter:
         if self._executor is None:
-            if self.config.tool_executor is not None:
-                self._executor = self.config.tool_executor
-            else:
+            self._executor = self.config.tool_executor
+            if self._executor is None:
                 self._executor = self._pool = WorkerPool()
         return self._executor

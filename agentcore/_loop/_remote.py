@@ -1,16 +1,12 @@
 """Tool calls on an executor that may run them in another process (a process pool, Dask).
 
-The run's own `WorkerPool` and a `ThreadPoolExecutor` run a call in this process: its work
-reports through the run's inbox, and the tool gets the run's signal and `on_update`. Any other
-`concurrent.futures.Executor` may run the call elsewhere, where neither the inbox nor the
-signal exists (a closure over them would not pickle, or would report into another process's
-copy of the queue and leave the run waiting forever). Such an executor gets `run_tool`, a
+Any `concurrent.futures.Executor` but a `ThreadPoolExecutor` may run a call elsewhere, where
+neither the run's inbox nor its signal exists (a closure over them would not pickle, or would
+report into another process's copy of the queue). Such an executor gets `run_tool`, a
 module-level function, with picklable arguments, and the run waits on the `Future` it returns.
-
-Over there the tool gets a signal of its own that never aborts and an `on_update` that drops
-partial results: neither progress nor the abort crosses processes. The run still ends on abort
-or timeout as it does for a thread, because it stops waiting for the future (and cancels it,
-in case the call has not started).
+Over there the tool gets a signal that never aborts and an `on_update` that drops partial
+results. The run still ends on abort or timeout as for a thread: it stops waiting for the
+future (and cancels it, in case the call has not started).
 """
 
 from __future__ import annotations

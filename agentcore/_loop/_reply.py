@@ -50,11 +50,7 @@ _log = logging.getLogger(__name__)
 
 
 class SinkError(Exception):
-    """Carries an exception raised by the caller's sink past the loop's own handlers."""
-
-    def __init__(self, original: Exception) -> None:
-        super().__init__(original)
-        self.original = original
+    """Carries what the caller's sink raised (its one argument) past the loop's own handlers."""
 
 
 @attrs.define(eq=False)

@@ -4,11 +4,8 @@ Every call runs on a worker thread (the run's own daemon pool, or the config's e
 everything else (hooks, events) happens on the run's thread, which receives the tools' progress
 and completion through its inbox (see `_tool_messages`). Because no tool runs on the run's
 thread, a call that outlives its timeout, or ignores an abort for `ABORT_GRACE_S`, can be
-abandoned: the run goes on without it and never waits for its thread.
-
-An executor that may run calls in another process (anything but the run's pool or a
-`ThreadPoolExecutor`) gets a picklable work item instead, and its future's completion reaches
-the same queue (see `_remote`).
+abandoned: the run goes on without it and never waits for its thread. An executor that may
+run calls in another process gets a picklable work item instead (see `_remote`).
 """
 
 from __future__ import annotations
@@ -72,6 +69,7 @@ _log = logging.getLogger(__name__)
 _tools_log = logging.getLogger("agentcore.tools")  # tool failures, for the tools' developers
 
 CALL_ABORTED_TEXT = "Operation aborted"
+_OVERRIDABLE = ("content", "details", "usage", "terminate")  # by an AfterToolCallResult
 LENGTH_TEXT = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its '
     "arguments may be truncated. Re-issue the tool call with complete arguments."
@@ -141,11 +139,8 @@ class ToolBatch:
         if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
             return True
         by_name = {t.name: t for t in self.context.tools}
-        return any(
-            (tool := by_name.get(c.call.name)) is not None
-            and tool.execution_mode is ToolExecutionMode.SEQUENTIAL
-            for c in calls
-        )
+        return any((tool := by_name.get(c.call.name)) is not None
+                   and tool.execution_mode is ToolExecutionMode.SEQUENTIAL for c in calls)
 
     def _start(self, c: Call) -> None:
         self.emit(ToolExecutionStartEvent(c.call.id, c.call.name, c.call.arguments))
@@ -169,8 +164,7 @@ class ToolBatch:
             verdict = None
             if self.config.before_tool_call is not None:
                 verdict = self.config.before_tool_call(
-                    BeforeToolCallContext(self.message, c.call, args, self.context), self.signal
-                )
+                    BeforeToolCallContext(self.message, c.call, args, self.context), self.signal)
         except Exception as exc:
             self._finish(c, error_result(describe(exc)), True)
             return False
@@ -191,10 +185,8 @@ class ToolBatch:
         """Hand `c` to the executor (the run's own pool unless the config names one).
 
         A call with a timeout gets a signal of its own, following the tools' signal, so that
-        its expiry aborts it alone. The run's thread stays free meanwhile to emit the tools'
-        progress in order and to notice deadlines. Only the run's pool and a
-        `ThreadPoolExecutor` are known to run the work in this process; any other executor
-        gets a picklable work item (`_send`).
+        its expiry aborts it alone. An executor that is neither the run's pool nor a
+        `ThreadPoolExecutor` gets a picklable work item (`_send`).
         """
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
@@ -246,11 +238,10 @@ class ToolBatch:
     def _send(self, c: Call, executor: Executor, timeout: float | None) -> None:
         """Hand `c` to an executor that may run it in another process; wait on its future.
 
-        The work item is `run_tool` with the tool's name and `execute`, the call's id and
-        arguments and the run's `deps` (not the `AgentTool`: its compiled validators need
-        not pickle, and the worker has no use for them). No signal or `on_update` of this
-        run travels with it, and no observer wraps it: those live in this process. When the
-        executor refuses the work, or cannot pickle it, the call's result says so (`outcome`).
+        The work item is `run_tool` with the tool's `execute` (not the `AgentTool`, whose
+        compiled validators need not pickle), the call's arguments and the run's `deps`; no
+        signal, `on_update` or observer of this run goes with it. An executor that refuses
+        or cannot pickle the work gives the call an error result saying so (`outcome`).
         """
         tool, inbox = c.tool, self._inbox
         assert tool is not None
@@ -297,7 +288,10 @@ class ToolBatch:
                 case Raised(c, exc) if pending.pop(id(c), None) is not None:
                     if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
                         raise exc
-                    self._after(c, error_result(_failure(c.call.name, exc)), True)
+                    # The model reads `KeyError: 'Rome'`; the traceback goes to the tools' log
+                    _tools_log.info("tool %r raised %s", c.call.name, type(exc).__name__,
+                                    exc_info=exc)
+                    self._after(c, error_result(failure_text(exc)), True)
                 case Returned(c, result) if pending.pop(id(c), None) is not None:
                     self._after(c, result, False)
                 case Settled(c, future) if pending.pop(id(c), None) is not None:
@@ -341,16 +335,16 @@ class ToolBatch:
         hook = self.config.after_tool_call
         if hook is not None:
             try:
-                override = hook(
-                    AfterToolCallContext(self.message, c.call, c.args, result, is_error,
-                                         self.context),
-                    self.signal,
-                )
+                override = hook(AfterToolCallContext(self.message, c.call, c.args, result,
+                                                     is_error, self.context), self.signal)
             except Exception as exc:
                 result, is_error = error_result(describe(exc)), True
             else:
-                if isinstance(override, AfterToolCallResult):
-                    result, is_error = _apply(result, is_error, override)
+                if isinstance(override, AfterToolCallResult):  # what it gives replaces its own
+                    result = attrs.evolve(result, **{
+                        k: v for k in _OVERRIDABLE if (v := getattr(override, k)) is not None})
+                    if override.is_error is not None:
+                        is_error = override.is_error
         self._finish(c, result, is_error)
 
     def _finish(self, c: Call, result: AgentToolResult, is_error: bool) -> None:
@@ -368,30 +362,6 @@ class ToolBatch:
             added_tool_names=list(result.added_tool_names) if result.added_tool_names else None)
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
-
-
-def _failure(name: str, exc: BaseException) -> str:
-    """What the model reads when tool `name` raised `exc` (`KeyError: 'Rome'`); logs it too.
-
-    The type matters to the model and to whoever reads the transcript: `str(KeyError('Rome'))`
-    alone is `'Rome'`. The traceback goes to the `agentcore.tools` logger at INFO, so that a
-    bug in a tool is never invisible to its developer.
-    """
-    _tools_log.info("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
-    return failure_text(exc)
-
-
-def _apply(
-    result: AgentToolResult, is_error: bool, override: AfterToolCallResult
-) -> tuple[AgentToolResult, bool]:
-    result = AgentToolResult(
-        content=override.content if override.content is not None else result.content,
-        details=override.details if override.details is not None else result.details,
-        usage=override.usage if override.usage is not None else result.usage,
-        added_tool_names=result.added_tool_names,
-        terminate=override.terminate if override.terminate is not None else result.terminate,
-    )
-    return result, override.is_error if override.is_error is not None else is_error
 
 
 class Submitter(Protocol):

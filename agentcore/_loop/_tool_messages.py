@@ -37,9 +37,8 @@ class Call:
     args: Any = None
     result: AgentToolResult | None = None
     is_error: bool = False
-    # Set by the tool's thread once it is done, read by `on_update` on any thread: a bool store
-    # is atomic, so an update slipping past a stale False comes before the call's end event or
-    # is dropped (the batch checks `result`), never after it.
+    # Set once the tool is done, read by `on_update` on any thread: an update slipping past a
+    # stale False comes before the call's end event or is dropped (see `_pump`), never after.
     finished: bool = False
     message: ToolResultMessage | None = None
     timeout: float | None = None  # seconds, when the call has a deadline
