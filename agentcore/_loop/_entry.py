@@ -24,7 +24,8 @@ from .._core import (
     cannot_take,
     check_messages,
 )
-from ..providers import StreamFn
+from .._function_tools import output_tool
+from ..providers import StreamFn, stream
 from ._config import AgentLoopConfig
 from ._loop import Run
 from ._observe import carry_context
@@ -33,14 +34,8 @@ from ._output import OutputState
 __all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
 
 
-def _start(
-    context: AgentContext,
-    config: AgentLoopConfig,
-    emit: EventSink,
-    signal: AbortSignal | None,
-    stream_fn: StreamFn | None,
-    detached: bool = False,
-) -> Run:
+def _start(context: AgentContext, config: AgentLoopConfig, emit: EventSink,
+           signal: AbortSignal | None, stream_fn: StreamFn | None, detached: bool = False) -> Run:
     if not isinstance(context, AgentContext):
         raise TypeError(f"'context' must be an AgentContext, got {context!r}")
     if not isinstance(config, AgentLoopConfig):
@@ -53,13 +48,11 @@ def _start(
         raise TypeError(f"'stream_fn' must be None or callable as stream_fn(model, context, "
                         f"options), got {stream_fn!r}")
     if stream_fn is None:
-        from ..providers import stream as default_stream
-
-        stream_fn = default_stream
+        stream_fn = stream
     tools = list(context.tools)
     output = None
     if config.output_type is not None:
-        output = OutputState.for_type(config.output_type, config.output_retries)
+        output = OutputState(output_tool(config.output_type), config.output_retries)
         if any(tool.name == output.tool.name for tool in tools):
             raise ValueError(f"a tool is named {output.tool.name!r}, the name of the tool "
                              "that gives the output of a run with an output_type")
@@ -111,7 +104,7 @@ def run_agent_loop_continue(
 
 
 def _in_background(
-    run: Run, prompts: list[AgentMessage] | None
+    run: Run, prompts: list[AgentMessage] | None,
 ) -> EventStream[AgentEvent, list[AgentMessage]]:
     """Start the `detached` `run` on a new thread, feeding the stream returned."""
     halt = run.halt

@@ -1,10 +1,9 @@
 """The agent loop: stream a reply, run the tools it asks for, feed the results back, repeat.
 
-`Run` is the algorithm of reference/pi-agent-core.md §2.2, on one thread: turn, reply
-(`ModelCall`), tools (`ToolBatch`), the hooks between turns, and the queues polled at the end
-of each. Every event is emitted from the run's thread, in order. Failures of the model, tools
-and hooks become messages; only the caller's own sink raising propagates. The entry points
-that make and start a run are in `_entry`.
+`Run` is the algorithm of reference/pi-agent-core.md §2.2 on one thread (`_entry` starts it):
+turn, reply (`ModelCall`), tools (`ToolBatch`), the hooks between turns, the queues. Events
+are emitted from the run's thread, in order. Failures of the model, tools and hooks become
+messages; only the caller's own sink raising propagates.
 """
 
 from __future__ import annotations
@@ -97,17 +96,16 @@ class Run:
         # With none of the hooks that see the live context, the loop alone writes its
         # messages: it can then know, at O(1) a message, that all of them are plain LLM
         # messages, and spare every model call the O(n) check of default_convert_to_llm.
-        sole_writer = (
-            config.convert_to_llm is default_convert_to_llm
-            and config.transform_context is None and config.before_tool_call is None
-            and config.after_tool_call is None and config.prepare_next_turn is None
-            and config.should_stop_after_turn is None
-        )
+        sole_writer = (config.convert_to_llm is default_convert_to_llm
+                       and config.transform_context is None and config.before_tool_call is None
+                       and config.after_tool_call is None and config.prepare_next_turn is None
+                       and config.should_stop_after_turn is None)
         self._llm_only = sole_writer and LLM_TYPES.issuperset(map(type, self.context.messages))
         if config.limits is not None:
             self._limits = LimitCounter(config.limits, config.output_type is not None)
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
+        """Run on this thread until done (observed, if anything observes runs); the new messages."""
         trace = start_trace(RunStart(self.model, self.context, prompts, self.halt.signal))
         if trace is None:
             return self._execute(prompts)

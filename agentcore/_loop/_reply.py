@@ -77,11 +77,9 @@ class ModelCall:
     trace: RunTrace | None = None
 
     def reply(self) -> AssistantMessage:
-        """Stream one assistant reply into the context and return the final message.
+        """Stream one reply into the context; an error reply is retried once if a hook asks.
 
-        With a `before_model_call` hook, a reply that ended in an error is offered to it; if
-        the hook replaces the context (compaction after an overflow), the call is made again,
-        once.
+        That is a `before_model_call` hook replacing the context (compaction after an overflow).
         """
         final = self._call(None)
         assert final is not None  # only a retry may be declined

@@ -60,7 +60,7 @@ from ._tool_messages import (
     Returned,
     Settled,
     Update,
-    runs_served,
+    served,
 )
 
 __all__ = ["Submitter", "ToolBatch"]
@@ -105,20 +105,21 @@ class ToolBatch:
 
         With a `refusal` (a usage limit reached), every call gets it as its error result.
         """
-        calls = [Call(i, c) for i, c in enumerate(self.message.tool_calls)]
+        calls = [Call(c) for c in self.message.tool_calls]
+        results: list[ToolResultMessage] = []  # in source order
         if refusal is not None or self.message.stop_reason == StopReason.LENGTH:
             for c in calls:  # none runs: refused, or its arguments may be cut short
                 self._start(c)
                 text = refusal or LENGTH_TEXT.format(name=c.call.name)
                 self._finish(c, error_result(text), True)
-                self._emit_message(c)
+                results.append(self._message(c))
         elif self._sequential(calls):
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
                     self._submit(c)
                     self._pump([c])
-                self._emit_message(c)
+                results.append(self._message(c))
         else:
             ready = []
             for c in calls:
@@ -128,9 +129,7 @@ class ToolBatch:
             for c in ready:
                 self._submit(c)
             self._pump(ready)
-            for c in calls:
-                self._emit_message(c)
-        results = [c.message for c in calls if c.message is not None]
+            results = [self._message(c) for c in calls]
         terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
                                         for c in calls)
         return results, terminate
@@ -209,7 +208,7 @@ class ToolBatch:
                 inbox.put(Update(c, partial))
 
         def work() -> None:
-            runs = runs_served()
+            runs: list[AbortSignal] = served.__dict__.setdefault("runs", [])
             runs.append(owner)
             previous = enter_deps(deps)
             try:
@@ -272,10 +271,8 @@ class ToolBatch:
         while pending:
             wake = min(grace_ends, min(c.deadline for c in pending.values()))
             try:
-                if wake == never:
-                    message = inbox.get()
-                else:
-                    message = inbox.get(timeout=max(0.0, wake - time.monotonic()))
+                message = inbox.get(timeout=None if wake == never
+                                    else max(0.0, wake - time.monotonic()))
             except queue.Empty:
                 message = None
             match message:
@@ -353,15 +350,17 @@ class ToolBatch:
             c.unlink()
         self.emit(ToolExecutionEndEvent(c.call.id, c.call.name, result, is_error))
 
-    def _emit_message(self, c: Call) -> None:
+    def _message(self, c: Call) -> ToolResultMessage:
+        """Emit the result message of `c`, which has its result; return it."""
         result = c.result
         assert result is not None
-        c.message = message = ToolResultMessage(
+        message = ToolResultMessage(
             c.call.id, c.call.name, list(result.content or []), details=result.details,
             is_error=c.is_error, usage=result.usage,
             added_tool_names=list(result.added_tool_names) if result.added_tool_names else None)
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
+        return message
 
 
 class Submitter(Protocol):

@@ -14,24 +14,16 @@ from typing import Any
 
 import attrs
 
-from .._core import (
-    AbortController,
-    AbortSignal,
-    AgentTool,
-    AgentToolResult,
-    ToolCall,
-    ToolResultMessage,
-)
+from .._core import AbortController, AbortSignal, AgentTool, AgentToolResult, ToolCall
 
 __all__ = ["ABORTED", "Aborted", "Call", "Inbox", "NotStarted", "Raised", "Returned", "Settled",
-           "Update", "runs_served", "serving", "tool_inbox"]
+           "Update", "served", "serving", "tool_inbox"]
 
 
 @attrs.define(eq=False)
 class Call:
     """One tool call on its way from preparation to its result."""
 
-    index: int
     call: ToolCall
     tool: AgentTool | None = None
     args: Any = None
@@ -40,7 +32,6 @@ class Call:
     # Set once the tool is done, read by `on_update` on any thread: an update slipping past a
     # stale False comes before the call's end event or is dropped (see `_pump`), never after.
     finished: bool = False
-    message: ToolResultMessage | None = None
     timeout: float | None = None  # seconds, when the call has a deadline
     deadline: float = float("inf")  # time.monotonic() past which the call is abandoned
     own: AbortController | None = None  # this call's own signal, when it has a timeout
@@ -104,14 +95,8 @@ def tool_inbox(halt: AbortSignal) -> Inbox:
     return inbox
 
 
-_serving = threading.local()
-"""Per thread: the signals of the runs whose tool calls the thread is running, innermost last."""
-
-
-def runs_served() -> list[AbortSignal]:
-    """The calling thread's list of runs it serves: a tool's work pushes its run while it runs."""
-    runs: list[AbortSignal] = _serving.__dict__.setdefault("runs", [])
-    return runs
+served = threading.local()
+"""Per thread, `runs`: the signals of the runs whose tool calls it is running, innermost last."""
 
 
 def serving(signal: AbortSignal) -> bool:
@@ -119,4 +104,4 @@ def serving(signal: AbortSignal) -> bool:
 
     Such a thread must not wait for that run: the run waits for the call (see `AgentRun`).
     """
-    return signal in getattr(_serving, "runs", ())
+    return signal in getattr(served, "runs", ())

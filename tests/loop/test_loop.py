@@ -949,7 +949,8 @@ def test_loop_dict_prompts_get_the_agents_error_naming_from_dict(faux: FauxProvi
                                       f"got {data!r} (dict); {many}")
         with pytest.raises(TypeError) as alone:
             start(data)
-        assert str(alone.value) == f"'prompts' must be a list of messages, got {data!r} (dict); {one}"
+        assert str(alone.value) == (f"'prompts' must be a list of messages, "
+                                    f"got {data!r} (dict); {one}")
     context = ac.AgentContext("", [ac.UserMessage("hi")])
     context.messages.append(data)  # type: ignore[arg-type]
     for resume in (lambda: ac.run_agent_loop_continue(context, config, lambda _: None),
