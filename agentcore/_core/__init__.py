@@ -112,6 +112,7 @@ from ._tools import (
 from ._usage import Cost, Usage
 from ._validators import (
     cannot_take,
+    check_messages,
     count,
     instance_of,
     is_callable,
@@ -219,6 +220,7 @@ __all__ = [
     "answer_interrupted",
     "calculate_cost",
     "cannot_take",
+    "check_messages",
     "count",
     "default_convert_to_llm",
     "describe",

@@ -20,7 +20,7 @@ import itertools
 import re
 import reprlib
 import types
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -30,6 +30,7 @@ __all__ = [
     "Hint",
     "Validator",
     "cannot_take",
+    "check_messages",
     "count",
     "describe_types",
     "dict_message_hint",
@@ -192,11 +193,30 @@ def list_of(*types: type, expected: str | None = None, expected_list: str | None
     return check
 
 
-def dict_message_hint(value: object) -> str | None:
-    """For a dict given where messages are expected: load it with `from_dict`."""
-    if isinstance(value, Mapping):
+def dict_message_hint(value: object, many: bool = True) -> str | None:
+    """For a dict given where messages (or, not `many`, one message) are expected: `from_dict`."""
+    if not isinstance(value, Mapping):
+        return None
+    if many:
         return "to load dicts, use agentcore.from_dict(list[AgentMessage], data)"
-    return None
+    return "to load a dict, use agentcore.from_dict(AgentMessage, data)"
+
+
+def check_messages(name: str, value: object) -> list[Any]:
+    """`value`, an iterable of messages (objects with a str `role`), as a new list.
+
+    Anything else is the `TypeError` the `Agent` raises, naming `name` or `name[i]`: a dict,
+    even one with a `"role"` key, is not a message, and the error says to load it with
+    `from_dict`.
+    """
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise type_error(name, "a list of messages", value, dict_message_hint(value, many=False))
+    messages = list(value)
+    for index, message in enumerate(messages):
+        if not isinstance(getattr(message, "role", None), str):
+            raise type_error(f"{name}[{index}]", "a message such as UserMessage", message,
+                             dict_message_hint(message))
+    return messages
 
 
 def list_of_messages(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -206,10 +226,7 @@ def list_of_messages(_: object, attribute: attrs.Attribute[Any], value: object) 
     """
     if not isinstance(value, list):
         raise type_error(attribute.name, "a list of messages", value, dict_message_hint(value))
-    for index, message in enumerate(value):
-        if not isinstance(getattr(message, "role", None), str):
-            raise type_error(f"{attribute.name}[{index}]", "a message such as UserMessage",
-                             message, dict_message_hint(message))
+    check_messages(attribute.name, value)
 
 
 def one_of(*values: object) -> Validator:

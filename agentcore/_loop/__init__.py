@@ -25,39 +25,15 @@ from ._config import (
     executor,
     hook,
 )
+from ._entry import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._exit import in_flight
-from ._loop import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._observe import Observer, RunStart, RunTrace, carry_context, observe
-from ._tool_exec import serving
+from ._tool_messages import serving
 
-__all__ = [
-    "AfterToolCall",
-    "AfterToolCallContext",
-    "AfterToolCallResult",
-    "AgentLoopConfig",
-    "AgentLoopTurnUpdate",
-    "BeforeModelCall",
-    "BeforeModelCallContext",
-    "BeforeToolCall",
-    "BeforeToolCallContext",
-    "BeforeToolCallResult",
-    "ConvertToLlm",
-    "GetApiKey",
-    "Observer",
-    "PrepareNextTurn",
-    "PrepareNextTurnContext",
-    "RunStart",
-    "RunTrace",
-    "ShouldStopAfterTurn",
-    "TransformContext",
-    "agent_loop",
-    "agent_loop_continue",
-    "carry_context",
-    "executor",
-    "hook",
-    "in_flight",
-    "observe",
-    "run_agent_loop",
-    "run_agent_loop_continue",
-    "serving",
-]
+__all__ = ["AfterToolCall", "AfterToolCallContext", "AfterToolCallResult", "AgentLoopConfig",
+           "AgentLoopTurnUpdate", "BeforeModelCall", "BeforeModelCallContext", "BeforeToolCall",
+           "BeforeToolCallContext", "BeforeToolCallResult", "ConvertToLlm", "GetApiKey",
+           "Observer", "PrepareNextTurn", "PrepareNextTurnContext", "RunStart", "RunTrace",
+           "ShouldStopAfterTurn", "TransformContext", "agent_loop", "agent_loop_continue",
+           "carry_context", "executor", "hook", "in_flight", "observe", "run_agent_loop",
+           "run_agent_loop_continue", "serving"]

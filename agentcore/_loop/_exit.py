@@ -1,11 +1,11 @@
-"""Runs in flight when the interpreter exits.
+"""How long a stopped run may take to end, and the runs in flight when the interpreter exits.
 
+An aborted run gives a tool call (or a model stream) `ABORT_GRACE_S` to stop, then abandons it.
 A run's thread is not a daemon, so the interpreter finishes every run before it exits, as a Node
 process finishes its pending work. Ctrl-C while it waits interrupts that wait, and Python then
 goes on to its `atexit` hooks with the runs still going: ours aborts every run in flight and
-gives them `EXIT_GRACE_S` to emit their `agent_end` (a tool ignoring its abort is abandoned
-after the loop's own grace), then lets the process end. On a normal exit no run is left by
-the time the hooks run, and the hook does nothing.
+gives them `EXIT_GRACE_S` to emit their `agent_end`, then lets the process end. On a normal
+exit no run is left by the time the hooks run, and the hook does nothing.
 """
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ import contextlib
 import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["EXIT_GRACE_S", "in_flight"]
+__all__ = ["ABORT_GRACE_S", "EXIT_GRACE_S", "in_flight"]
+
+ABORT_GRACE_S = 1.0
+"""How long an aborted run waits for a tool (or a model stream) to stop before abandoning it."""
 
 EXIT_GRACE_S = 1.5
 """How long the exit hook waits for the aborted runs to end (the process must end in 2 s)."""

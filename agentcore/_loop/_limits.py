@@ -51,22 +51,16 @@ class LimitCounter:
         """
         if self.reached is None:
             self._sum(new_messages)
-            limits = self.limits
-            if limits.max_turns is not None and turns > limits.max_turns:
-                self._reach("max_turns", limits.max_turns)
-            elif limits.max_model_calls is not None and self.model_calls >= limits.max_model_calls:
-                self._reach("max_model_calls", limits.max_model_calls)
-            elif (limits.max_input_tokens is not None
-                  and self.input_tokens >= limits.max_input_tokens):
-                self._reach("max_input_tokens", limits.max_input_tokens)
-            elif (limits.max_output_tokens is not None
-                  and self.output_tokens >= limits.max_output_tokens):
-                self._reach("max_output_tokens", limits.max_output_tokens)
-            elif (limits.max_total_tokens is not None
-                  and self.total_tokens >= limits.max_total_tokens):
-                self._reach("max_total_tokens", limits.max_total_tokens)
-            elif limits.max_cost is not None and self.cost >= limits.max_cost:
-                self._reach("max_cost", limits.max_cost)
+            used = (("max_turns", turns - 1),  # the turns before this one
+                    ("max_model_calls", self.model_calls),
+                    ("max_input_tokens", self.input_tokens),
+                    ("max_output_tokens", self.output_tokens),
+                    ("max_total_tokens", self.total_tokens), ("max_cost", self.cost))
+            for name, value in used:
+                limit = getattr(self.limits, name)
+                if limit is not None and value >= limit:
+                    self._reach(name, limit)
+                    break
             else:
                 self.model_calls += 1
         return self.reached

@@ -1,15 +1,10 @@
 """Observers of runs: the seam through which a tracer (`agentcore.otel`) watches the loop.
 
-An observer is registered with `observe` and called as each run starts, on the run's thread;
-it returns a `RunTrace` that then sees the run's events, each model call as it is sent, each
-tool call's work before a worker runs it, and the run's end. With no observer registered (the
-default) a run checks an empty tuple once and does nothing more: no trace, no wrapped sink,
-no wrapped tool work.
-
-The registry is module-level state, like the provider registry and for the same reason: an
-instrumentation is global by nature (a tracer sees every run). It is a tuple replaced under a
-lock, so a run reads it without locking.
-
+An observer, registered with `observe`, is called as each run starts, on the run's thread; the
+`RunTrace` it returns sees the run's events, each model call as it is sent, each tool call's
+work before a worker runs it, and the run's end. With none registered (the default) a run
+checks an empty tuple once and does nothing more. The registry is module-level, like the
+provider registry, since a tracer sees every run: a tuple replaced under a lock, read without.
 While an observer is registered, the threads a run starts from a caller (`agent_loop`, an
 `Agent` run) start in a copy of the caller's `contextvars` context (`carry_context`), so that
 a tracer's current span, say, carries over to the run.
@@ -124,21 +119,13 @@ class _Traces:
     traces: list[RunTrace]
 
     def event(self, event: AgentEvent) -> None:
-        for trace in self.traces:
-            try:
-                trace.event(event)
-            except Exception:
-                _log.exception("a run observer failed on %s", event.type)
+        self._each(lambda trace: trace.event(event), event.type)
 
     def model_call(self, model: Model, context: Context) -> None:
-        for trace in self.traces:
-            try:
-                trace.model_call(model, context)
-            except Exception:
-                _log.exception("a run observer failed on a model call")
+        self._each(lambda trace: trace.model_call(model, context), "a model call")
 
     def tool_work(self, tool_call_id: str, work: Callable[[], None]) -> Callable[[], None]:
-        for trace in self.traces:
+        for trace in self.traces:  # each wraps what the one before made
             try:
                 work = trace.tool_work(tool_call_id, work)
             except Exception:
@@ -146,8 +133,11 @@ class _Traces:
         return work
 
     def end(self, error: BaseException | None) -> None:
-        for trace in reversed(self.traces):
+        self._each(lambda trace: trace.end(error), "the end of a run", reverse=True)
+
+    def _each(self, call: Callable[[RunTrace], None], what: str, reverse: bool = False) -> None:
+        for trace in reversed(self.traces) if reverse else self.traces:
             try:
-                trace.end(error)
+                call(trace)
             except Exception:
-                _log.exception("a run observer failed at the end of a run")
+                _log.exception("a run observer failed on %s", what)

@@ -19,7 +19,7 @@ from .._core import (
     ToolResultMessage,
     UserMessage,
 )
-from .._function_tools import FINAL_RESULT, output_tool
+from .._function_tools import FINAL_RESULT
 
 __all__ = ["NUDGE_TEXT", "OutputState", "Verdict"]
 
@@ -45,10 +45,6 @@ class OutputState:
     retries: int
     failures: int = 0
     last_error: str = "no final_result call"
-
-    @classmethod
-    def for_type(cls, output_type: object, retries: int) -> OutputState:
-        return cls(output_tool(output_type), retries)
 
     def after_turn(self, reply: AssistantMessage,
                    results: list[ToolResultMessage]) -> Verdict:

@@ -1,16 +1,12 @@
 """Tool calls on an executor that may run them in another process (a process pool, Dask).
 
-The run's own `WorkerPool` and a `ThreadPoolExecutor` run a call in this process: its work
-reports through the run's inbox, and the tool gets the run's signal and `on_update`. Any other
-`concurrent.futures.Executor` may run the call elsewhere, where neither the inbox nor the
-signal exists (a closure over them would not pickle, or would report into another process's
-copy of the queue and leave the run waiting forever). Such an executor gets `run_tool`, a
+Any `concurrent.futures.Executor` but a `ThreadPoolExecutor` may run a call elsewhere, where
+neither the run's inbox nor its signal exists (a closure over them would not pickle, or would
+report into another process's copy of the queue). Such an executor gets `run_tool`, a
 module-level function, with picklable arguments, and the run waits on the `Future` it returns.
-
-Over there the tool gets a signal of its own that never aborts and an `on_update` that drops
-partial results: neither progress nor the abort crosses processes. The run still ends on abort
-or timeout as it does for a thread, because it stops waiting for the future (and cancels it,
-in case the call has not started).
+Over there the tool gets a signal that never aborts and an `on_update` that drops partial
+results. The run still ends on abort or timeout as for a thread: it stops waiting for the
+future (and cancels it, in case the call has not started).
 """
 
 from __future__ import annotations
@@ -36,7 +32,7 @@ from .._core import (
     leave_deps,
 )
 
-__all__ = ["Failure", "check_result", "outcome", "run_tool"]
+__all__ = ["Failure", "check_result", "check_update", "outcome", "run_tool"]
 
 _tools_log = logging.getLogger("agentcore.tools")
 
@@ -61,8 +57,11 @@ def check_result(name: str, result: object) -> None:
         raise TypeError(f"tool {name!r} returned {result!r}, expected an AgentToolResult")
 
 
-def _drop_update(partial: object) -> None:
-    """The `on_update` of a call run elsewhere: checked as at home, then dropped."""
+def check_update(partial: object) -> None:
+    """Raise `TypeError` unless `partial`, given to `on_update`, is an `AgentToolResult`.
+
+    The `on_update` of a call run elsewhere: the update is checked as at home, then dropped.
+    """
     if not isinstance(partial, AgentToolResult):
         raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
 
@@ -78,7 +77,7 @@ def run_tool(
     """
     previous = enter_deps(deps)
     try:
-        result = execute(tool_call_id, args, AbortController().signal, _drop_update)
+        result = execute(tool_call_id, args, AbortController().signal, check_update)
         check_result(name, result)
     except Exception as exc:
         return Failure(failure_text(exc), "".join(traceback.format_exception(exc)))

@@ -2,24 +2,20 @@
 
 Every call runs on a worker thread (the run's own daemon pool, or the config's executor);
 everything else (hooks, events) happens on the run's thread, which receives the tools' progress
-and completion through a queue of small typed messages. Because no tool runs on the run's
+and completion through its inbox (see `_tool_messages`). Because no tool runs on the run's
 thread, a call that outlives its timeout, or ignores an abort for `ABORT_GRACE_S`, can be
-abandoned: the run goes on without it and never waits for its thread.
-
-An executor that may run calls in another process (anything but the run's pool or a
-`ThreadPoolExecutor`) gets a picklable work item instead, and its future's completion reaches
-the same queue (see `_remote`).
+abandoned: the run goes on without it and never waits for its thread. An executor that may
+run calls in another process gets a picklable work item instead (see `_remote`).
 """
 
 from __future__ import annotations
 
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any, Protocol
+from typing import Protocol
 
 import attrs
 
@@ -28,14 +24,12 @@ from .._core import (
     AbortSignal,
     AgentContext,
     AgentEvent,
-    AgentTool,
     AgentToolResult,
     AssistantMessage,
     MessageEndEvent,
     MessageStartEvent,
     StopReason,
     TextContent,
-    ToolCall,
     ToolExecutionEndEvent,
     ToolExecutionMode,
     ToolExecutionStartEvent,
@@ -54,17 +48,28 @@ from ._config import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
-from ._remote import check_result, outcome, run_tool
+from ._exit import ABORT_GRACE_S
+from ._remote import check_result, check_update, outcome, run_tool
+from ._tool_messages import (
+    ABORTED,
+    Aborted,
+    Call,
+    Inbox,
+    NotStarted,
+    Raised,
+    Returned,
+    Settled,
+    Update,
+    served,
+)
 
-__all__ = ["ABORT_GRACE_S", "Inbox", "Submitter", "ToolBatch", "serving", "tool_inbox"]
+__all__ = ["Submitter", "ToolBatch"]
 
 _log = logging.getLogger(__name__)
 _tools_log = logging.getLogger("agentcore.tools")  # tool failures, for the tools' developers
 
-ABORT_GRACE_S = 1.0
-"""How long an aborted run waits for a tool (or a model stream) to stop before abandoning it."""
-
 CALL_ABORTED_TEXT = "Operation aborted"
+_OVERRIDABLE = ("content", "details", "usage", "terminate")  # by an AfterToolCallResult
 LENGTH_TEXT = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its '
     "arguments may be truncated. Re-issue the tool call with complete arguments."
@@ -76,108 +81,12 @@ def error_result(text: str, terminate: bool | None = None) -> AgentToolResult:
     return AgentToolResult([TextContent(text)], terminate=terminate)
 
 
-_serving = threading.local()
-"""Per thread: the signals of the runs whose tool calls the thread is running, innermost last."""
-
-
-def serving(signal: AbortSignal) -> bool:
-    """Whether the calling thread is running a tool call of the run given `signal`.
-
-    Such a thread must not wait for that run: the run waits for the call (see `AgentRun`).
-    """
-    return signal in getattr(_serving, "runs", ())
-
-
-@attrs.define(eq=False)
-class _Call:
-    """One tool call on its way from preparation to its result."""
-
-    index: int
-    call: ToolCall
-    tool: AgentTool | None = None
-    args: Any = None
-    result: AgentToolResult | None = None
-    is_error: bool = False
-    # Written on the thread that ran the tool once it is done; read by `on_update` on whichever
-    # thread the tool calls it from. Benign under the GIL: a bool store and load are atomic,
-    # and an update slipping past a stale False is either emitted before the call's end event
-    # or dropped (`_pump` checks `c.result`), never emitted after it.
-    finished: bool = False
-    message: ToolResultMessage | None = None
-    timeout: float | None = None  # seconds, when the call has a deadline
-    deadline: float = float("inf")  # time.monotonic() past which the call is abandoned
-    own: AbortController | None = None  # this call's own signal, when it has a timeout
-    unlink: Callable[[], None] | None = None  # stops `own` following the tools' signal
-    future: Future[Any] | None = None  # on an executor that may run the call elsewhere
-
-
-@attrs.frozen
-class _Update:
-    """The tool of `c` sent a partial result through `on_update`."""
-
-    c: _Call
-    partial: AgentToolResult
-
-
-@attrs.frozen
-class _NotStarted:
-    """The run was aborted before a worker got to start the tool of `c`."""
-
-    c: _Call
-
-
-@attrs.frozen
-class _Raised:
-    """The tool of `c` raised `exc`, or the executor refused the work."""
-
-    c: _Call
-    exc: BaseException
-
-
-@attrs.frozen
-class _Returned:
-    """The tool of `c` returned `result`."""
-
-    c: _Call
-    result: AgentToolResult
-
-
-@attrs.frozen
-class _Settled:
-    """The `future` of `c`, on an executor that may run it in another process, is done."""
-
-    c: _Call
-    future: Future[Any]
-
-
-class _Aborted:
-    """The tools' signal was aborted: from now on, calls have `ABORT_GRACE_S` to end."""
-
-
-_ABORTED = _Aborted()
-
-_Message = _Update | _NotStarted | _Raised | _Returned | _Settled | _Aborted
-"""What reaches the run's thread through its tool inbox."""
-
-Inbox = queue.SimpleQueue[_Message]
-
-
-def tool_inbox(halt: AbortSignal) -> Inbox:
-    """The queue through which a run's tool calls report to its thread (one for the run).
-
-    It also hears when `halt` aborts, so that a run waiting for its tools notices at once.
-    """
-    inbox: Inbox = queue.SimpleQueue()
-    halt.add_listener(lambda: inbox.put(_ABORTED))
-    return inbox
-
-
 @attrs.define(eq=False)
 class ToolBatch:
     """Runs the tool calls of `message` for one turn of a run (on the run's thread).
 
-    `signal` is the run's signal as the caller gave it (hooks get it; tool threads are marked
-    as serving it, see `serving`); `halt` aborts the signal tools get, and follows `signal`.
+    `signal` is the run's signal for hooks (tool threads are marked as serving it, see
+    `serving`); `halt` aborts the signal tools get, and follows `signal`.
     """
 
     message: AssistantMessage
@@ -191,21 +100,26 @@ class ToolBatch:
     # An observer's wrapper of each call's work (`RunTrace.tool_work`), when one watches the run
     wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
 
-    def run(self) -> tuple[list[ToolResultMessage], bool]:
-        """Execute every call; return the results in source order and whether to terminate."""
-        calls = [_Call(i, c) for i, c in enumerate(self.message.tool_calls)]
-        if self.message.stop_reason == StopReason.LENGTH:
-            for c in calls:
+    def run(self, refusal: str | None = None) -> tuple[list[ToolResultMessage], bool]:
+        """Execute every call; return the results in source order and whether to terminate.
+
+        With a `refusal` (a usage limit reached), every call gets it as its error result.
+        """
+        calls = [Call(c) for c in self.message.tool_calls]
+        results: list[ToolResultMessage] = []  # in source order
+        if refusal is not None or self.message.stop_reason == StopReason.LENGTH:
+            for c in calls:  # none runs: refused, or its arguments may be cut short
                 self._start(c)
-                self._finish(c, error_result(LENGTH_TEXT.format(name=c.call.name)), True)
-                self._emit_message(c)
+                text = refusal or LENGTH_TEXT.format(name=c.call.name)
+                self._finish(c, error_result(text), True)
+                results.append(self._message(c))
         elif self._sequential(calls):
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
                     self._submit(c)
                     self._pump([c])
-                self._emit_message(c)
+                results.append(self._message(c))
         else:
             ready = []
             for c in calls:
@@ -215,36 +129,22 @@ class ToolBatch:
             for c in ready:
                 self._submit(c)
             self._pump(ready)
-            for c in calls:
-                self._emit_message(c)
-        results = [c.message for c in calls if c.message is not None]
+            results = [self._message(c) for c in calls]
         terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
                                         for c in calls)
         return results, terminate
 
-    def refuse(self, text: str) -> list[ToolResultMessage]:
-        """Answer every call with the error result `text`, running none (a usage limit)."""
-        calls = [_Call(i, c) for i, c in enumerate(self.message.tool_calls)]
-        for c in calls:
-            self._start(c)
-            self._finish(c, error_result(text), True)
-            self._emit_message(c)
-        return [c.message for c in calls if c.message is not None]
-
-    def _sequential(self, calls: list[_Call]) -> bool:
+    def _sequential(self, calls: list[Call]) -> bool:
         if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
             return True
         by_name = {t.name: t for t in self.context.tools}
-        return any(
-            (tool := by_name.get(c.call.name)) is not None
-            and tool.execution_mode is ToolExecutionMode.SEQUENTIAL
-            for c in calls
-        )
+        return any((tool := by_name.get(c.call.name)) is not None
+                   and tool.execution_mode is ToolExecutionMode.SEQUENTIAL for c in calls)
 
-    def _start(self, c: _Call) -> None:
+    def _start(self, c: Call) -> None:
         self.emit(ToolExecutionStartEvent(c.call.id, c.call.name, c.call.arguments))
 
-    def _prepare(self, c: _Call) -> bool:
+    def _prepare(self, c: Call) -> bool:
         """Find, reshape, validate and vet the call; False when it already has its result."""
         if self._aborted():
             self._finish(c, error_result(CALL_ABORTED_TEXT), True)
@@ -263,8 +163,7 @@ class ToolBatch:
             verdict = None
             if self.config.before_tool_call is not None:
                 verdict = self.config.before_tool_call(
-                    BeforeToolCallContext(self.message, c.call, args, self.context), self.signal
-                )
+                    BeforeToolCallContext(self.message, c.call, args, self.context), self.signal)
         except Exception as exc:
             self._finish(c, error_result(describe(exc)), True)
             return False
@@ -281,14 +180,12 @@ class ToolBatch:
     def _aborted(self) -> bool:  # a method: mypy would take a second check as unreachable
         return self.halt.aborted
 
-    def _submit(self, c: _Call) -> None:
+    def _submit(self, c: Call) -> None:
         """Hand `c` to the executor (the run's own pool unless the config names one).
 
         A call with a timeout gets a signal of its own, following the tools' signal, so that
-        its expiry aborts it alone. The run's thread stays free meanwhile to emit the tools'
-        progress in order and to notice deadlines. Only the run's pool and a
-        `ThreadPoolExecutor` are known to run the work in this process; any other executor
-        gets a picklable work item (`_send`).
+        its expiry aborts it alone. An executor that is neither the run's pool nor a
+        `ThreadPoolExecutor` gets a picklable work item (`_send`).
         """
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
@@ -305,28 +202,27 @@ class ToolBatch:
             c.unlink = parent.add_listener(lambda: own.abort(parent.reason))
             signal = own.signal
 
-        def on_update(partial: object) -> None:
-            if not isinstance(partial, AgentToolResult):
-                raise TypeError(f"on_update: 'partial' must be an AgentToolResult, got {partial!r}")
+        def on_update(partial: AgentToolResult) -> None:
+            check_update(partial)
             if not c.finished:
-                inbox.put(_Update(c, partial))
+                inbox.put(Update(c, partial))
 
         def work() -> None:
-            runs = _serving.__dict__.setdefault("runs", [])
+            runs: list[AbortSignal] = served.__dict__.setdefault("runs", [])
             runs.append(owner)
             previous = enter_deps(deps)
             try:
                 if signal.aborted:
-                    inbox.put(_NotStarted(c))
+                    inbox.put(NotStarted(c))
                     return
                 result = tool.execute(c.call.id, c.args, signal, on_update)
                 check_result(tool.name, result)
             except BaseException as exc:
                 c.finished = True
-                inbox.put(_Raised(c, exc))
+                inbox.put(Raised(c, exc))
             else:
                 c.finished = True
-                inbox.put(_Returned(c, result))
+                inbox.put(Returned(c, result))
             finally:
                 leave_deps(previous)
                 runs.pop()
@@ -336,23 +232,22 @@ class ToolBatch:
         try:
             executor.submit(work)
         except Exception as exc:  # a shut-down or saturated user executor
-            inbox.put(_Raised(c, exc))
+            inbox.put(Raised(c, exc))
 
-    def _send(self, c: _Call, executor: Executor, timeout: float | None) -> None:
+    def _send(self, c: Call, executor: Executor, timeout: float | None) -> None:
         """Hand `c` to an executor that may run it in another process; wait on its future.
 
-        The work item is `run_tool` with the tool's name and `execute`, the call's id and
-        arguments and the run's `deps` (not the `AgentTool`: its compiled validators need
-        not pickle, and the worker has no use for them). No signal or `on_update` of this
-        run travels with it, and no observer wraps it: those live in this process. When the
-        executor refuses the work, or cannot pickle it, the call's result says so (`outcome`).
+        The work item is `run_tool` with the tool's `execute` (not the `AgentTool`, whose
+        compiled validators need not pickle), the call's arguments and the run's `deps`; no
+        signal, `on_update` or observer of this run goes with it. An executor that refuses
+        or cannot pickle the work gives the call an error result saying so (`outcome`).
         """
         tool, inbox = c.tool, self._inbox
         assert tool is not None
         if timeout is not None:
             c.timeout, c.deadline = timeout, time.monotonic() + timeout
         if self.halt.aborted:
-            inbox.put(_NotStarted(c))
+            inbox.put(NotStarted(c))
             return
         try:
             future = executor.submit(run_tool, tool.name, tool.execute, c.call.id, c.args,
@@ -361,9 +256,9 @@ class ToolBatch:
             future = Future()
             future.set_exception(exc)
         c.future = future
-        future.add_done_callback(lambda done: inbox.put(_Settled(c, done)))
+        future.add_done_callback(lambda done: inbox.put(Settled(c, done)))
 
-    def _pump(self, calls: list[_Call]) -> None:
+    def _pump(self, calls: list[Call]) -> None:
         """Handle tool progress and completions on this thread until every call has its result.
 
         A call past its deadline, or still running `ABORT_GRACE_S` after the tools' signal
@@ -376,26 +271,27 @@ class ToolBatch:
         while pending:
             wake = min(grace_ends, min(c.deadline for c in pending.values()))
             try:
-                if wake == never:
-                    message = inbox.get()
-                else:
-                    message = inbox.get(timeout=max(0.0, wake - time.monotonic()))
+                message = inbox.get(timeout=None if wake == never
+                                    else max(0.0, wake - time.monotonic()))
             except queue.Empty:
                 message = None
             match message:
-                case _Update(c, partial):
+                case Update(c, partial):
                     if c.result is None:  # else a late update, behind its call's result
                         self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name,
                                                            c.call.arguments, partial))
-                case _NotStarted(c) if pending.pop(id(c), None) is not None:
+                case NotStarted(c) if pending.pop(id(c), None) is not None:
                     self._finish(c, error_result(CALL_ABORTED_TEXT), True)
-                case _Raised(c, exc) if pending.pop(id(c), None) is not None:
+                case Raised(c, exc) if pending.pop(id(c), None) is not None:
                     if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
                         raise exc
-                    self._after(c, error_result(_failure(c.call.name, exc)), True)
-                case _Returned(c, result) if pending.pop(id(c), None) is not None:
+                    # The model reads `KeyError: 'Rome'`; the traceback goes to the tools' log
+                    _tools_log.info("tool %r raised %s", c.call.name, type(exc).__name__,
+                                    exc_info=exc)
+                    self._after(c, error_result(failure_text(exc)), True)
+                case Returned(c, result) if pending.pop(id(c), None) is not None:
                     self._after(c, result, False)
-                case _Settled(c, future) if pending.pop(id(c), None) is not None:
+                case Settled(c, future) if pending.pop(id(c), None) is not None:
                     assert c.tool is not None
                     settled = outcome(future, c.tool, c.args, self.config.deps,
                                       self.get_executor())
@@ -403,15 +299,15 @@ class ToolBatch:
                         self._finish(c, error_result(CALL_ABORTED_TEXT), True)
                     else:
                         self._after(c, *settled)
-                case _Aborted():
+                case Aborted():
                     grace_ends = min(grace_ends, time.monotonic() + ABORT_GRACE_S)
                     for c in pending.values():
                         if c.future is not None:  # not started yet: it never will be
                             c.future.cancel()
-            if message is None or (message is _ABORTED and pending):
+            if message is None or (message is ABORTED and pending):
                 self._expire(pending, grace_ends)
 
-    def _expire(self, pending: dict[int, _Call], grace_ends: float) -> None:
+    def _expire(self, pending: dict[int, Call], grace_ends: float) -> None:
         """Give the calls past their deadline, or past the abort's grace, their error result."""
         now = time.monotonic()
         for key, c in list(pending.items()):
@@ -432,69 +328,39 @@ class ToolBatch:
                              c.call.name, ABORT_GRACE_S)
                 self._finish(c, error_result(CALL_ABORTED_TEXT), True)
 
-    def _after(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
+    def _after(self, c: Call, result: AgentToolResult, is_error: bool) -> None:
         hook = self.config.after_tool_call
         if hook is not None:
             try:
-                override = hook(
-                    AfterToolCallContext(self.message, c.call, c.args, result, is_error,
-                                         self.context),
-                    self.signal,
-                )
+                override = hook(AfterToolCallContext(self.message, c.call, c.args, result,
+                                                     is_error, self.context), self.signal)
             except Exception as exc:
                 result, is_error = error_result(describe(exc)), True
             else:
-                if isinstance(override, AfterToolCallResult):
-                    result, is_error = _apply(result, is_error, override)
+                if isinstance(override, AfterToolCallResult):  # what it gives replaces its own
+                    result = attrs.evolve(result, **{
+                        k: v for k in _OVERRIDABLE if (v := getattr(override, k)) is not None})
+                    if override.is_error is not None:
+                        is_error = override.is_error
         self._finish(c, result, is_error)
 
-    def _finish(self, c: _Call, result: AgentToolResult, is_error: bool) -> None:
+    def _finish(self, c: Call, result: AgentToolResult, is_error: bool) -> None:
         c.result, c.is_error = result, is_error
         if c.unlink is not None:
             c.unlink()
         self.emit(ToolExecutionEndEvent(c.call.id, c.call.name, result, is_error))
 
-    def _message(self, c: _Call) -> ToolResultMessage:
+    def _message(self, c: Call) -> ToolResultMessage:
+        """Emit the result message of `c`, which has its result; return it."""
         result = c.result
         assert result is not None
-        return ToolResultMessage(
-            c.call.id,
-            c.call.name,
-            list(result.content or []),
-            details=result.details,
-            is_error=c.is_error,
-            usage=result.usage,
-            added_tool_names=list(result.added_tool_names) if result.added_tool_names else None,
-        )
-
-    def _emit_message(self, c: _Call) -> None:
-        c.message = message = self._message(c)
+        message = ToolResultMessage(
+            c.call.id, c.call.name, list(result.content or []), details=result.details,
+            is_error=c.is_error, usage=result.usage,
+            added_tool_names=list(result.added_tool_names) if result.added_tool_names else None)
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
-
-
-def _failure(name: str, exc: BaseException) -> str:
-    """What the model reads when tool `name` raised `exc` (`KeyError: 'Rome'`); logs it too.
-
-    The type matters to the model and to whoever reads the transcript: `str(KeyError('Rome'))`
-    alone is `'Rome'`. The traceback goes to the `agentcore.tools` logger at INFO, so that a
-    bug in a tool is never invisible to its developer.
-    """
-    _tools_log.info("tool %r raised %s", name, type(exc).__name__, exc_info=exc)
-    return failure_text(exc)
-
-
-def _apply(
-    result: AgentToolResult, is_error: bool, override: AfterToolCallResult
-) -> tuple[AgentToolResult, bool]:
-    result = AgentToolResult(
-        content=override.content if override.content is not None else result.content,
-        details=override.details if override.details is not None else result.details,
-        usage=override.usage if override.usage is not None else result.usage,
-        added_tool_names=result.added_tool_names,
-        terminate=override.terminate if override.terminate is not None else result.terminate,
-    )
-    return result, override.is_error if override.is_error is not None else is_error
+        return message
 
 
 class Submitter(Protocol):

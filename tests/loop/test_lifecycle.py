@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
@@ -317,6 +318,44 @@ def test_dropping_an_agent_loop_stream_aborts_its_run(faux: FauxProvider) -> Non
         time.sleep(0.01)
     assert signals == [True]
     assert faux.call_count == 1
+
+
+CHUNK = (b'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m-1",'
+         b'"choices":[{"index":0,"delta":{"role":"assistant","content":"Hel"},'
+         b'"finish_reason":null}]}\n\n')
+
+
+@pytest.mark.parametrize("how", ["close", "drop"])
+def test_letting_an_agent_loop_stream_go_ends_its_http_request_at_once(
+    sse_server: SSEServer, how: str,
+) -> None:
+    """The provider's signal aborts with the run's: the server sees the request end in 100 ms.
+
+    Hooks see their signal aborted too; the caller's own signal is left alone."""
+    gone = sse_server.slow_sse([CHUNK], interval_s=WAIT)  # one chunk, then silence
+    model = ac.Model("m-1", "M", "openai-completions", "openai", sse_server.url + "/v1")
+    hook_signals: list[ac.AbortSignal] = []
+
+    def transform(messages: list[ac.AgentMessage], signal: ac.AbortSignal) -> Any:
+        hook_signals.append(signal)
+        return messages
+
+    caller = ac.AbortController()
+    stream = ac.agent_loop([ac.UserMessage("hi")], ac.AgentContext(),
+                           ac.AgentLoopConfig(model=model, api_key="sk-test",
+                                              transform_context=transform), caller.signal)
+    next(e for e in stream if isinstance(e, ac.MessageUpdateEvent))  # the reply is streaming
+    let_go = time.monotonic()
+    if how == "close":
+        stream.close()
+    else:
+        del stream
+        gc.collect()
+    assert gone.seen.wait(WAIT), "the server never saw the request end"
+    assert gone.at is not None
+    assert gone.at - let_go < 0.1, gone.at - let_go
+    assert [s.aborted for s in hook_signals] == [True]
+    assert not caller.signal.aborted
 
 
 def test_event_stream_close_calls_on_close_once_and_closes_a_source() -> None:

@@ -12,7 +12,7 @@ import attrs
 import pytest
 
 import agentcore as ac
-from agentcore._loop import _loop as loop_module
+from agentcore._loop import _reply as reply_module
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -909,6 +909,59 @@ def test_semantic_13_sink_exception_propagates(faux: FauxProvider) -> None:
                           ac.AgentLoopConfig(model=faux.get_model()), sink)
 
 
+def test_semantic_13_sink_raising_as_an_output_run_fails_propagates(faux: FauxProvider) -> None:
+    """The error end of a run out of output retries is emitted once; the sink's raise escapes."""
+    class SinkBroke(Exception):
+        pass
+
+    ends: list[ac.AgentEndEvent] = []
+
+    def sink(event: Any) -> None:
+        if isinstance(event, ac.AgentEndEvent):
+            ends.append(event)
+            if len(ends) == 1:
+                raise SinkBroke
+
+    faux.set_responses([faux_assistant_message("no tool call")])
+    config = ac.AgentLoopConfig(model=faux.get_model(), output_type=int, output_retries=0)
+    with pytest.raises(SinkBroke):
+        ac.run_agent_loop([ac.UserMessage("n?")], ac.AgentContext(), config, sink)
+    assert len(ends) == 1
+
+
+def test_loop_dict_prompts_get_the_agents_error_naming_from_dict(faux: FauxProvider) -> None:
+    data = {"role": "user", "content": "hi", "timestamp": 0}
+    config = ac.AgentLoopConfig(model=faux.get_model())
+    many = "to load dicts, use agentcore.from_dict(list[AgentMessage], data)"
+    one = "to load a dict, use agentcore.from_dict(AgentMessage, data)"
+    with pytest.raises(TypeError) as by_agent:
+        ac.Agent(faux.get_model()).prompt([data])
+    assert str(by_agent.value) == (f"'input[0]' must be a message such as UserMessage, "
+                                   f"got {data!r} (dict); {many}")
+    starts: list[Callable[[Any], Any]] = [
+        lambda prompts: ac.run_agent_loop(prompts, ac.AgentContext(), config, lambda _: None),
+        lambda prompts: ac.agent_loop(prompts, ac.AgentContext(), config),
+    ]
+    for start in starts:
+        with pytest.raises(TypeError) as in_list:
+            start([ac.UserMessage("first"), data])
+        assert str(in_list.value) == (f"'prompts[1]' must be a message such as UserMessage, "
+                                      f"got {data!r} (dict); {many}")
+        with pytest.raises(TypeError) as alone:
+            start(data)
+        assert str(alone.value) == (f"'prompts' must be a list of messages, "
+                                    f"got {data!r} (dict); {one}")
+    context = ac.AgentContext("", [ac.UserMessage("hi")])
+    context.messages.append(data)  # type: ignore[arg-type]
+    for resume in (lambda: ac.run_agent_loop_continue(context, config, lambda _: None),
+                   lambda: ac.agent_loop_continue(context, config)):
+        with pytest.raises(TypeError) as in_context:
+            resume()
+        assert str(in_context.value) == (f"'messages[1]' must be a message such as UserMessage, "
+                                          f"got {data!r} (dict); {many}")
+    assert faux.call_count == 0
+
+
 # --- other guarantees -----------------------------------------------------------------------
 
 
@@ -1040,7 +1093,7 @@ def _aborting_sink(controller: ac.AbortController) -> Recorder:
 def test_semantic_11_abort_grace_is_a_deadline_for_a_stream_still_sending(
     faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(loop_module, "ABORT_GRACE_S", 0.0)
+    monkeypatch.setattr(reply_module, "ABORT_GRACE_S", 0.0)
     controller = ac.AbortController()
     stream = ac.AssistantMessageEventStream()
     stop = threading.Event()
@@ -1069,7 +1122,7 @@ def test_semantic_11_abort_grace_is_a_deadline_for_a_stream_still_sending(
 def test_semantic_11_abort_closes_a_pulled_stream_that_ignores_it(
     faux: FauxProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(loop_module, "ABORT_GRACE_S", 0.0)
+    monkeypatch.setattr(reply_module, "ABORT_GRACE_S", 0.0)
     controller = ac.AbortController()
     closed = threading.Event()
     partial = ac.AssistantMessage([ac.TextContent("")], "x", "y", "z")

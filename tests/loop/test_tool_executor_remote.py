@@ -23,7 +23,7 @@ import pytest
 import remote_tools
 
 import agentcore as ac
-from agentcore._loop._tool_exec import ABORT_GRACE_S
+from agentcore._loop._exit import ABORT_GRACE_S
 from agentcore.testing import record_events, scripted_model, tool_call
 
 TIMEOUT = 30  # the first call on a fresh worker imports agentcore there

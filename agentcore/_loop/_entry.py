@@ -1,0 +1,159 @@
+"""The loop's entry points: `run_agent_loop` blocks the caller; `agent_loop` streams its events.
+
+Each checks its arguments on the caller's thread, raising at once, and gives a `Run` its own
+snapshot of the context. `agent_loop` runs it on a new thread behind an `EventStream`, which
+the thread holds only weakly: a consumer that closes the stream or drops it aborts the run,
+the provider's request included, instead of leaving it going with nobody listening.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterable
+
+from .._core import (
+    AbortController,
+    AbortSignal,
+    AgentContext,
+    AgentEvent,
+    AgentMessage,
+    AssistantMessage,
+    EventSink,
+    EventStream,
+    cannot_take,
+    check_messages,
+)
+from .._function_tools import output_tool
+from ..providers import StreamFn, stream
+from ._config import AgentLoopConfig
+from ._loop import Run
+from ._observe import carry_context
+from ._output import OutputState
+
+__all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
+
+
+def _start(context: AgentContext, config: AgentLoopConfig, emit: EventSink,
+           signal: AbortSignal | None, stream_fn: StreamFn | None, detached: bool = False) -> Run:
+    if not isinstance(context, AgentContext):
+        raise TypeError(f"'context' must be an AgentContext, got {context!r}")
+    if not isinstance(config, AgentLoopConfig):
+        raise TypeError(f"'config' must be an AgentLoopConfig, got {config!r}")
+    if not callable(emit) or cannot_take(emit, 1):
+        raise TypeError(f"'emit' must be callable as emit(event), got {emit!r}")
+    if signal is not None and not isinstance(signal, AbortSignal):
+        raise TypeError(f"'signal' must be an AbortSignal or None, got {signal!r}")
+    if stream_fn is not None and (not callable(stream_fn) or cannot_take(stream_fn, 3)):
+        raise TypeError(f"'stream_fn' must be None or callable as stream_fn(model, context, "
+                        f"options), got {stream_fn!r}")
+    if stream_fn is None:
+        stream_fn = stream
+    tools = list(context.tools)
+    output = None
+    if config.output_type is not None:
+        output = OutputState(output_tool(config.output_type), config.output_retries)
+        if any(tool.name == output.tool.name for tool in tools):
+            raise ValueError(f"a tool is named {output.tool.name!r}, the name of the tool "
+                             "that gives the output of a run with an output_type")
+        tools.append(output.tool)
+    snapshot = AgentContext(context.system_prompt, list(context.messages), tools)
+    return Run(snapshot, config, emit, signal or AbortController().signal, stream_fn, output,
+               detached)
+
+
+def _check_continue(context: AgentContext) -> None:
+    if isinstance(context, AgentContext):
+        if not context.messages:
+            raise ValueError("cannot continue: 'context.messages' is empty")
+        if isinstance(context.messages[-1], AssistantMessage):
+            raise ValueError("cannot continue from an assistant message: "
+                             "'context.messages' must end with a user or tool-result message")
+
+
+def run_agent_loop(
+    prompts: Iterable[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EventSink,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Run the agent on `prompts` until it is done; return the messages it added.
+
+    Blocks the calling thread, which emits every event into `emit`. `context` is not mutated.
+    `stream_fn` defaults to `agentcore.stream`.
+    """
+    checked = check_messages("prompts", prompts)
+    return _start(context, config, emit, signal, stream_fn).execute(checked)
+
+
+def run_agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    emit: EventSink,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> list[AgentMessage]:
+    """Resume from a context ending in a user or tool-result message; return the new messages.
+
+    Raises `ValueError` when the context is empty or ends with an assistant message.
+    """
+    _check_continue(context)
+    return _start(context, config, emit, signal, stream_fn).execute(None)
+
+
+def _in_background(
+    run: Run, prompts: list[AgentMessage] | None,
+) -> EventStream[AgentEvent, list[AgentMessage]]:
+    """Start the `detached` `run` on a new thread, feeding the stream returned."""
+    halt = run.halt
+    out: EventStream[AgentEvent, list[AgentMessage]] = EventStream(
+        on_close=lambda: halt.abort("the stream was closed"))
+    weakref.finalize(out, halt.abort, "the stream was dropped").atexit = False
+    ref = weakref.ref(out)
+
+    def sink(event: AgentEvent) -> None:
+        if (stream := ref()) is not None:
+            stream.push(event)
+
+    def main() -> None:
+        try:
+            messages = run.execute(prompts)
+        except BaseException as exc:
+            if (stream := ref()) is not None:
+                stream.fail(exc)
+        else:
+            if (stream := ref()) is not None:
+                stream.end(messages)
+
+    run.sink = sink
+    threading.Thread(target=carry_context(main), name="agentcore-loop").start()
+    return out
+
+
+def agent_loop(
+    prompts: Iterable[AgentMessage],
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> EventStream[AgentEvent, list[AgentMessage]]:
+    """Start `run_agent_loop` on a background thread; iterate the returned stream for events.
+
+    The stream always ends: its result is the list of new messages. Closing or dropping it
+    aborts the run: the provider's request, the hooks' and the tools' signals (never `signal`).
+    """
+    checked = check_messages("prompts", prompts)
+    return _in_background(_start(context, config, lambda _: None, signal, stream_fn, True), checked)
+
+
+def agent_loop_continue(
+    context: AgentContext,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None = None,
+    stream_fn: StreamFn | None = None,
+) -> EventStream[AgentEvent, list[AgentMessage]]:
+    """Start `run_agent_loop_continue` on a background thread (same checks, raised at once)."""
+    _check_continue(context)
+    return _in_background(_start(context, config, lambda _: None, signal, stream_fn, True), None)
