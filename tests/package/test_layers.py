@@ -104,8 +104,6 @@ reason, and none does."""
 PENDING_SPLITS = {
     "agentcore/_agent/_agent.py": "the agent workstream of issue 22 splits it",
     "agentcore/_agent/_run.py": "the agent workstream of issue 22 splits it",
-    "agentcore/_loop/_loop.py": "the loop workstream of issue 22 splits it",
-    "agentcore/_loop/_tool_exec.py": "the loop workstream of issue 22 splits it",
     "agentcore/providers/_http.py":
         "452 lines; the transport workstream of issue 22 moves its HTTP paths into a transport "
         "seam",
