@@ -10,7 +10,7 @@ modules. Public modules, importable by path:
 
 Private modules, used only inside this package:
 
-- `_registry`: which stream function serves which `Model.api`.
+- `_registry`: which stream function serves which `Model.api` (`get_apis()` lists them).
 - `_reply`: `WireApi`, the seam each wire module fills in, and `stream_http_reply`, which
   streams any of them.
 - `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from ._registry import (
     StreamFn,
     complete,
+    get_apis,
     register_provider,
     speaks_http,
     stream,
@@ -55,6 +56,7 @@ __all__ = [
     "StreamFn",
     "complete",
     "env_var_for",
+    "get_apis",
     "get_env_api_key",
     "get_model",
     "get_models",
