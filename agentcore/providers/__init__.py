@@ -17,7 +17,8 @@ Private modules, used only inside this package:
 - `_http` (request, SSE body, redaction), `_opener` (sessions, abort in every phase),
   `_retry` (retry policy, server hints), `_ratelimit` (429 pauses shared by the process),
   `_sse` (SSE decoding).
-- `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
+- `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
+  `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
 
 `new_http_session(pool_size=10)` makes the `requests.Session` an `Agent` owns and passes as
