@@ -219,6 +219,9 @@ PARIS = ac.ToolCall("call_Ab12Cd34Ef56Gh78Ij90Kl12", "get_weather", {"city": "Pa
 TOKYO = ac.ToolCall("call_Mn34Op56Qr78St90Uv12Wx34", "get_weather", {"city": "Tokyo"})
 OLLAMA_PARIS = ac.ToolCall("call_k3b9x2q1", "get_weather", {"city": "Paris"})
 OLLAMA_TOKYO = ac.ToolCall("call_p8d7v6m5", "get_weather", {"city": "Tokyo"})
+LLAMA_CPP_ID = "cmpl-5b0e8c2a-9d4f-4c61-8a3e-7f12d6b9c043"
+LLAMA_CPP_ADD = ac.ToolCall(f"call__0_add_{LLAMA_CPP_ID}", "add", {"a": 2, "b": 3})
+LLAMA_CPP_ARGS = ['{"', "a", '":', " ", "2", ",", ' "', "b", '":', " ", "3", "}", ""]
 DEEPSEEK_THOUGHT = "15 + 27: 10+20=30, 5+7=12, so 42."
 OLLAMA_THOUGHT = "User asks 15+27. That is 42."
 ONCE = [("start",), ("text_start", 0), ("text_delta", 0, "Once upon"), ("error", "error")]
@@ -246,6 +249,12 @@ EXPECTED: dict[str, tuple[list[tuple[Any, ...]], ac.AssistantMessage]] = {
          ("toolcall_delta", 1, '{"city":"Tokyo"}'), ("toolcall_end", 1, OLLAMA_TOKYO),
          ("done", "toolUse")],
         reply([OLLAMA_PARIS, OLLAMA_TOKYO], (150, 60, 0, 0, 210), "toolUse", "chatcmpl-412"),
+    ),
+    "tool_calls_llama_cpp_python.sse": (  # the name repeated in every delta, kept once
+        [("start",), ("toolcall_start", 0),
+         *[("toolcall_delta", 0, piece) for piece in LLAMA_CPP_ARGS],
+         ("toolcall_end", 0, LLAMA_CPP_ADD), ("done", "toolUse")],
+        reply([LLAMA_CPP_ADD], (0, 0, 0, 0, 0), "toolUse", f"chat{LLAMA_CPP_ID}"),
     ),
     "reasoning_content.sse": (
         [("start",), ("thinking_start", 0), ("thinking_delta", 0, "15 + 27:"),
@@ -315,6 +324,18 @@ def test_openai_completions_fixture_replay_gives_the_reference_events(
     assert [signature(e) for e in run.events] == events
     assert without_timestamp(run.message) == message
     assert len(sse_server.requests) == 1
+
+
+@pytest.mark.parametrize("chunking", ["whole", "bytewise"])
+def test_openai_completions_llama_cpp_python_repeated_name_is_kept_once(sse_server,
+                                                                        chunking) -> None:
+    # llama-cpp-python's server sends `"name": "add"` in every delta (the openai SDK's
+    # accumulator builds "addadd..."): a name that comes again replaces, never appends.
+    run = replay(sse_server, fixture("tool_calls_llama_cpp_python.sse"), chunking)
+    assert run.message.tool_calls == [LLAMA_CPP_ADD]
+    names = {block.name for snapshot in run.snapshots for block in snapshot
+             if isinstance(block, ac.ToolCall)}
+    assert names == {"add"}
 
 
 def test_openai_completions_any_chunking_gives_identical_results(sse_server) -> None:
