@@ -35,7 +35,6 @@ from urllib.parse import urlsplit
 import attrs
 
 from .._core import MissingApiKeyError, Model, ModelCost, ModelNotFoundError, SerializationError
-from ._compat import check_compat
 
 __all__ = [
     "env_var_for",
@@ -318,6 +317,8 @@ _COST_KEYS = ("input", "output", "cache_read", "cache_write")
 
 
 def _parse_entry(index: int, entry: object) -> Model:
+    from ._compat import check_compat  # here: `import agentcore` need not build `Compat`
+
     where = f"{_CATALOGUE_FILE}: models[{index}]"
     if not isinstance(entry, dict):
         raise SerializationError(f"{where}: expected an object, got {entry!r}")
