@@ -13,13 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .._core import __version__
+from ..providers import get_apis
 
 if TYPE_CHECKING:
     from .._core import Model
 
 Handler = Callable[[argparse.Namespace], int]
-
-_APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
 
 
 def _positive_float(text: str) -> float:
@@ -143,9 +142,10 @@ def _add_model_arguments(parser: argparse.ArgumentParser, command: str) -> None:
         "PROVIDER/ID the catalogue lacks is then spoken to as an openai-completions model "
         "(servers on this machine need no API key)",
     )
+    apis = get_apis()  # the registry's: a new wire API needs no line here
     parser.add_argument(
-        "--api", choices=_APIS, metavar="API",
-        help=f"the wire protocol to speak: {', '.join(_APIS)} (default: the catalogue's, "
+        "--api", choices=apis, metavar="API",
+        help=f"the wire protocol to speak: {', '.join(apis)} (default: the catalogue's, "
         "openai-completions for models it lacks)",
     )
 

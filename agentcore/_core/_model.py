@@ -46,7 +46,7 @@ class Model:
     """One model of one provider.
 
     `api` picks the wire protocol (the registered stream function), `provider` the API-key
-    environment variable and quirks, `compat` per-server overrides for OpenAI-compatible APIs.
+    variable, `compat` what the model can do and how its server differs (README's table).
     """
 
     id: str = attrs.field(validator=_str)

@@ -10,14 +10,15 @@ modules. Public modules, importable by path:
 
 Private modules, used only inside this package:
 
-- `_registry`: which stream function serves which `Model.api`.
+- `_registry`: which stream function serves which `Model.api` (`get_apis()` lists them).
 - `_reply`: `WireApi`, the seam each wire module fills in, and `stream_http_reply`, which
   streams any of them.
 - `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
 - `_http` (request, SSE body, redaction), `_opener` (sessions, abort in every phase),
   `_retry` (retry policy, server hints), `_ratelimit` (429 pauses shared by the process),
   `_sse` (SSE decoding).
-- `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
+- `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
+  `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
 
 `new_http_session(pool_size=10)` makes the `requests.Session` an `Agent` owns and passes as
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 from ._registry import (
     StreamFn,
     complete,
+    get_apis,
     register_provider,
     speaks_http,
     stream,
@@ -55,6 +57,7 @@ __all__ = [
     "StreamFn",
     "complete",
     "env_var_for",
+    "get_apis",
     "get_env_api_key",
     "get_model",
     "get_models",

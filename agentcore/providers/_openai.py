@@ -1,8 +1,8 @@
 """What the two OpenAI APIs share: server quirks, model abilities and error text.
 
-How OpenAI-compatible servers differ is detected from the model and overridable per field:
-`Model.compat` may override any flag, in camelCase (as the reference writes them) or
-snake_case: `{"supportsDeveloperRole": False, "maxTokensField": "max_tokens"}`.
+How OpenAI-compatible servers differ is detected here from the provider and the base URL, once
+per server, and `Model.compat` overrides any of it (see `_compat`): `{"supports_developer_role":
+False, "max_tokens_field": "max_tokens"}`, or camelCase as the reference writes the keys.
 
 Errors follow the official SDK's messages, so that overflow and retry patterns written for it
 keep matching: `"<status> <error.message>"` for an HTTP error, the bare message for an error
@@ -12,67 +12,53 @@ inside the stream.
 from __future__ import annotations
 
 import json
-import re
-from typing import Any, Literal
-
-import attrs
+from typing import Any
+from urllib.parse import urlsplit
 
 from .._core import Model
+from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import http_status_text
 from ._text import dumps
 
 __all__ = [
-    "Compat",
     "error_text",
     "http_error_text",
+    "is_openai",
     "loads_or_none",
     "resolve_compat",
-    "supports_xhigh",
 ]
-
-ThinkingFormat = Literal["openai", "zai", "qwen", "qwen-chat-template", "openrouter", "deepseek"]
 
 _NON_STANDARD_PROVIDERS = {"cerebras", "xai", "opencode", "zai", "nvidia", "together", "moonshot"}
 _NON_STANDARD_HOSTS = ("cerebras.ai", "api.x.ai", "chutes.ai", "deepseek.com", "api.z.ai",
                        "opencode.ai", "together.xyz", "moonshot", "nvidia.com")
-_MAX_TOKENS_HOSTS = ("chutes.ai", "deepseek.com", "moonshot", "together.xyz", "nvidia.com",
-                     "api.z.ai")
+_NO_REASONING_EFFORT = {"xai", "zai", "moonshot", "together", "ollama"}
 
 
-@attrs.frozen(kw_only=True)
-class Compat:
-    """The quirks of one OpenAI-compatible server."""
-
-    supports_store: bool = True
-    supports_developer_role: bool = True
-    supports_reasoning_effort: bool = True
-    reasoning_effort_map: dict[str, str] | None = None
-    supports_usage_in_streaming: bool = True
-    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
-    requires_tool_result_name: bool = False
-    requires_assistant_after_tool_result: bool = False
-    requires_thinking_as_text: bool = False
-    thinking_format: ThinkingFormat = "openai"
-    supports_strict_mode: bool = True
+def is_openai(base_url: str) -> bool:
+    """Whether `base_url` is OpenAI's own API (or Azure's OpenAI service), not a look-alike."""
+    try:
+        host = urlsplit(base_url).hostname or ""
+    except ValueError:
+        return False
+    return host == "api.openai.com" or host.endswith(".openai.azure.com")
 
 
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def resolve_compat(model: Model) -> Compat:
-    """Detected defaults for `model`, then its explicit `compat` overrides."""
+def _detected(model: Model) -> dict[str, Any]:
+    """What the server behind `model.base_url` is known to need, said once per server."""
     url = model.base_url.lower()
     provider = model.provider
     non_standard = provider in _NON_STANDARD_PROVIDERS or any(h in url for h in _NON_STANDARD_HOSTS)
+    openai = is_openai(model.base_url)
     detected: dict[str, Any] = {
         "supports_store": not non_standard,
-        "supports_developer_role": not non_standard,
-        "supports_reasoning_effort": provider not in ("xai", "zai", "moonshot", "together")
+        "supports_developer_role": not non_standard and provider != "ollama",
+        "supports_reasoning_effort": provider not in _NO_REASONING_EFFORT
         and "api.x.ai" not in url and "api.z.ai" not in url,
-        "max_tokens_field": "max_tokens" if any(h in url for h in _MAX_TOKENS_HOSTS)
-        else "max_completion_tokens",
+        # Other servers (llama.cpp, vLLM, Ollama, LM Studio...) ignore max_completion_tokens,
+        # and llama-cpp-python's answers an assistant `content: null` with a 500.
+        "max_tokens_field": "max_completion_tokens" if openai else "max_tokens",
+        "supports_null_content": openai,
     }
     if provider == "zai" or "api.z.ai" in url:
         detected["thinking_format"] = "zai"
@@ -80,24 +66,15 @@ def resolve_compat(model: Model) -> Compat:
         detected["thinking_format"] = "deepseek"
     elif "openrouter.ai" in url:
         detected["thinking_format"] = "openrouter"
-        detected["supports_developer_role"] = model.id.startswith(("anthropic/", "openai/"))
-    if provider == "groq" and model.id == "qwen/qwen3-32b":
-        detected["reasoning_effort_map"] = dict.fromkeys(
-            ("minimal", "low", "medium", "high", "xhigh"), "default")
-    fields = {f.name for f in attrs.fields(Compat)}
-    for key, value in (model.compat or {}).items():
-        name = _snake(key)
-        if name not in fields:
-            raise ValueError(f"unknown compat flag {key!r} on model {model.id!r}; "
-                             f"known: {sorted(fields)}")
-        detected[name] = value
-    return Compat(**detected)
+        # OpenRouter passes the developer role on to OpenAI's and Anthropic's models only:
+        # their catalogue rows turn it back on.
+        detected["supports_developer_role"] = False
+    return detected
 
 
-def supports_xhigh(model: Model) -> bool:
-    """Whether `model` takes the `xhigh` reasoning effort (others are sent `high`)."""
-    return any(tag in model.id for tag in ("gpt-5.2", "gpt-5.3", "gpt-5.4", "opus-4-6",
-                                           "opus-4.6"))
+def resolve_compat(model: Model) -> Compat:
+    """An `openai-completions` model's `Compat`: detected from its server, then its `compat`."""
+    return resolve(model, _detected(model))
 
 
 def loads_or_none(text: str) -> Any:

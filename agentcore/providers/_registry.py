@@ -27,6 +27,7 @@ from .._core import (
 __all__ = [
     "StreamFn",
     "complete",
+    "get_apis",
     "register_provider",
     "speaks_http",
     "stream",
@@ -66,6 +67,18 @@ _BUILTIN = {
     "google-generative-ai": ("google", "stream_google"),
 }
 """Built-in providers, imported on first use so that `import agentcore` stays light."""
+
+
+def get_apis() -> list[str]:
+    """Return the API names `stream` serves: the built-in ones, then those registered, sorted.
+
+    Returns:
+        A new list, e.g. `["openai-completions", "openai-responses", "anthropic-messages",
+        "google-generative-ai"]` plus any `register_provider` added (a faux provider's, say).
+    """
+    with _lock:
+        registered = sorted(api for api in _providers if api not in _BUILTIN)
+    return [*_BUILTIN, *registered]
 
 
 def speaks_http(api: str) -> bool:

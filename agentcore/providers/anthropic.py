@@ -29,6 +29,7 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
+from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
 from ._sse import SseItem, UnframedLines
@@ -45,11 +46,6 @@ _STOP = {
 }
 _DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _REDACTED = "[Reasoning redacted]"
-
-
-def _adaptive(model: Model) -> bool:
-    """Models that take an effort level instead of a thinking budget."""
-    return any(tag in model.id for tag in ("opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6"))
 
 
 def _normalize_id(call_id: str, _: AssistantMessage) -> str:
@@ -148,14 +144,14 @@ def _mark_cache(messages: list[dict[str, Any]], control: dict[str, str]) -> None
         last["content"][-1] = {**last["content"][-1], "cache_control": control}
 
 
-def _thinking(body: dict[str, Any], model: Model, options: StreamOptions) -> bool:
+def _thinking(body: dict[str, Any], model: Model, compat: Compat,
+              options: StreamOptions) -> bool:
     """Add the thinking parameters; True when thinking is on."""
     level = options.reasoning
     if not model.reasoning or level is None or level is ThinkingLevel.OFF:
         return False
-    if _adaptive(model):
-        effort = {"minimal": "low", "xhigh": "max" if "opus" in model.id else "high"}.get(
-            level.value, level.value)
+    if compat.adaptive_thinking:  # an effort level instead of a token budget
+        effort = {"minimal": "low", "xhigh": compat.xhigh_effort}.get(level.value, level.value)
         body["thinking"] = {"type": "adaptive"}
         body["output_config"] = {"effort": effort}
         return True
@@ -171,6 +167,7 @@ def _thinking(body: dict[str, Any], model: Model, options: StreamOptions) -> boo
 
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The request body for `context`."""
+    compat = resolve(model)
     control = _cache_control(model, options)
     max_tokens = options.max_tokens or min(model.max_tokens, 32_000)
     body: dict[str, Any] = {"model": model.id,
@@ -187,7 +184,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["tools"] = [{"name": t.name, "description": t.description, "input_schema": {
             "type": "object", "properties": t.parameters.get("properties", {}),
             "required": t.parameters.get("required", [])}} for t in context.tools]
-    thinking = _thinking(body, model, options)
+    thinking = _thinking(body, model, compat, options)
     if options.temperature is not None and not thinking:
         body["temperature"] = options.temperature
     user_id = (options.metadata or {}).get("user_id")
@@ -199,7 +196,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
 def headers_for(model: Model, key: str, interleaved: bool = True) -> dict[str, str]:
     """The Anthropic headers: the key (or an OAuth token as a bearer), version and betas."""
     betas = ["fine-grained-tool-streaming-2025-05-14"]
-    if interleaved and not _adaptive(model):
+    if interleaved and not resolve(model).adaptive_thinking:
         betas.append("interleaved-thinking-2025-05-14")
     headers = {"anthropic-version": API_VERSION, "anthropic-beta": ",".join(betas)}
     if "sk-ant-oat" in key:

@@ -31,6 +31,7 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
+from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
@@ -41,25 +42,20 @@ __all__ = ["build_body", "stream_google"]
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
-_GEMINI3 = re.compile(r"gemini-3(\.\d+)?-(pro|flash)")
 _counter = itertools.count(1)
-_BUDGETS = {
+_BUDGETS = {  # Gemini 2.5: `thinkingBudget` per level, by `thinking_budgets_family`
     "pro": {"minimal": 128, "low": 2048, "medium": 8192, "high": 32768},
     "flash": {"minimal": 128, "low": 2048, "medium": 8192, "high": 24576},
 }
+_LEVELS = {  # Gemini 3: `thinkingLevel` per level, by `thinking_levels_family`
+    "pro": {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH"},
+    "flash": {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"},
+}
 
 
-def _gemini3(model: Model) -> bool:
-    return _GEMINI3.search(model.id.lower()) is not None
-
-
-def _sends_ids(model: Model) -> bool:
-    return model.id.startswith(("claude-", "gpt-oss-"))
-
-
-def _normalize_id(model: Model) -> Any:
+def _normalize_id(compat: Compat) -> Any:
     def normalize(call_id: str, _: AssistantMessage) -> str:
-        return safe_id(call_id)[:64] if _sends_ids(model) else call_id
+        return safe_id(call_id)[:64] if compat.function_call_ids else call_id
 
     return normalize
 
@@ -74,7 +70,7 @@ def _inline(block: ImageContent) -> dict[str, Any]:
     return {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
 
 
-def _model_turn(message: AssistantMessage, model: Model) -> dict[str, Any] | None:
+def _model_turn(message: AssistantMessage, model: Model, compat: Compat) -> dict[str, Any] | None:
     same = message.provider == model.provider and message.model == model.id
     parts: list[dict[str, Any]] = []
     for block in message.content:
@@ -96,11 +92,11 @@ def _model_turn(message: AssistantMessage, model: Model) -> dict[str, Any] | Non
             parts.append(part)
         elif isinstance(block, ToolCall):
             call: dict[str, Any] = {"name": block.name, "args": block.arguments}
-            if _sends_ids(model):
+            if compat.function_call_ids:
                 call["id"] = block.id
             part = {"functionCall": call}
             sig = _signature(block.thought_signature, same)
-            if sig is None and _gemini3(model):
+            if sig is None and compat.requires_thought_signatures:
                 sig = _SKIP_SIGNATURE
             if sig:
                 part["thoughtSignature"] = sig
@@ -108,30 +104,30 @@ def _model_turn(message: AssistantMessage, model: Model) -> dict[str, Any] | Non
     return {"role": "model", "parts": parts} if parts else None
 
 
-def _function_response(result: ToolResultMessage, model: Model) -> tuple[dict[str, Any],
-                                                                          list[dict[str, Any]]]:
+def _function_response(result: ToolResultMessage, model: Model,
+                       compat: Compat) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     text = tool_result_text(result)
     images = [_inline(b) for b in result.content
               if isinstance(b, ImageContent) and "image" in model.input]
     response: dict[str, Any] = {"name": result.tool_name,
                                 "response": {"error" if result.is_error else "output": text}}
-    if _sends_ids(model):
+    if compat.function_call_ids:
         response["id"] = result.tool_call_id
     extra: list[dict[str, Any]] = []
     if images:
-        if _gemini3(model):
+        if compat.images_in_function_responses:
             response["parts"] = images
         else:
             extra = images
     return {"functionResponse": response}, extra
 
 
-def _contents(context: Context, model: Model) -> list[dict[str, Any]]:
+def _contents(context: Context, model: Model, compat: Compat) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     # Older models see result images in a user turn of their own, sent after the whole run of
     # results: Gemini wants every response to one call turn in a single user turn.
     image_turns: list[dict[str, Any]] = []
-    for message in transform_messages(context.messages, model, _normalize_id(model)):
+    for message in transform_messages(context.messages, model, _normalize_id(compat)):
         if image_turns and not isinstance(message, ToolResultMessage):
             out.extend(image_turns)
             image_turns.clear()
@@ -145,11 +141,11 @@ def _contents(context: Context, model: Model) -> list[dict[str, Any]]:
             if parts:
                 out.append({"role": "user", "parts": parts})
         elif isinstance(message, AssistantMessage):
-            turn = _model_turn(message, model)
+            turn = _model_turn(message, model, compat)
             if turn is not None:
                 out.append(turn)
         else:
-            part, images = _function_response(message, model)
+            part, images = _function_response(message, model, compat)
             last = out[-1] if out else None
             if (last is not None and last["role"] == "user"
                     and all("functionResponse" in p for p in last["parts"])):
@@ -163,19 +159,17 @@ def _contents(context: Context, model: Model) -> list[dict[str, Any]]:
     return out
 
 
-def _thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | None:
+def _thinking_config(model: Model, compat: Compat,
+                     options: StreamOptions) -> dict[str, Any] | None:
     level = options.reasoning
     if not model.reasoning or level is None or level is ThinkingLevel.OFF:
         return None
     name = "high" if level is ThinkingLevel.XHIGH else level.value
-    if _gemini3(model):
-        if "flash" in model.id:
-            chosen = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM"}.get(name, "HIGH")
-        else:
-            chosen = "LOW" if name in ("minimal", "low") else "HIGH"
-        return {"includeThoughts": True, "thinkingLevel": chosen}
-    family = "pro" if "2.5-pro" in model.id else "flash" if "2.5-flash" in model.id else None
-    budget = -1 if family is None else _BUDGETS[family][name]
+    if compat.thinking_levels_family is not None:
+        return {"includeThoughts": True,
+                "thinkingLevel": _LEVELS[compat.thinking_levels_family][name]}
+    family = compat.thinking_budgets_family
+    budget = -1 if family is None else _BUDGETS[family][name]  # -1: the model decides
     if options.thinking_budgets and name in options.thinking_budgets:
         budget = options.thinking_budgets[name]
     return {"includeThoughts": True, "thinkingBudget": budget}
@@ -183,13 +177,14 @@ def _thinking_config(model: Model, options: StreamOptions) -> dict[str, Any] | N
 
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The request body for `context`."""
-    body: dict[str, Any] = {"contents": _contents(context, model)}
+    compat = resolve(model)
+    body: dict[str, Any] = {"contents": _contents(context, model, compat)}
     if context.system_prompt:
         body["systemInstruction"] = {"parts": [{"text": sanitize(context.system_prompt)}]}
     config: dict[str, Any] = {"maxOutputTokens": default_max_tokens(model, options)}
     if options.temperature is not None:
         config["temperature"] = options.temperature
-    thinking = _thinking_config(model, options)
+    thinking = _thinking_config(model, compat, options)
     if thinking is not None:
         config["thinkingConfig"] = thinking
     body["generationConfig"] = config

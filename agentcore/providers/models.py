@@ -1,9 +1,10 @@
 """The built-in model catalogue and API-key lookup.
 
 The catalogue is data: `models.json`, shipped next to this module, lists each model's provider,
-wire API, base URL, prices (USD per million tokens), context window, output limit and, for
-OpenAI-compatible servers, `compat` flags. It is read and validated on the first call that needs
-it and then cached (two threads racing on the first call may both read it, harmlessly);
+wire API, base URL, prices (USD per million tokens), context window, output limit and its
+`compat` keys: what the model can do (adaptive thinking, its lowest reasoning effort, ...) where
+that differs from the defaults (see `_compat`). It is read and validated on the first call that
+needs it and then cached (two threads racing on the first call may both read it, harmlessly);
 importing agentcore never touches it. Its top-level `_source` field says when and how the prices
 were gathered: they drift, so treat them as estimates.
 
@@ -316,6 +317,8 @@ _COST_KEYS = ("input", "output", "cache_read", "cache_write")
 
 
 def _parse_entry(index: int, entry: object) -> Model:
+    from ._compat import check_compat  # here: `import agentcore` need not build `Compat`
+
     where = f"{_CATALOGUE_FILE}: models[{index}]"
     if not isinstance(entry, dict):
         raise SerializationError(f"{where}: expected an object, got {entry!r}")
@@ -328,7 +331,7 @@ def _parse_entry(index: int, entry: object) -> Model:
     if not isinstance(cost, dict) or set(cost) != set(_COST_KEYS):
         raise SerializationError(f"{where}: 'cost' must hold exactly {list(_COST_KEYS)!r}")
     try:
-        return Model(
+        model = Model(
             id=entry["id"],
             name=entry["name"],
             api=entry["api"],
@@ -342,8 +345,10 @@ def _parse_entry(index: int, entry: object) -> Model:
             headers=entry.get("headers"),
             compat=entry.get("compat"),
         )
+        check_compat(model.compat, f"model {model.id!r}")
     except (TypeError, ValueError) as exc:
         raise SerializationError(f"{where}: {exc}") from exc
+    return model
 
 
 def _price(value: Any) -> Any:

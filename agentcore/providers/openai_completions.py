@@ -1,7 +1,8 @@
 """OpenAI Chat Completions (`openai-completions`): OpenAI and every compatible server.
 
 The same code serves OpenAI, OpenRouter, Groq, xAI, DeepSeek, Ollama, vLLM and llama.cpp's
-server; their differences are `Compat` flags detected from the model (see `_openai`).
+server; their differences are `Compat` flags detected from the server and set by the model's
+`compat` (see `_openai` and `_compat`).
 """
 
 from __future__ import annotations
@@ -27,14 +28,8 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
-from ._openai import (
-    Compat,
-    error_text,
-    http_error_text,
-    loads_or_none,
-    resolve_compat,
-    supports_xhigh,
-)
+from ._compat import Compat
+from ._openai import error_text, http_error_text, loads_or_none, resolve_compat
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
 from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
@@ -108,6 +103,8 @@ def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | No
         out["reasoning_content"] = ""
     if out["content"] is None and not calls and len(out) == 2:
         return None
+    if out["content"] is None and not compat.supports_null_content:
+        out["content"] = ""  # only tool calls (or reasoning): some servers reject a null
     return out
 
 
@@ -170,9 +167,7 @@ def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
     elif fmt == "deepseek":
         body["thinking"] = {"type": "enabled" if level is not None else "disabled"}
     elif level is not None and compat.supports_reasoning_effort:
-        effort = level.value
-        if level is ThinkingLevel.XHIGH and not supports_xhigh(model):
-            effort = "high"
+        effort = compat.xhigh_effort if level is ThinkingLevel.XHIGH else level.value
         if compat.reasoning_effort_map:
             effort = compat.reasoning_effort_map.get(effort, effort)
         if fmt == "openrouter":

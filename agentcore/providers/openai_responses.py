@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,7 +31,8 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
-from ._openai import error_text, http_error_text, supports_xhigh
+from ._compat import resolve
+from ._openai import error_text, http_error_text
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
 from ._text import dumps, safe_id, sanitize, short_hash, tool_result_text
@@ -147,19 +147,9 @@ def _input(context: Context, model: Model) -> list[dict[str, Any]]:
     return items
 
 
-def _lowest_effort(model_id: str) -> str | None:
-    """The effort that turns reasoning (almost) off: gpt-5 takes "minimal", 5.1 on "none"."""
-    if model_id.startswith("gpt-5-pro"):
-        return None  # reasons at "high" only
-    if re.match(r"gpt-5\.\d", model_id):
-        return "none"
-    if model_id.startswith("gpt-5"):
-        return "minimal"
-    return None
-
-
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
     """The request body for `context`."""
+    compat = resolve(model)
     body: dict[str, Any] = {"model": model.id, "input": _input(context, model), "stream": True,
                             "store": False,
                             "max_output_tokens": max(16, default_max_tokens(model, options))}
@@ -175,13 +165,11 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     level = options.reasoning if options.reasoning is not ThinkingLevel.OFF else None
     if model.reasoning:
         if level is not None:
-            effort = level.value
-            if level is ThinkingLevel.XHIGH and not supports_xhigh(model):
-                effort = "high"
+            effort = compat.xhigh_effort if level is ThinkingLevel.XHIGH else level.value
             body["reasoning"] = {"effort": effort, "summary": "auto"}
             body["include"] = ["reasoning.encrypted_content"]
-        elif effort := _lowest_effort(model.id):  # otherwise the model reasons by default
-            body["reasoning"] = {"effort": effort}
+        elif compat.lowest_effort:  # otherwise the model reasons by default
+            body["reasoning"] = {"effort": compat.lowest_effort}
     return body
 
 

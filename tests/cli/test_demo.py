@@ -78,6 +78,40 @@ def test_demo_cli_help_states_the_default_pace() -> None:
     assert f"(default: {DEFAULT_TOKENS_PER_SECOND:g})" in demo_help.format_help()
 
 
+BUILT_IN_APIS = ["openai-completions", "openai-responses", "anthropic-messages",
+                 "google-generative-ai"]
+
+
+def _api_option(command: str) -> Any:
+    parser = cli.build_parser()._subparsers._group_actions[0].choices[command]  # type: ignore[union-attr]
+    return next(action for action in parser._actions if action.dest == "api")
+
+
+@pytest.mark.parametrize("command", ["demo", "chat"])
+def test_cli_api_choices_are_the_registry_apis(command: str) -> None:
+    option = _api_option(command)
+    apis = ac.providers.get_apis()  # other tests may have left faux providers registered
+    assert list(option.choices) == apis
+    assert apis[:4] == BUILT_IN_APIS
+    assert f"the wire protocol to speak: {', '.join(apis)} (default" in option.help
+
+
+def test_cli_api_choices_include_a_registered_provider() -> None:
+    def stream_fn(model: ac.Model, context: ac.Context,
+                  options: ac.StreamOptions) -> ac.AssistantMessageEventStream:
+        raise NotImplementedError
+
+    before = ac.providers.get_apis()
+    ac.register_provider("smoke-signals", stream_fn)
+    try:
+        assert list(_api_option("demo").choices) == [
+            *BUILT_IN_APIS, *sorted([*before[4:], "smoke-signals"])]
+        args = cli.build_parser().parse_args(["demo", "--model", "x/y", "--api", "smoke-signals"])
+        assert args.api == "smoke-signals"
+    finally:
+        ac.unregister_provider("smoke-signals")
+
+
 def test_demo_cli_in_process_prints_to_stdout(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["demo", "--no-delay"]) == 0
     _assert_demo_output(capsys.readouterr().out)

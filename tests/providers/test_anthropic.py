@@ -405,15 +405,27 @@ def test_anthropic_oauth_token_is_sent_as_a_bearer(sse_server) -> None:
     assert request.header("x-api-key") is None
 
 
+ADAPTIVE = {"adaptive_thinking": True}
+"""The `compat` of an adaptive-thinking model (Opus 4.6, Sonnet 4.6), which takes an effort."""
+
+
 def test_anthropic_adaptive_model_gets_no_interleaved_beta(sse_server) -> None:
-    model = make_model(sse_server.url, "claude-opus-4-6")
+    model = make_model(sse_server.url, "claude-opus-4-6", compat=ADAPTIVE)
     request = sent(sse_server, Context(None, [UserMessage("hi")]), model, reasoning="high")
     assert request.header("anthropic-beta") == "fine-grained-tool-streaming-2025-05-14"
     assert (request.json["thinking"], request.json["output_config"]) == (
         {"type": "adaptive"}, {"effort": "high"})
     assert request.json["max_tokens"] == 32000
-    assert headers_for(make_model("x", "claude-sonnet-4-6"), KEY)["anthropic-beta"] == (
-        "fine-grained-tool-streaming-2025-05-14")
+    assert headers_for(make_model("x", "claude-sonnet-4-6", compat=ADAPTIVE), KEY)[
+        "anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14"
+
+
+def test_anthropic_model_id_alone_decides_nothing() -> None:
+    # An Opus 4.6 of one's own, without `compat`, gets the defaults: a thinking budget.
+    body = body_for(Context(None, [UserMessage("hi")]), make_model("x", "claude-opus-4-6"),
+                    reasoning="xhigh")
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+    assert "output_config" not in body
 
 
 def test_anthropic_model_and_option_headers_are_merged_last(sse_server) -> None:
@@ -643,18 +655,22 @@ def test_anthropic_thinking_budgets(level, budgets, model_max, max_tokens, want_
     assert "output_config" not in body
 
 
-@pytest.mark.parametrize(("model_id", "level", "effort"), [
-    ("claude-opus-4-6", "minimal", "low"),
-    ("claude-opus-4-6", "low", "low"),
-    ("claude-opus-4-6", "medium", "medium"),
-    ("claude-opus-4-6", "high", "high"),
-    ("claude-opus-4-6", "xhigh", "max"),
-    ("claude-sonnet-4-6", "xhigh", "high"),
-    ("claude-opus-4.6", "medium", "medium"),
-])
-def test_anthropic_adaptive_models_send_an_effort(model_id, level, effort) -> None:
-    body = body_for(Context(None, [UserMessage("hi")]), make_model("http://127.0.0.1:9", model_id),
-                    reasoning=level, temperature=0.7)
+OPUS_ADAPTIVE = {"adaptiveThinking": True, "xhighEffort": "max"}  # camelCase works too
+
+
+@pytest.mark.parametrize(("compat", "level", "effort"), [
+    (OPUS_ADAPTIVE, "minimal", "low"),
+    (OPUS_ADAPTIVE, "low", "low"),
+    (OPUS_ADAPTIVE, "medium", "medium"),
+    (OPUS_ADAPTIVE, "high", "high"),
+    (OPUS_ADAPTIVE, "xhigh", "max"),
+    (ADAPTIVE, "xhigh", "high"),
+    (ADAPTIVE, "medium", "medium"),
+], ids=["opus-minimal", "opus-low", "opus-medium", "opus-high", "opus-xhigh", "sonnet-xhigh",
+        "sonnet-medium"])
+def test_anthropic_adaptive_models_send_an_effort(compat, level, effort) -> None:
+    model = make_model("http://127.0.0.1:9", "claude-x", compat=compat)
+    body = body_for(Context(None, [UserMessage("hi")]), model, reasoning=level, temperature=0.7)
     assert (body["thinking"], body["output_config"]) == ({"type": "adaptive"}, {"effort": effort})
     assert "temperature" not in body
 

@@ -83,11 +83,20 @@ OVERFLOW_BODY = (
 )
 
 
+CATALOGUE_COMPAT = {model.id: model.compat for model in ac.get_models("google")}
+GEMINI3_PRO = {"thinking_levels_family": "pro", "requires_thought_signatures": True,
+               "images_in_function_responses": True}
+"""The `compat` of a Gemini 3 Pro (as the catalogue's `gemini-3-pro-preview`)."""
+
+
 def gemini(url: str, model_id: str = "gemini-2.5-flash", *, reasoning: bool = True,
-           images: bool = True, max_tokens: int = 65536) -> Model:
+           images: bool = True, max_tokens: int = 65536,
+           compat: dict[str, Any] | None = None) -> Model:
+    """A model at `url`; its `compat` is the catalogue's for `model_id` unless given."""
     return Model(model_id, model_id, API, "google", url, reasoning=reasoning,
                  input=["text", "image"] if images else ["text"],
-                 cost=ModelCost(0.3, 2.5, 0.03), context_window=1048576, max_tokens=max_tokens)
+                 cost=ModelCost(0.3, 2.5, 0.03), context_window=1048576, max_tokens=max_tokens,
+                 compat=compat if compat is not None else CATALOGUE_COMPAT.get(model_id))
 
 
 def fixture(name: str) -> bytes:
@@ -685,12 +694,16 @@ def test_google_request_function_calls_and_merged_responses(sse_server) -> None:
     ]
 
 
+CALL_IDS = {"function_call_ids": True}
+"""The `compat` of a model that takes call ids (Claude or gpt-oss served through Gemini's API)."""
+
+
 @pytest.mark.parametrize("model_id", ["claude-sonnet-4-5", "gpt-oss-120b"])
-def test_google_request_ids_are_sent_to_claude_and_gpt_oss_only(sse_server, model_id) -> None:
+def test_google_request_ids_are_sent_where_compat_says(sse_server, model_id) -> None:
     long_id = "call_" + "x" * 80
     context = conversation(("call_abc|fc_123", long_id), provider="openai",
                            model_id="gpt-5", api="openai-responses")
-    body = sent(sse_server, context, gemini(sse_server.url, model_id))
+    body = sent(sse_server, context, gemini(sse_server.url, model_id, compat=CALL_IDS))
     calls = [p["functionCall"] for p in body["contents"][1]["parts"]]
     responses = [p["functionResponse"] for p in body["contents"][2]["parts"]]
     normalized = ["call_abc_fc_123", long_id[:64]]
@@ -699,7 +712,7 @@ def test_google_request_ids_are_sent_to_claude_and_gpt_oss_only(sse_server, mode
 
 
 def test_google_request_ids_of_the_same_model_are_sent_as_they_are(sse_server) -> None:
-    model = gemini(sse_server.url, "claude-sonnet-4-5")
+    model = gemini(sse_server.url, "claude-sonnet-4-5", compat=CALL_IDS)
     context = conversation(("toolu_01", "toolu_02"), model_id="claude-sonnet-4-5")
     body = sent(sse_server, context, model)
     assert [p["functionCall"]["id"] for p in body["contents"][1]["parts"]] == [
@@ -870,7 +883,9 @@ GEMINI3_CASES = [
 
 @pytest.mark.parametrize(("model_id", "level", "value"), GEMINI3_CASES)
 def test_google_request_gemini3_thinking_level(sse_server, model_id, level, value) -> None:
-    body = sent(sse_server, model=gemini(sse_server.url, model_id), reasoning=level,
+    compat = GEMINI3_PRO if model_id == "gemini-3.1-pro-preview" else None  # not catalogued
+    model = gemini(sse_server.url, model_id, compat=compat)
+    body = sent(sse_server, model=model, reasoning=level,
                 thinking_budgets={"medium": 4096})  # budgets do not apply to Gemini 3
     assert body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True,
                                                           "thinkingLevel": value}

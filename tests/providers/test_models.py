@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import pytest
 
 from agentcore import (
@@ -24,6 +25,8 @@ from agentcore import (
     calculate_cost,
 )
 from agentcore.providers import models
+from agentcore.providers._compat import Compat
+from agentcore.providers._openai import resolve_compat
 from agentcore.providers.models import (
     env_var_for,
     get_env_api_key,
@@ -40,20 +43,23 @@ BUILTIN_APIS = {
     "google-generative-ai",
 }
 
-COMPAT_FLAGS = {
-    "supportsStore",
-    "supportsDeveloperRole",
-    "supportsReasoningEffort",
-    "reasoningEffortMap",
-    "supportsUsageInStreaming",
-    "maxTokensField",
-    "requiresToolResultName",
-    "requiresAssistantAfterToolResult",
-    "requiresThinkingAsText",
-    "thinkingFormat",
-    "supportsStrictMode",
+READ_BY = {
+    "adaptive_thinking": {"anthropic-messages"},
+    "xhigh_effort": {"openai-completions", "openai-responses", "anthropic-messages"},
+    "lowest_effort": {"openai-responses"},
+    "thinking_budgets_family": {"google-generative-ai"},
+    "thinking_levels_family": {"google-generative-ai"},
+    "requires_thought_signatures": {"google-generative-ai"},
+    "images_in_function_responses": {"google-generative-ai"},
+    "function_call_ids": {"google-generative-ai"},
+    **{key: {"openai-completions"} for key in [
+        "supports_store", "supports_developer_role", "supports_reasoning_effort",
+        "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",
+        "supports_null_content", "requires_tool_result_name",
+        "requires_assistant_after_tool_result", "requires_thinking_as_text", "thinking_format",
+        "supports_strict_mode"]},
 }
-"""The camelCase `compat` flags of the reference (pi-ai §5.3)."""
+"""Every `compat` key and the wire APIs that read it."""
 
 BASE_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -192,14 +198,20 @@ def test_catalogue_entry_builds_a_valid_model(entry: dict[str, Any]) -> None:
     assert 0 < model.max_tokens <= model.context_window
 
 
+def test_compat_keys_are_those_of_compat() -> None:
+    assert set(READ_BY) == {field.name for field in attrs.fields(Compat)}
+
+
 @pytest.mark.parametrize("entry", raw_entries(), ids=entry_id)
-def test_catalogue_compat_uses_known_flags_on_openai_completions(entry: dict[str, Any]) -> None:
+def test_catalogue_compat_keys_are_snake_case_and_read_by_the_row_api(
+        entry: dict[str, Any]) -> None:
     compat = entry.get("compat")
     if compat is None:
         return
-    assert entry["api"] == "openai-completions"
-    assert set(compat) <= COMPAT_FLAGS
-    effort_map = compat.get("reasoningEffortMap")
+    assert compat  # no empty dict: leave the key out
+    for key in compat:
+        assert entry["api"] in READ_BY[key], key
+    effort_map = compat.get("reasoning_effort_map")
     if effort_map is not None:
         assert set(effort_map) == {"minimal", "low", "medium", "high", "xhigh"}
 
@@ -207,13 +219,15 @@ def test_catalogue_compat_uses_known_flags_on_openai_completions(entry: dict[str
 def test_catalogue_groq_qwen3_maps_every_effort_to_default() -> None:
     compat = get_model("groq", "qwen/qwen3-32b").compat
     levels = ("minimal", "low", "medium", "high", "xhigh")
-    assert compat == {"reasoningEffortMap": dict.fromkeys(levels, "default")}
+    assert compat == {"reasoning_effort_map": dict.fromkeys(levels, "default")}
 
 
 @pytest.mark.parametrize("model", get_models("ollama"), ids=lambda m: m.id)
 def test_catalogue_ollama_models_are_free_and_local(model: Model) -> None:
     assert model.cost == ModelCost()
-    assert model.compat == {"supportsDeveloperRole": False, "supportsReasoningEffort": False}
+    assert model.compat is None  # Ollama's quirks are the provider's, said once in code
+    compat = resolve_compat(model)
+    assert (compat.supports_developer_role, compat.supports_reasoning_effort) == (False, False)
 
 
 @pytest.mark.parametrize(("provider", "model_id"), REQUIRED_MODELS)
@@ -237,6 +251,10 @@ def test_catalogue_prices_a_usage() -> None:
         ({**raw_entries()[0], "input": ["text", "audio"]}, "input"),
         ({**raw_entries()[0], "reasoning": "yes"}, "reasoning"),
         ("not an object", "expected an object"),
+        ({**raw_entries()[0], "compat": {"supportsTeleport": True}},
+         "unknown compat key 'supportsTeleport' on model 'gpt-5'"),
+        ({**raw_entries()[0], "compat": {"lowest_effort": 0}},
+         "compat key 'lowest_effort' on model 'gpt-5' must be None or a non-empty str, got 0"),
     ],
 )
 def test_catalogue_parser_rejects_bad_entries(entry: object, problem: str) -> None:
@@ -269,7 +287,7 @@ def test_get_models_returns_fresh_lists_and_values() -> None:
     first[0].input.append("image")
     compat = first[-1].compat
     assert compat is not None
-    compat["reasoningEffortMap"]["high"] = "changed"
+    compat["reasoning_effort_map"]["high"] = "changed"
     first.clear()
     assert get_models("groq") == original
     assert get_model("groq", "qwen/qwen3-32b") == original[-1]

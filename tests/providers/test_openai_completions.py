@@ -7,16 +7,20 @@ of reference §5.6. Request bodies and headers are read back from what the serve
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import attrs
 import paths
 import pytest
+import requests
 from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
@@ -59,6 +63,29 @@ def remote_model(base_url: str = "https://api.openai.com/v1", **fields: Any) -> 
     fields.setdefault("provider", "openai")
     return ac.Model(fields.pop("id"), "test model", API, fields.pop("provider"), base_url,
                     **fields)
+
+
+class _ToLocal(requests.adapters.HTTPAdapter):
+    """Sends each request to the local server instead, keeping its path and query."""
+
+    def __init__(self, server: SSEServer) -> None:
+        super().__init__()
+        self.server = server
+
+    def send(self, request: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        parts = urlsplit(request.url)
+        request.url = urlunsplit(urlsplit(self.server.url)[:2] + parts[2:])
+        return super().send(request, **kwargs)
+
+
+@contextlib.contextmanager
+def to_local(server: SSEServer) -> Iterator[requests.Session]:
+    """A caller's session whose requests to OpenAI land on `server`: a model keeps OpenAI's
+    `base_url` (which decides what the body holds) while the request is recorded locally."""
+    with requests.Session() as session:
+        session.trust_env = False  # no proxy from the environment
+        session.mount("https://api.openai.com/", _ToLocal(server))
+        yield session
 
 
 def options(**fields: Any) -> ac.StreamOptions:
@@ -192,6 +219,9 @@ PARIS = ac.ToolCall("call_Ab12Cd34Ef56Gh78Ij90Kl12", "get_weather", {"city": "Pa
 TOKYO = ac.ToolCall("call_Mn34Op56Qr78St90Uv12Wx34", "get_weather", {"city": "Tokyo"})
 OLLAMA_PARIS = ac.ToolCall("call_k3b9x2q1", "get_weather", {"city": "Paris"})
 OLLAMA_TOKYO = ac.ToolCall("call_p8d7v6m5", "get_weather", {"city": "Tokyo"})
+LLAMA_CPP_ID = "cmpl-5b0e8c2a-9d4f-4c61-8a3e-7f12d6b9c043"
+LLAMA_CPP_ADD = ac.ToolCall(f"call__0_add_{LLAMA_CPP_ID}", "add", {"a": 2, "b": 3})
+LLAMA_CPP_ARGS = ['{"', "a", '":', " ", "2", ",", ' "', "b", '":', " ", "3", "}", ""]
 DEEPSEEK_THOUGHT = "15 + 27: 10+20=30, 5+7=12, so 42."
 OLLAMA_THOUGHT = "User asks 15+27. That is 42."
 ONCE = [("start",), ("text_start", 0), ("text_delta", 0, "Once upon"), ("error", "error")]
@@ -219,6 +249,12 @@ EXPECTED: dict[str, tuple[list[tuple[Any, ...]], ac.AssistantMessage]] = {
          ("toolcall_delta", 1, '{"city":"Tokyo"}'), ("toolcall_end", 1, OLLAMA_TOKYO),
          ("done", "toolUse")],
         reply([OLLAMA_PARIS, OLLAMA_TOKYO], (150, 60, 0, 0, 210), "toolUse", "chatcmpl-412"),
+    ),
+    "tool_calls_llama_cpp_python.sse": (  # the name repeated in every delta, kept once
+        [("start",), ("toolcall_start", 0),
+         *[("toolcall_delta", 0, piece) for piece in LLAMA_CPP_ARGS],
+         ("toolcall_end", 0, LLAMA_CPP_ADD), ("done", "toolUse")],
+        reply([LLAMA_CPP_ADD], (0, 0, 0, 0, 0), "toolUse", f"chat{LLAMA_CPP_ID}"),
     ),
     "reasoning_content.sse": (
         [("start",), ("thinking_start", 0), ("thinking_delta", 0, "15 + 27:"),
@@ -288,6 +324,18 @@ def test_openai_completions_fixture_replay_gives_the_reference_events(
     assert [signature(e) for e in run.events] == events
     assert without_timestamp(run.message) == message
     assert len(sse_server.requests) == 1
+
+
+@pytest.mark.parametrize("chunking", ["whole", "bytewise"])
+def test_openai_completions_llama_cpp_python_repeated_name_is_kept_once(sse_server,
+                                                                        chunking) -> None:
+    # llama-cpp-python's server sends `"name": "add"` in every delta (the openai SDK's
+    # accumulator builds "addadd..."): a name that comes again replaces, never appends.
+    run = replay(sse_server, fixture("tool_calls_llama_cpp_python.sse"), chunking)
+    assert run.message.tool_calls == [LLAMA_CPP_ADD]
+    names = {block.name for snapshot in run.snapshots for block in snapshot
+             if isinstance(block, ac.ToolCall)}
+    assert names == {"add"}
 
 
 def test_openai_completions_any_chunking_gives_identical_results(sse_server) -> None:
@@ -436,7 +484,23 @@ def test_openai_completions_body_is_compact_json(sse_server) -> None:
 
 
 def test_openai_completions_default_body(sse_server) -> None:
+    # The local server is no OpenAI: the output limit goes as `max_tokens` (API.md §17).
     assert sent(sse_server).json == {
+        "model": MODEL_ID,
+        "messages": [{"role": "system", "content": "You are terse."},
+                     {"role": "user", "content": "Say hello"}],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "store": False,
+        "max_tokens": 16384,
+    }
+
+
+def test_openai_completions_default_body_to_openai(sse_server) -> None:
+    with to_local(sse_server) as session:
+        request = sent(sse_server, model=remote_model(), http_session=session)
+    assert request.path == "/v1/chat/completions"
+    assert request.json == {
         "model": MODEL_ID,
         "messages": [{"role": "system", "content": "You are terse."},
                      {"role": "user", "content": "Say hello"}],
@@ -467,39 +531,44 @@ def test_openai_completions_system_role_where_developer_is_unsupported(model) ->
     assert body_of(model)["messages"][0] == {"role": "system", "content": "You are terse."}
 
 
-def test_openai_completions_openrouter_openai_model_gets_developer_role() -> None:
-    model = remote_model("https://openrouter.ai/api/v1", id="openai/o4-mini",
-                         provider="openrouter", reasoning=True)
-    assert body_of(model)["messages"][0]["role"] == "developer"
+@pytest.mark.parametrize(("model", "role"), [
+    (ac.get_model("openrouter", "openai/gpt-5"), "developer"),
+    (ac.get_model("openrouter", "anthropic/claude-sonnet-4.5"), "developer"),
+    (ac.get_model("openrouter", "google/gemini-2.5-flash"), "system"),
+    (remote_model("https://openrouter.ai/api/v1", id="openai/o4-mini", provider="openrouter",
+                  reasoning=True), "system"),  # OpenRouter's default; the id says nothing
+    (remote_model("https://openrouter.ai/api/v1", id="openai/o4-mini", provider="openrouter",
+                  reasoning=True, compat={"supports_developer_role": True}), "developer"),
+], ids=["catalogue-openai", "catalogue-anthropic", "catalogue-google", "own", "own-compat"])
+def test_openai_completions_openrouter_developer_role_from_compat(model, role) -> None:
+    assert body_of(model)["messages"][0]["role"] == role
 
 
 @pytest.mark.parametrize(("model_max", "option", "expected"), [
     (64_000, None, 32_000), (8_000, None, 8_000), (64_000, 123, 123), (8_000, 50_000, 50_000),
 ])
-def test_openai_completions_max_completion_tokens(sse_server, model_max, option,
-                                                  expected) -> None:
+def test_openai_completions_output_limit(sse_server, model_max, option, expected) -> None:
     request = sent(sse_server, model=local_model(sse_server, max_tokens=model_max),
                    max_tokens=option)
-    assert request.json["max_completion_tokens"] == expected
-    assert "max_tokens" not in request.json
-
-
-@pytest.mark.parametrize("model", [
-    remote_model("https://api.deepseek.com/v1", id="deepseek-chat", provider="deepseek"),
-    remote_model("https://llm.chutes.ai/v1", id="deepseek-ai/DeepSeek-V3", provider="chutes"),
-    remote_model(compat={"maxTokensField": "max_tokens"}),
-], ids=["deepseek", "chutes", "compat"])
-def test_openai_completions_max_tokens_field(model) -> None:
-    body = body_of(model, max_tokens=777)
-    assert body["max_tokens"] == 777
-    assert "max_completion_tokens" not in body
-
-
-def test_openai_completions_max_tokens_field_through_compat_on_the_wire(sse_server) -> None:
-    model = local_model(sse_server, compat={"maxTokensField": "max_tokens"})
-    request = sent(sse_server, model=model, max_tokens=99)
-    assert request.json["max_tokens"] == 99
+    assert request.json["max_tokens"] == expected
     assert "max_completion_tokens" not in request.json
+
+
+@pytest.mark.parametrize(("model", "field"), [
+    (remote_model(), "max_completion_tokens"),
+    (remote_model("https://my-resource.openai.azure.com/openai/v1"), "max_completion_tokens"),
+    (remote_model("https://api.deepseek.com/v1", id="deepseek-chat", provider="deepseek"),
+     "max_tokens"),
+    (remote_model("https://llm.chutes.ai/v1", id="deepseek-ai/DeepSeek-V3", provider="chutes"),
+     "max_tokens"),
+    (remote_model("https://api.groq.com/openai/v1", provider="groq"), "max_tokens"),
+    (remote_model("http://localhost:8000/v1", provider="llama.cpp"), "max_tokens"),
+    (remote_model("https://api.openai.com.example.org/v1"), "max_tokens"),
+    (remote_model(compat={"maxTokensField": "max_tokens"}), "max_tokens"),
+], ids=["openai", "azure", "deepseek", "chutes", "groq", "llama.cpp", "look-alike", "compat"])
+def test_openai_completions_max_tokens_field(model, field) -> None:
+    body = body_of(model, max_tokens=777)
+    assert {k: v for k, v in body.items() if "max" in k} == {field: 777}
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.7, 1])
@@ -678,10 +747,12 @@ def test_openai_completions_reasoning_effort(sse_server, level, effort) -> None:
         assert field not in request.json
 
 
-@pytest.mark.parametrize("model_id", ["gpt-5.2", "gpt-5.4-pro"])
-def test_openai_completions_xhigh_for_models_that_support_it(sse_server, model_id) -> None:
-    model = local_model(sse_server, id=model_id, reasoning=True)
-    assert sent(sse_server, model=model, reasoning="xhigh").json["reasoning_effort"] == "xhigh"
+@pytest.mark.parametrize(("compat", "effort"), [
+    ({"xhigh_effort": "xhigh"}, "xhigh"), ({"xhighEffort": "xhigh"}, "xhigh"), (None, "high"),
+], ids=["compat", "camelCase", "id-alone"])
+def test_openai_completions_xhigh_where_compat_says(sse_server, compat, effort) -> None:
+    model = local_model(sse_server, id="gpt-5.4-pro", reasoning=True, compat=compat)
+    assert sent(sse_server, model=model, reasoning="xhigh").json["reasoning_effort"] == effort
 
 
 @pytest.mark.parametrize(("reasoning_model", "level"), [
@@ -702,7 +773,7 @@ def test_openai_completions_no_reasoning_effort_where_unsupported(sse_server) ->
 
 @pytest.mark.parametrize("level", ["minimal", "low", "medium", "high", "xhigh"])
 def test_openai_completions_groq_qwen3_maps_every_level_to_default(sse_server, level) -> None:
-    model = local_model(sse_server, id="qwen/qwen3-32b", provider="groq", reasoning=True)
+    model = attrs.evolve(ac.get_model("groq", "qwen/qwen3-32b"), base_url=sse_server.url)
     assert sent(sse_server, model=model, reasoning=level).json["reasoning_effort"] == "default"
 
 
@@ -870,6 +941,71 @@ def test_openai_completions_lone_surrogate_in_tool_arguments_does_not_break_the_
     assert json.loads(sent_arguments) == arguments
 
 
+# --- 2b. servers that are not OpenAI (API.md §17) ---------------------------------------------
+
+WEATHER_TOOL = {"type": "function", "function": {
+    "name": "get_weather", "description": "Current weather for a city.",
+    "parameters": WEATHER.parameters, "strict": False}}
+WIRE_CALL = {"id": "call_1", "type": "function", "function": {
+    "name": "get_weather", "arguments": '{"city":"Paris","note":"né"}'}}
+
+
+def tool_turn_body(content: str | None, limit: str) -> dict[str, Any]:
+    """The whole body for `TOOL_TURN`, its assistant `content` and output limit field given."""
+    return {
+        "model": MODEL_ID,
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": "Weather in Paris?"},
+            {"role": "assistant", "content": content, "tool_calls": [WIRE_CALL]},
+            {"role": "tool", "tool_call_id": "call_1", "content": "Sunny"},
+        ],
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "store": False,
+        limit: 100,
+        "tools": [WEATHER_TOOL],
+    }
+
+
+def test_openai_completions_tool_turn_to_a_server_that_is_not_openai(sse_server) -> None:
+    # llama-cpp-python's server answers a null `content` with a 500; such servers also ignore
+    # `max_completion_tokens`.
+    request = sent(sse_server, ac.Context("s", TOOL_TURN, [WEATHER]), max_tokens=100)
+    assert request.json == tool_turn_body("", "max_tokens")
+    assert b'"content":null' not in request.body
+
+
+def test_openai_completions_tool_turn_to_openai(sse_server) -> None:
+    with to_local(sse_server) as session:
+        request = sent(sse_server, ac.Context("s", TOOL_TURN, [WEATHER]), remote_model(),
+                       max_tokens=100, http_session=session)
+    assert request.json == tool_turn_body(None, "max_completion_tokens")
+
+
+@pytest.mark.parametrize(("openai", "compat", "content", "limit"), [
+    (False, {"supportsNullContent": True, "maxTokensField": "max_completion_tokens"}, None,
+     "max_completion_tokens"),
+    (True, {"supports_null_content": False, "max_tokens_field": "max_tokens"}, "",
+     "max_tokens"),
+], ids=["local-as-openai", "openai-as-local"])
+def test_openai_completions_tool_turn_compat_overrides_the_server(sse_server, openai, compat,
+                                                                  content, limit) -> None:
+    context = ac.Context("s", TOOL_TURN, [WEATHER])
+    with to_local(sse_server) as session:
+        model = (remote_model(compat=compat) if openai
+                 else local_model(sse_server, compat=compat))
+        request = sent(sse_server, context, model, max_tokens=100, http_session=session)
+    assert request.json == tool_turn_body(content, limit)
+
+
+def test_openai_completions_reasoning_only_assistant_gets_empty_content(sse_server) -> None:
+    message = assistant(ac.ThinkingContent("Hmm.", "reasoning_content"))
+    context = ac.Context(None, [ac.UserMessage("Q"), message, ac.UserMessage("Again")])
+    assert sent(sse_server, context).json["messages"][1] == {
+        "role": "assistant", "content": "", "reasoning_content": "Hmm."}
+
+
 # --- 3. cross-provider input ----------------------------------------------------------------------
 
 LONG_ID = "call_9aZ|fc_" + "0123456789abcdef" * 4
@@ -958,7 +1094,7 @@ def test_openai_completions_orphaned_tool_calls_get_a_synthetic_result(sse_serve
         ("tool", "call_b", "done b"),
         ("tool", "call_a", "No result provided"),
         ("user", None, "Stop that"),
-        ("assistant", None, None),
+        ("assistant", None, ""),  # tool calls only: `""`, not null, to a server not OpenAI
         ("tool", "call_c", "No result provided"),
     ]
 

@@ -430,36 +430,43 @@ def test_responses_no_system_item_without_a_system_prompt(sse_server) -> None:
     assert body["input"] == USER_HI
 
 
-@pytest.mark.parametrize(("level", "model_id", "effort"), [
-    ("minimal", "gpt-5-mini", "minimal"),
-    ("low", "gpt-5-mini", "low"),
-    ("medium", "gpt-5-mini", "medium"),
-    ("high", "gpt-5-mini", "high"),
-    ("xhigh", "gpt-5-mini", "high"),  # only gpt-5.2+ knows xhigh
-    ("xhigh", "gpt-5.2", "xhigh"),
-    ("low", "o4-mini", "low"),
-])
-def test_responses_reasoning_effort_per_level(level, model_id, effort) -> None:
-    body = build_body(make_model("http://127.0.0.1:9", id=model_id),
-                      ac.Context(None, [UserMessage("hi")]), make_options(reasoning=level))
+def catalogued(model_id: str) -> ac.Model:
+    """The catalogue's `openai` model `model_id`, at a local address (nothing is sent)."""
+    return attrs.evolve(ac.get_model("openai", model_id), base_url="http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize(("level", "model", "effort"), [
+    ("minimal", catalogued("gpt-5-mini"), "minimal"),
+    ("low", catalogued("gpt-5-mini"), "low"),
+    ("medium", catalogued("gpt-5-mini"), "medium"),
+    ("high", catalogued("gpt-5-mini"), "high"),
+    ("xhigh", catalogued("gpt-5-mini"), "high"),  # only gpt-5.2+ knows xhigh
+    ("xhigh", catalogued("gpt-5.2"), "xhigh"),
+    ("low", catalogued("o4-mini"), "low"),
+    ("xhigh", make_model("x", id="gpt-5.4", compat={"xhighEffort": "xhigh"}), "xhigh"),
+    ("xhigh", make_model("x", id="gpt-5.4"), "high"),  # the id alone says nothing
+], ids=lambda value: value.id if isinstance(value, ac.Model) else value)
+def test_responses_reasoning_effort_per_level(level, model, effort) -> None:
+    body = build_body(model, ac.Context(None, [UserMessage("hi")]), make_options(reasoning=level))
     assert body["reasoning"] == {"effort": effort, "summary": "auto"}
     assert body["include"] == ["reasoning.encrypted_content"]
 
 
-@pytest.mark.parametrize(("model_id", "reasoning"), [
+@pytest.mark.parametrize(("model", "reasoning"), [
     # With reasoning off, gpt-5 models are asked for the least effort they accept: "minimal"
-    # for gpt-5, "none" from gpt-5.1 on; gpt-5-pro only reasons at "high", so it gets nothing.
-    ("gpt-5-mini", {"effort": "minimal"}),
-    ("gpt-5", {"effort": "minimal"}),
-    ("gpt-5.1", {"effort": "none"}),
-    ("gpt-5.2-mini", {"effort": "none"}),
-    ("gpt-5-pro", None),
-    ("o4-mini", None),
-])
+    # for gpt-5, "none" from gpt-5.1 on (the catalogue's `lowest_effort`); a model without
+    # one (gpt-5-pro only reasons at "high") gets nothing.
+    (catalogued("gpt-5-mini"), {"effort": "minimal"}),
+    (catalogued("gpt-5"), {"effort": "minimal"}),
+    (catalogued("gpt-5.1"), {"effort": "none"}),
+    (catalogued("gpt-5.2"), {"effort": "none"}),
+    (make_model("x", id="gpt-5.2-mini", compat={"lowest_effort": "none"}), {"effort": "none"}),
+    (make_model("x", id="gpt-5-pro"), None),
+    (catalogued("o4-mini"), None),
+], ids=lambda value: value.id if isinstance(value, ac.Model) else str(value))
 @pytest.mark.parametrize("level", [None, "off"])
-def test_responses_reasoning_off(model_id, reasoning, level) -> None:
-    body = build_body(make_model("http://127.0.0.1:9", id=model_id),
-                      ac.Context(None, [UserMessage("hi")]), make_options(reasoning=level))
+def test_responses_reasoning_off(model, reasoning, level) -> None:
+    body = build_body(model, ac.Context(None, [UserMessage("hi")]), make_options(reasoning=level))
     assert body.get("reasoning") == reasoning
     assert "include" not in body
     assert body["input"] == USER_HI  # no "# Juice" message

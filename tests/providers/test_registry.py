@@ -259,3 +259,27 @@ def test_registry_faux_provider_is_served_by_agentcore_stream(faux):
 
     assert [event.type for event in out][-1] == "done"
     assert out.result(timeout=WAIT_S).text == "via registry"
+
+
+BUILT_IN_APIS = ["openai-completions", "openai-responses", "anthropic-messages",
+                 "google-generative-ai"]
+
+
+def test_registry_get_apis_lists_the_built_in_apis_first():
+    assert agentcore.providers.get_apis()[:4] == BUILT_IN_APIS
+
+
+def test_registry_get_apis_adds_registered_apis_sorted_once(api):
+    others = agentcore.providers.get_apis()[4:]  # faux providers other tests left registered
+    register_provider(f"z-{api}", lambda m, c, o: _done_stream(_reply(m, "z")))
+    register_provider(api, lambda m, c, o: _done_stream(_reply(m, "a")))
+    register_provider("openai-responses", lambda m, c, o: _done_stream(_reply(m, "r")))
+    try:
+        apis = agentcore.providers.get_apis()
+        assert apis == [*BUILT_IN_APIS, *sorted([*others, api, f"z-{api}"])]
+        apis.clear()  # a fresh list each time
+        assert len(agentcore.providers.get_apis()) == 6 + len(others)
+    finally:
+        unregister_provider(f"z-{api}")
+        unregister_provider("openai-responses")
+    assert agentcore.providers.get_apis() == [*BUILT_IN_APIS, *sorted([*others, api])]

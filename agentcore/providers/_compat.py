@@ -1,0 +1,134 @@
+"""`Model.compat`: what a model can do and how its server differs, as data.
+
+The wire modules never look at a model's id to decide what to send: they read a `Compat`,
+resolved from three layers, the later winning:
+
+1. the defaults below (what a model that nobody described gets);
+2. for `openai-completions`, what `_openai` detects from the provider and the base URL, said
+   once per server in code (e.g. every OpenRouter model, every server that is not OpenAI);
+3. the model's own `compat` dict: the catalogue rows of `models.json` set it, and a `Model(...)`
+   of your own may too.
+
+Keys are written in snake_case or in camelCase (`supports_store` or `supportsStore`). Each is
+checked: an unknown key, or a value of the wrong type, raises `ValueError` naming the key, when
+the catalogue is read or when the model is first used. README's "Model.compat" table documents
+every key (`tests/providers/test_compat.py` keeps the two in step).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, get_args
+
+import attrs
+
+from .._core import Model
+
+__all__ = ["Compat", "ThinkingFormat", "check_compat", "resolve"]
+
+ThinkingFormat = Literal["openai", "zai", "qwen", "qwen-chat-template", "openrouter", "deepseek"]
+Family = Literal["pro", "flash"]
+
+_Check = tuple[Callable[[Any], bool], str]
+"""What a key's value must satisfy, and how to say it in an error."""
+
+
+@attrs.frozen(kw_only=True)
+class Compat:
+    """One model's capabilities and its server's quirks; see README's "Model.compat" table."""
+
+    # Model capabilities, each read by the wire API named in its comment.
+    adaptive_thinking: bool = False  # anthropic-messages
+    xhigh_effort: str = "high"  # openai-completions, openai-responses, anthropic-messages
+    lowest_effort: str | None = None  # openai-responses
+    thinking_budgets_family: Family | None = None  # google-generative-ai
+    thinking_levels_family: Family | None = None  # google-generative-ai
+    requires_thought_signatures: bool = False  # google-generative-ai
+    images_in_function_responses: bool = False  # google-generative-ai
+    function_call_ids: bool = False  # google-generative-ai
+    # OpenAI-compatible servers (openai-completions); `_openai` detects them from the server.
+    supports_store: bool = True
+    supports_developer_role: bool = True
+    supports_reasoning_effort: bool = True
+    reasoning_effort_map: dict[str, str] | None = None
+    supports_usage_in_streaming: bool = True
+    max_tokens_field: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    supports_null_content: bool = True
+    requires_tool_result_name: bool = False
+    requires_assistant_after_tool_result: bool = False
+    requires_thinking_as_text: bool = False
+    thinking_format: ThinkingFormat = "openai"
+    supports_strict_mode: bool = True
+
+
+def _word(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _choice(*values: str | None) -> _Check:
+    return (lambda value: isinstance(value, (str, type(None))) and value in values,
+            " or ".join(repr(v) for v in values))
+
+
+def _effort_map(value: Any) -> bool:
+    return value is None or (isinstance(value, dict)
+                             and all(_word(k) and _word(v) for k, v in value.items()))
+
+
+_BOOL: _Check = (lambda value: type(value) is bool, "a bool")
+_NOT_BOOL: dict[str, _Check] = {
+    "xhigh_effort": (_word, "a non-empty str"),
+    "lowest_effort": (lambda value: value is None or _word(value), "None or a non-empty str"),
+    "thinking_budgets_family": _choice("pro", "flash", None),
+    "thinking_levels_family": _choice("pro", "flash", None),
+    "reasoning_effort_map": (_effort_map, "None or a dict of str to str"),
+    "max_tokens_field": _choice("max_completion_tokens", "max_tokens"),
+    "thinking_format": _choice(*get_args(ThinkingFormat)),
+}
+_CHECKS: dict[str, _Check] = {field.name: _NOT_BOOL.get(field.name, _BOOL)
+                              for field in attrs.fields(Compat)}
+"""Every key and its check: the `Compat` fields; those not listed in `_NOT_BOOL` are bools."""
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+_NAMES = {**{re.sub(r"_(\w)", lambda m: m[1].upper(), name): name for name in _CHECKS},
+          **{name: name for name in _CHECKS}}
+"""Each key as written most often (snake_case, camelCase) and its field: no regex per request."""
+
+
+def check_compat(compat: Mapping[str, Any] | None, owner: str) -> dict[str, Any]:
+    """`compat` under snake_case names, every key and value checked.
+
+    Args:
+        compat: A `Model.compat` dict, or None.
+        owner: What the dict belongs to, for the error, e.g. `"model 'gpt-5'"`.
+
+    Returns:
+        A new dict; the values are those given (not copied).
+
+    Raises:
+        ValueError: An unknown key, or a value of the wrong type; the message names the key as
+            written and the owner.
+    """
+    out: dict[str, Any] = {}
+    for key, value in (compat or {}).items():
+        name = _NAMES.get(key) or (_snake(key) if isinstance(key, str) else "")
+        check = _CHECKS.get(name)
+        if check is None:
+            raise ValueError(f"unknown compat key {key!r} on {owner}; known: {sorted(_CHECKS)}")
+        accepts, expects = check
+        if not accepts(value):
+            raise ValueError(f"compat key {key!r} on {owner} must be {expects}, got {value!r}")
+        out[name] = value
+    return out
+
+
+def resolve(model: Model, detected: Mapping[str, Any] | None = None) -> Compat:
+    """The defaults, then `detected` (what the server is known to need), then `model.compat`."""
+    values = dict(detected or {})
+    values.update(check_compat(model.compat, f"model {model.id!r}"))
+    return Compat(**values)
