@@ -791,7 +791,7 @@ def test_layers_checker_reports_a_module_over_the_size_limit(tmp_path: Path) -> 
         **_CLEAN,
         "agentcore/_core/_big.py": f'"""Big."""\n{body}',
         "agentcore/_core/_full.py": body,
-        "agentcore/_loop/_loop.py": f'"""Pending."""\n{body}',
+        "agentcore/_agent/_agent.py": f'"""Pending."""\n{body}',
     })
     assert size_violations(tree) == [
         f"agentcore/_core/_big.py:{MAX_MODULE_LINES + 1}: size: module agentcore._core._big has "
