@@ -8,8 +8,6 @@ own (non-daemon) thread. State lives behind one lock, never held while user code
 from __future__ import annotations
 
 import functools
-import itertools
-import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -20,37 +18,27 @@ from attrs.validators import and_, ge
 
 from .._core import (
     OPTION,
-    AbortController,
     AbortSignal,
     AgentBusyError,
     AgentClosedError,
-    AgentContext,
-    AgentEndEvent,
     AgentEvent,
     AgentMessage,
     AgentTool,
     AssistantMessage,
     CacheRetention,
-    FlatAlias,
     ImageContent,
-    MessageEndEvent,
-    MessageStartEvent,
     Model,
     OnPayload,
     OnResponse,
     QueueMode,
     Session,
     StreamOptions,
-    TextContent,
     ThinkingLevel,
     ToolExecutionMode,
-    ToolResultMessage,
     Transport,
-    TurnEndEvent,
     UsageLimits,
     cannot_take,
-    describe,
-    error_reply,
+    flat,
     flat_fields,
     list_of_messages,
     member_of,
@@ -60,7 +48,6 @@ from .._core import (
     takes,
     to_queue_mode,
     to_thinking_level,
-    unanswered_tool_calls,
 )
 from .._loop import (
     AfterToolCall,
@@ -71,13 +58,10 @@ from .._loop import (
     PrepareNextTurn,
     ShouldStopAfterTurn,
     TransformContext,
-    carry_context,
-    in_flight,
-    run_agent_loop,
-    run_agent_loop_continue,
 )
-from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
-from ._compact import CompactionSettings, auto_compactor
+from ..providers import StreamFn
+from ._compact import CompactionSettings
+from ._drive import start
 from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
 from ._live import AgentState, LiveState
 from ._persist import SessionWriter, load_transcript
@@ -88,9 +72,6 @@ if TYPE_CHECKING:
     import requests
 
 __all__ = ["Agent", "AgentState"]
-
-_log = logging.getLogger(__name__)
-_run_numbers = itertools.count(1)
 
 DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
 """An `Agent`'s usage limits unless it is given others: a runaway model stops at 50 calls."""
@@ -111,22 +92,9 @@ def _replace_session(agent: Agent, _: attrs.Attribute[Any], value: Any) -> Any:
     return value
 
 
-class _ThinkingLevel(FlatAlias):
-    """`Agent.thinking_level`: the agent's name for its `reasoning` option; None reads as OFF."""
-
-    __slots__ = ()
-
-    def convert(self, value: Any) -> Any:
-        level = to_thinking_level(value)
-        member_of(ThinkingLevel)(None, self, level)  # the error names 'thinking_level'
-        return level
-
-    def __get__(self, obj: Any, owner: type | None = None) -> Any:
-        level = super().__get__(obj, owner)
-        return ThinkingLevel.OFF if level is None else level
-
-
-_THINKING_LEVEL: Any = _ThinkingLevel("reasoning")
+_THINKING_LEVEL = flat("reasoning", converter=to_thinking_level,
+                       validator=member_of(ThinkingLevel), none=ThinkingLevel.OFF)
+"""`Agent.thinking_level`: the agent's name for its `reasoning` option (None reads as OFF)."""
 _setters = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate)
 _KEEP = attrs.setters.NO_OP
 
@@ -139,31 +107,29 @@ class Agent:
 
     Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. Settable
     attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
-    `follow_up`) are read live. `model` may come first positionally; every other argument is
-    a keyword. The loop's settings (`model`, the hooks, `tool_execution`, `tool_executor`,
-    `tool_timeout`, `deps`, `limits`, `options` and each provider option) are held as one
-    `AgentLoopConfig`, which every run starts from: each is an attribute standing for that
-    config's field, validated on assignment as the config validates it. `thinking_level` is
-    the agent's name for the `reasoning` option (`options.reasoning`). `max_events` bounds the
-    events each run keeps for late iteration (see `AgentRun`); `tool_timeout` (seconds)
-    bounds every tool call whose tool sets no `timeout`; `deps` reaches every `@tool` function
-    with a parameter named `deps`. `limits` bounds each run, by default
-    `UsageLimits(max_model_calls=50)` (None: no bound); a run that reaches a limit ends with
-    an error message, and its `raise_for_error()` raises `UsageLimitExceeded`.
-    `auto_compact` (a `CompactionSettings`; default None: off) compacts the
-    transcript within a run, before a model call that would outgrow the model's context
-    window and once after a reply refusing the context as too long (then retrying it), with
-    `compaction_start`/`compaction_end` events (see `agentcore.compaction`).
-    `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
-    model's provider needs a key and none is given (`api_key`, `get_api_key`) or set in the
-    environment. `session` (fixed once constructed) keeps the transcript in a
-    store (`agentcore.sessions`, API §13): it is loaded here, its interrupted tool calls
-    answered (`messages=` may not be given too), each message is appended as its
-    `message_end` is processed, before the run's iterators and listeners see it; assigning
-    `messages` replaces the session's transcript, `reset()` clears it. A failed append is
-    logged at ERROR on `agentcore.sessions` and the run goes on (the message stays in
-    `messages`; the next message rewrites the session whole). The agent never closes it.
-    See the module docstring for the threading contract.
+    `follow_up`) are read live. `model` may come first; every other argument is a keyword.
+
+    The loop's settings (the model, the hooks, `tool_execution`, `tool_executor`,
+    `tool_timeout`, `deps`, `limits`, `options` and each provider option) are one
+    `AgentLoopConfig` that every run starts from: each is an attribute standing for that
+    config's field (see it), validated on assignment as the config validates it.
+    `thinking_level` is the agent's name for the `reasoning` option. `limits` bounds each run,
+    by default `UsageLimits(max_model_calls=50)` (None: no bound). `max_events` bounds the
+    events each run keeps for late iteration (see `AgentRun`). `auto_compact` (a
+    `CompactionSettings`; default None: off) compacts the transcript within a run, before a
+    model call that would outgrow the model's context window and once after a reply refusing
+    the context as too long (then retrying it), with `compaction_start`/`compaction_end`
+    events (see `agentcore.compaction`). `prompt`/`continue_` raise `MissingApiKeyError`
+    before starting a run when the model's provider needs a key and none is given (`api_key`,
+    `get_api_key`) or set in the environment.
+
+    `session` (fixed once constructed) keeps the transcript in a store (`agentcore.sessions`,
+    API §13): it is loaded here, its interrupted tool calls answered (`messages=` may not be
+    given too), each message is appended as its `message_end` is processed, before the run's
+    iterators and listeners see it; assigning `messages` replaces the session's transcript,
+    `reset()` clears it. A failed append is logged at ERROR on `agentcore.sessions` and the
+    run goes on (the message stays in `messages`; the next message rewrites the session
+    whole). The agent never closes it. See the module docstring for the threading contract.
     """
 
     model: Model
@@ -341,7 +307,7 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
                                      "follow_up() to queue messages, or wait for completion")
-            return self._start(prompts, False, output_type, output_retries)
+            return start(self, prompts, False, output_type, output_retries)
 
     async def prompt_async(
         self, input: str | AgentMessage | Sequence[AgentMessage],
@@ -378,13 +344,13 @@ class Agent:
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
             if not isinstance(self.messages[-1], AssistantMessage):
-                return self._start(None, False)
+                return start(self, None, False)
             steering = self._steering.take_now(self.steering_mode)
             if steering:
-                return self._start(steering, True)
+                return start(self, steering, True)
             follow_ups = self._follow_up.take_now(self.follow_up_mode)
             if follow_ups:
-                return self._start(follow_ups, False)
+                return start(self, follow_ups, False)
         raise ValueError("cannot continue from an assistant message: no steering or follow-up "
                          "message is queued")
 
@@ -440,155 +406,3 @@ class Agent:
     def _check_open(self) -> None:
         if self._closed:
             raise AgentClosedError("the agent is closed; create a new Agent to go on")
-
-    def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-               output_type: Any = None, output_retries: int = 2) -> AgentRun:
-        run, main = self._prepare(prompts, skip_first_steering, output_type, output_retries)
-        try:
-            run.start(main, name=f"agentcore-run-{next(_run_numbers)}")
-        except BaseException:  # no thread to be had: the agent stays idle and usable
-            self._run = None
-            self._live.end()
-            raise
-        return run
-
-    def _prepare(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-                 output_type: Any, output_retries: int, http_session: Any = None,
-                 ) -> tuple[AgentRun, Callable[[], None]]:
-        """Mark the agent busy with a new run (under the lock); return it and its main.
-
-        Everything that can fail comes before. `http_session` serves the run when the agent
-        has none of its own (`run_batch` shares one); without either, the agent makes one.
-        """
-        self._check_open()
-        loop, stream_fn = self._loop, self.stream_fn
-        http = stream_fn is None and speaks_http(loop.model.api)
-        if http and loop.get_api_key is None:  # a missing key raises here, not in the run
-            require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
-        session = loop.http_session
-        if http and session is None:
-            if http_session is None and self._http_session is None:
-                self._http_session = new_http_session()  # kept alive across runs
-            session = http_session or self._http_session
-        config = self._config(loop, skip_first_steering, output_type, output_retries, session)
-        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
-        run = AgentRun(AbortController(), max_events=self.max_events)
-        self._run = run
-        self._live.begin()
-        return run, carry_context(lambda: self._main(run, prompts, context, config, stream_fn))
-
-    def _config(self, loop: AgentLoopConfig, skip_first_steering: bool, output_type: Any,
-                output_retries: int, http_session: Any) -> AgentLoopConfig:
-        """`loop` with the parts that belong to one run: queues, compaction, output, session."""
-        skip = [skip_first_steering]
-
-        def steering() -> list[AgentMessage]:
-            if skip[0]:
-                skip[0] = False
-                return []
-            return self._steering.take(self.steering_mode)
-
-        def follow_ups() -> list[AgentMessage]:
-            return self._follow_up.take(self.follow_up_mode)
-
-        compact = None if self.auto_compact is None else auto_compactor(
-            self.auto_compact, self.stream_fn, self._replace_transcript)
-        return attrs.evolve(loop, get_steering_messages=steering,
-                            get_follow_up_messages=follow_ups, before_model_call=compact,
-                            output_type=output_type, output_retries=output_retries,
-                            http_session=http_session)
-
-    def _replace_transcript(self, messages: list[AgentMessage]) -> None:
-        """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
-        if self._writer is not None:
-            self._writer.replace(messages)
-        with self._lock:
-            self.messages[:] = messages  # in place: the setter refuses while a run is active
-
-    def _main(
-        self, run: AgentRun, prompts: list[AgentMessage] | None, context: AgentContext,
-        config: AgentLoopConfig, stream_fn: StreamFn | None,
-    ) -> None:
-        messages: list[AgentMessage] = []
-        with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
-            try:
-                emit = lambda event: self._handle(run, event)  # noqa: E731
-                if prompts is None:
-                    messages = run_agent_loop_continue(context, config, emit, run.signal,
-                                                       stream_fn)
-                else:
-                    messages = run_agent_loop(prompts, context, config, emit, run.signal,
-                                              stream_fn)
-            except BaseException as exc:  # the loop itself broke: report it as the run's failure
-                _log.exception("agent run failed")
-                messages = self._fail(run, config.model, exc)
-            finally:
-                with self._lock:
-                    self._steering.restore()
-                    self._follow_up.restore()
-                    self._live.end()
-                    self._run = None
-                run.finish(messages)
-
-    def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
-        text = describe(exc)
-        failure = error_reply(model, text, aborted=run.signal.aborted)
-        with self._lock:  # the calls the broken run left without a result get one now
-            unanswered = unanswered_tool_calls(self.messages)
-        added: list[AgentMessage] = [
-            *(ToolResultMessage(c.id, c.name, [TextContent(f"Tool call interrupted: {text}")],
-                                is_error=True) for c in unanswered),
-            failure,
-        ]
-        for message in added:
-            self._handle(run, MessageStartEvent(message))
-            self._handle(run, MessageEndEvent(message))
-        self._handle(run, TurnEndEvent(failure, []))
-        self._handle(run, AgentEndEvent(added))
-        return added
-
-    def _handle(self, run: AgentRun, event: AgentEvent) -> None:
-        """Apply `event` to the state, log it on the run, then call the listeners."""
-        with self._lock:
-            started, ended = self._live.apply(event)
-            if started is not None and not self._steering.accept(started):
-                self._follow_up.accept(started)
-            if ended is not None:
-                self.messages.append(ended)
-            listeners = list(self._listeners)
-        if ended is not None and self._writer is not None:
-            self._writer.save(ended, self._transcript)  # durable before anyone hears of it
-        run.publish(event)
-        for listener in listeners:
-            try:
-                listener(event, run.signal)
-            except Exception:
-                _log.exception("agent listener %r raised on %s", listener, event.type)
-
-    def _transcript(self) -> list[AgentMessage]:
-        with self._lock:
-            return list(self.messages)
-
-
-def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage], *,
-                output_type: Any = None, on_start: Callable[[AgentRun], object] = lambda run: None,
-                http_session: Any = None) -> AgentRun:
-    """`agent.prompt(input, output_type=...)` run to its end on the calling thread.
-
-    For pools that already give each run a thread of its own (`run_batch`, its only user): the
-    run needs no thread start, which under load costs more than the rest of starting a run.
-    `on_start` gets the run before it begins (to abort it from elsewhere); `http_session` (a
-    batch's shared one) serves the run if the agent has no session of its own. Raises what
-    `prompt` raises.
-    """
-    agent._check_open()
-    prompts = prompt_messages(input, None)
-    with agent._lock:
-        if agent._run is not None:
-            raise AgentBusyError("the agent is already processing a prompt")
-        run, main = agent._prepare(prompts, False, output_type, 2, http_session)
-    try:
-        on_start(run)
-    finally:  # the agent is marked busy: only the run's own end makes it idle again
-        run.run_here(main, name=f"agentcore-run-{next(_run_numbers)}")
-    return run

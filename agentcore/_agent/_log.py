@@ -1,12 +1,9 @@
 """A run's event log: bounded, with its end, waited on by threads and asyncio tasks alike.
 
-One producer (the run's thread) publishes events and ends the log; any number of consumers
-take what was published since they last looked, or wait for news. One Condition guards it all.
-
-The log is bounded (`max_events`): a long reply streams one `message_update` per chunk, and
-those are what it drops, oldest first, never an event of another kind. Every kept event carries
-its sequence number (how many events were published before it), and consumers count events
-*published*, not list positions, so a drop never makes one skip or repeat an event it keeps.
+The log drops only `message_update`s, oldest first (a long reply streams one per chunk; see
+`AgentRun`). Every kept event carries its sequence number (how many events were published
+before it), and consumers count events *published*, not list positions, so a drop never makes
+one skip or repeat an event it keeps.
 """
 
 from __future__ import annotations
@@ -24,11 +21,12 @@ __all__ = ["EventLog"]
 
 
 class EventLog:
-    """The events of one run, at most about `max_events` of them, and whether it has finished.
+    """The events of one run (about `max_events` at most) and whether it has finished.
 
-    `publish` is O(1) amortized and wakes only waiters there are: threads in `wait` are
-    counted, and asyncio tasks park futures in `async_waiters` (see `_async`). A publish that
-    nobody waits for pays one check of each.
+    One producer (the run's thread) publishes and finishes; any number of consumers take what
+    was published since they last looked, or wait for news, under one Condition. `publish`
+    wakes only the waiters there are: threads in `wait` are counted, and asyncio tasks park
+    futures in `async_waiters` (see `_async`).
     """
 
     def __init__(self, max_events: int) -> None:
@@ -76,11 +74,6 @@ class EventLog:
         """The kept events, whether `agent_end` is among them (or it finished), the count."""
         with self._cond:
             return list(self._events), self.ended(), self._published
-
-    def sizes(self) -> tuple[int, int, bool]:
-        """How many events were published and are kept, and `finished`, at one moment."""
-        with self._cond:
-            return self._published, len(self._events), self.finished
 
     def has_news(self, seen: int) -> bool:
         """Whether more than `seen` events were published, or the log finished."""

@@ -244,7 +244,9 @@ class AgentRun:
                 return
 
     def __repr__(self) -> str:
-        published, kept, finished = self._log.sizes()
+        finished = self.done()  # first: once finished, the snapshot has every event
+        events, _, published = self._log.counted_snapshot()
+        kept = len(events)
         dropped = "" if kept == published else f", {kept} kept"
         failure = self._failure(self._assistant_messages()) if finished else None
         if failure is None:
@@ -263,8 +265,7 @@ class AgentRun:
 
     def snapshot(self) -> tuple[list[AgentEvent], bool]:
         """The events kept so far, and whether the run has emitted its last one (`agent_end`)."""
-        events, ended, _ = self._log.counted_snapshot()
-        return events, ended
+        return self._log.counted_snapshot()[:2]
 
     def counted_snapshot(self) -> tuple[list[AgentEvent], bool, int]:
         """`snapshot()` and, taken at the same moment, how many events have been published.

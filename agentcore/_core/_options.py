@@ -34,7 +34,7 @@ from ._validators import (
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "FlatAlias", "StreamOptions", "flat_fields"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "FlatAlias", "StreamOptions", "flat", "flat_fields"]
 
 DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 """The largest server-sent event (or line of a non-SSE body) a reply may carry: 32 MiB."""
@@ -126,33 +126,45 @@ class StreamOptions:
 
 
 class FlatAlias:
-    """A flat attribute standing for a field (`field`) of the object an attribute (`via`) holds.
+    """A flat attribute standing for the field `field` of the object its class holds in `via`.
 
-    Reading it reads that field; assigning it replaces the held object by an `attrs.evolve`d
-    copy, so the field's own converter and validator run and name the field. `flat_fields`
-    sets `name` and `via`; a subclass may change how a value is read (`__get__`) or checked
-    before it is stored (`convert`), e.g. to name itself in errors.
+    Reading it reads that field (`none` instead of None, if given); assigning it replaces the
+    held object by an `attrs.evolve`d copy, so the field's own converter and validator run. An
+    alias under another name than its field's checks values with its own `converter` and
+    `validator` first, so that errors name the alias.
     """
 
-    __slots__ = ("field", "lock", "name", "via")
+    __slots__ = ("converter", "field", "lock", "name", "none", "validator", "via")
 
-    def __init__(self, field: str = "") -> None:
-        self.field, self.name, self.via = field, "", ""
+    def __init__(self, field: str = "", converter: Callable[[Any], Any] | None = None,
+                 validator: Callable[[Any, Any, Any], Any] | None = None, none: Any = None,
+                 ) -> None:
+        self.field, self.converter, self.validator, self.none = field, converter, validator, none
+        self.name = self.via = ""
         self.lock: Any = None
 
     def convert(self, value: Any) -> Any:
-        """The value to store in the held object's field, for `value` given to the alias."""
+        """`value` converted and validated as the alias's own (the field's checks come later)."""
+        value = value if self.converter is None else self.converter(value)
+        if self.validator is not None:
+            self.validator(None, self, value)  # an attrs validator: it names `self.name`
         return value
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        return getattr(getattr(obj, self.via), self.field)
+        value = getattr(getattr(obj, self.via), self.field)
+        return self.none if value is None else value
 
     def __set__(self, obj: Any, value: Any) -> None:
         value = self.convert(value)
         with self.lock:  # two assignments never lose one another's change
             setattr(obj, self.via, attrs.evolve(getattr(obj, self.via), **{self.field: value}))
+
+
+def flat(field: str, **checks: Any) -> Any:
+    """A `FlatAlias` of `field` under the name it is assigned to (see `FlatAlias`)."""
+    return FlatAlias(field, **checks)
 
 
 class _OptionMarker:
@@ -176,16 +188,15 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
     """Give an attrs class holding one `target` (attrs) object in `via` flat aliases of its fields.
 
     Apply it below `@attrs.define`/`@attrs.frozen`. It turns the `OPTION` attributes (and
-    `FlatAlias` instances) into aliases hidden from attrs, and adds an `__init__` that folds
-    the aliases' keyword arguments into the held object before attrs' own `__attrs_init__`
-    runs, so that a bad value raises, naming its field, before the object exists. When `via`
-    is an `__init__` parameter, the aliases win over the fields of the object given (or of a
-    default `target()`), and `attrs.evolve(obj, max_tokens=5)` works too; when it is not
-    (`init=False`), the object is built from the aliases and `defaults`. Names in
-    `positional` are aliases written as bare annotations (required, as type checkers see
-    them) that may also come first positionally; every other alias is keyword-only. Raises
-    `TypeError` at import when an alias names no field of `target` or an `OPTION` alias
-    declares another type than its field's.
+    `flat(...)` ones) into aliases hidden from attrs, and adds an `__init__` that folds their
+    keyword arguments into the held object before attrs' own `__attrs_init__` runs, so that a
+    bad value raises, naming its field, before the object exists. When `via` is an `__init__`
+    parameter, the aliases win over the fields of the object given (or of `target()`), and
+    `attrs.evolve(obj, max_tokens=5)` works too; when it is not (`init=False`), the object is
+    built from the aliases and `defaults`. Names in `positional` are aliases written as bare
+    annotations (required, as type checkers see them) that may also come first positionally;
+    every other alias is keyword-only. Raises `TypeError` at import when an alias names no
+    field of `target`, or an `OPTION` alias declares another type than its field's.
     """
     known = {f.name: f.type for f in attrs.fields(target)}
     known.update(getattr(target, "__flat_fields__", {}))
@@ -196,25 +207,19 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
         marked = [name for name, value in vars(cls).items()
                   if value is OPTION or isinstance(value, FlatAlias)]
         aliases: dict[str, FlatAlias] = {}
-        types: dict[str, Any] = {}
         lock = threading.Lock()
         for name in (*positional, *marked):
-            alias = vars(cls).get(name)
-            declared = annotations.pop(name, None)
+            alias, declared = vars(cls).get(name), annotations.pop(name, None)
             if not isinstance(alias, FlatAlias):
                 alias = FlatAlias(name)
-                if name not in known or declared != known[name]:
-                    raise TypeError(f"{cls.__name__}.{name}: an alias must name a field of "
-                                    f"{target.__name__} and repeat its type "
-                                    f"{known.get(name)!r}, got {declared!r}")
-            alias.field, alias.name, alias.via, alias.lock = (alias.field or name, name, via,
-                                                              lock)
-            if alias.field not in known:
-                raise TypeError(f"{cls.__name__}.{name}: {target.__name__} has no field "
-                                f"{alias.field!r}")
+            if alias.field not in known or (alias.field == name and declared != known[name]):
+                raise TypeError(f"{cls.__name__}.{name}: an alias must name a field of "
+                                f"{target.__name__} and repeat its type "
+                                f"{known.get(alias.field)!r}, got {declared!r}")
+            alias.name, alias.via, alias.lock = name, via, lock
             setattr(cls, name, alias)
-            aliases[name], types[name] = alias, declared
-        held_by_init: list[bool] = []  # whether `via` is an __init__ parameter, known once built
+            aliases[name] = alias
+        held_by_init = getattr(vars(cls).get(via), "init", True)  # attrs.field(init=...)
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             if len(args) > len(positional):
@@ -224,25 +229,23 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
                 if name in kwargs:
                     raise TypeError(f"{cls.__name__}() got multiple values for {name!r}")
                 kwargs[name] = value
-            for name in positional:
-                if name not in kwargs:
-                    raise TypeError(f"{cls.__name__}() missing a required argument: {name!r}")
+            missing = [name for name in positional if name not in kwargs]
+            if missing:
+                raise TypeError(f"{cls.__name__}() missing a required argument: {missing[0]!r}")
             flat = {alias.field: alias.convert(kwargs.pop(name))
                     for name, alias in aliases.items() if name in kwargs}
+            held: Any = kwargs.get(via, _UNSET)
             if not held_by_init:
-                held_by_init.append(attrs.fields_dict(type(self))[via].init)
-            if not held_by_init[0]:
                 object.__setattr__(self, via, target(**{**(defaults or {}), **flat}))
-            elif flat:
-                held: Any = kwargs.get(via, _UNSET)
-                if held is _UNSET:
-                    kwargs[via] = target(**flat)
-                elif isinstance(held, target):  # anything else: the field's validator says
-                    kwargs[via] = attrs.evolve(held, **flat)
+            elif flat and held is _UNSET:
+                kwargs[via] = target(**flat)
+            elif flat and isinstance(held, target):  # anything else: the field's validator says
+                kwargs[via] = attrs.evolve(held, **flat)
             self.__attrs_init__(**kwargs)
 
         cls.__init__ = __init__  # type: ignore[misc]
-        cls.__flat_fields__ = types  # type: ignore[attr-defined]
+        cls.__flat_fields__ = {  # type: ignore[attr-defined]
+            name: known[alias.field] for name, alias in aliases.items()}
         return cls
 
     return decorate
