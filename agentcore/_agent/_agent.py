@@ -26,6 +26,7 @@ from .._core import (
     AgentTool,
     AssistantMessage,
     CacheRetention,
+    FlatAlias,
     ImageContent,
     Model,
     OnPayload,
@@ -38,7 +39,6 @@ from .._core import (
     Transport,
     UsageLimits,
     cannot_take,
-    flat,
     flat_fields,
     list_of_messages,
     member_of,
@@ -92,8 +92,8 @@ def _replace_session(agent: Agent, _: attrs.Attribute[Any], value: Any) -> Any:
     return value
 
 
-_THINKING_LEVEL = flat("reasoning", converter=to_thinking_level,
-                       validator=member_of(ThinkingLevel), none=ThinkingLevel.OFF)
+_THINKING_LEVEL: Any = FlatAlias("reasoning", converter=to_thinking_level,
+                                 validator=member_of(ThinkingLevel), none=ThinkingLevel.OFF)
 """`Agent.thinking_level`: the agent's name for its `reasoning` option (None reads as OFF)."""
 _setters = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate)
 _KEEP = attrs.setters.NO_OP

@@ -91,11 +91,11 @@ from ._options import (
     DEFAULT_MAX_EVENT_BYTES,
     OPTION,
     CacheRetention,
+    FlatAlias,
     OnPayload,
     OnResponse,
     StreamOptions,
     Transport,
-    flat,
     flat_fields,
 )
 from ._overflow import is_context_overflow
@@ -170,6 +170,7 @@ __all__ = [
     "ErrorEvent",
     "EventSink",
     "EventStream",
+    "FlatAlias",
     "ImageContent",
     "Message",
     "MessageEndEvent",
@@ -228,7 +229,6 @@ __all__ = [
     "enter_deps",
     "error_reply",
     "failure_text",
-    "flat",
     "flat_fields",
     "from_dict",
     "from_json",

@@ -34,7 +34,7 @@ from ._validators import (
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "FlatAlias", "StreamOptions", "flat", "flat_fields"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "FlatAlias", "StreamOptions", "flat_fields"]
 
 DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 """The largest server-sent event (or line of a non-SSE body) a reply may carry: 32 MiB."""
@@ -162,11 +162,6 @@ class FlatAlias:
             setattr(obj, self.via, attrs.evolve(getattr(obj, self.via), **{self.field: value}))
 
 
-def flat(field: str, **checks: Any) -> Any:
-    """A `FlatAlias` of `field` under the name it is assigned to (see `FlatAlias`)."""
-    return FlatAlias(field, **checks)
-
-
 class _OptionMarker:
     def __repr__(self) -> str:
         return "OPTION"
@@ -188,7 +183,7 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
     """Give an attrs class holding one `target` (attrs) object in `via` flat aliases of its fields.
 
     Apply it below `@attrs.define`/`@attrs.frozen`. It turns the `OPTION` attributes (and
-    `flat(...)` ones) into aliases hidden from attrs, and adds an `__init__` that folds their
+    `FlatAlias` ones) into aliases hidden from attrs, and adds an `__init__` that folds their
     keyword arguments into the held object before attrs' own `__attrs_init__` runs, so that a
     bad value raises, naming its field, before the object exists. When `via` is an `__init__`
     parameter, the aliases win over the fields of the object given (or of `target()`), and

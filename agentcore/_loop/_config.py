@@ -213,11 +213,11 @@ class AgentLoopConfig:
     `Agent(auto_compact=...)` compacts through (its shape may still change): it runs before
     every model call, and once more after a reply that ended in an error; messages it returns
     replace the run's context (after an error reply, the call is then retried once), and it
-    may `emit` events of its own into the run. The provider
-    options are one `options: StreamOptions`, passed to the stream function with the run's
-    signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
-    read them back as attributes. `get_api_key(provider)` is asked before every model call and
-    wins over `api_key`.
+    may `emit` events of its own into the run. The provider options are one `options:
+    StreamOptions`, passed to the stream function with the run's signal; the flat keywords
+    (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and read them back as
+    attributes. `get_api_key(provider)` is asked before every model call and wins over
+    `api_key`.
     """
 
     model: Model = attrs.field(validator=is_model)
