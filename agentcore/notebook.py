@@ -8,7 +8,9 @@
 `display(run)` shows one `text/markdown` output (the view `AgentRun._repr_markdown_` gives) and
 updates it in place as the run's events arrive. A helper thread follows the run and ends with
 it; it waits on the run's event log (`AgentRun.wait_for_news`), so it needs no agent, no
-listener and no polling.
+listener and no polling. A run is recognised by its interface (`Watchable`, which `AgentRun`
+has), not its class: this module never imports the agent, which imports it back for
+`AgentRun.display()`.
 Updates come at most ten times a second (less often for long transcripts, so that roughly a
 megabyte a second at most goes to the browser), and once more, at once, when the run ends.
 
@@ -27,10 +29,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ._agent import AgentRun
-from ._core import AgentEvent, message_markdown, run_markdown
+from ._core import AbortSignal, AgentEvent, AgentMessage, message_markdown, run_markdown
+
+if TYPE_CHECKING:
+    from ._agent import AgentRun
 
 __all__ = ["display"]
 
@@ -45,20 +49,39 @@ _Publish = Callable[[str, bool], None]
 """`publish(markdown, final)`: show a view of a run."""
 
 
+@runtime_checkable
+class Watchable(Protocol):
+    """What `display` needs of a run, all of which an `AgentRun` has (see its methods)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def signal(self) -> AbortSignal: ...
+    def counted_snapshot(self) -> tuple[list[AgentEvent], bool, int]: ...
+    def wait_for_news(self, seen: int, timeout: float | None = None) -> bool: ...
+    def wait_for_end(self, timeout: float | None = None) -> bool: ...
+    def add_finisher(self, finisher: Callable[[], None]) -> bool: ...
+    def result(self, timeout: float | None = None) -> list[AgentMessage]: ...
+
+
+if TYPE_CHECKING:
+    _AGENT_RUN_IS_WATCHABLE: type[Watchable] = AgentRun  # mypy checks that it has it all
+
+
 def display(obj: object, *, wait: bool = False) -> None:
     """Show a run, updated live until it ends, or a message, in Jupyter.
 
-    For an `AgentRun` this returns at once (the output follows the run from a helper thread
-    that ends with it), or with `wait=True` once the run has ended and its final view is
-    shown; a `KeyboardInterrupt` while waiting aborts the run, as `run.result()` does. Any
-    message (an object with a `role`) is shown once, as Markdown.
+    For a run (an `AgentRun`, or any `Watchable`) this returns at once (the output follows the
+    run from a helper thread that ends with it), or with `wait=True` once the run has ended
+    and its final view is shown; a `KeyboardInterrupt` while waiting aborts the run, as
+    `run.result()` does. Any message (an object with a `role`) is shown once, as Markdown.
 
     Raises:
         ImportError: IPython is not installed.
         TypeError: `obj` is neither a run nor a message.
     """
     ipython = _import_ipython()
-    if isinstance(obj, AgentRun):
+    if isinstance(obj, Watchable):
         _display_run(obj, _publisher(ipython), wait)
     elif isinstance(getattr(obj, "role", None), str):
         _publisher(ipython)(message_markdown(obj), True)
@@ -108,7 +131,7 @@ def _bundle(markdown: str, plain: str) -> dict[str, str]:
     return {"text/markdown": markdown, "text/plain": plain}
 
 
-def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
+def _display_run(run: Watchable, publish: _Publish, wait: bool) -> None:
     events, ended, published = run.counted_snapshot()
     publish(_view(run, events), ended)  # here, so that the output belongs to the calling cell
     if ended:
@@ -126,7 +149,7 @@ def _display_run(run: AgentRun, publish: _Publish, wait: bool) -> None:
         thread.join()
 
 
-def _follow(run: AgentRun, publish: _Publish, shown: int) -> None:
+def _follow(run: Watchable, publish: _Publish, shown: int) -> None:
     """Publish views of `run` until it has ended: throttled, then the final one at once.
 
     `shown` counts the events published (dropped ones included) that the last view showed.
@@ -152,5 +175,5 @@ def _follow(run: AgentRun, publish: _Publish, shown: int) -> None:
         _log.exception("agentcore.notebook: stopped updating the display of %r", run)
 
 
-def _view(run: AgentRun, events: Sequence[AgentEvent]) -> str:
+def _view(run: Watchable, events: Sequence[AgentEvent]) -> str:
     return run_markdown(events, abort_requested=run.signal.aborted)

@@ -5,9 +5,10 @@ Builds on `_loop` and `_core`.
 
 from __future__ import annotations
 
-from ._agent import Agent, prompt_here
+from ._agent import Agent
 from ._compact import CompactionSettings, compact
 from ._cut import estimate_tokens
+from ._drive import prompt_here
 from ._live import AgentState
 from ._run import AgentRun
 

@@ -7,8 +7,7 @@ own (non-daemon) thread. State lives behind one lock, never held while user code
 
 from __future__ import annotations
 
-import itertools
-import logging
+import functools
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
@@ -19,51 +18,36 @@ from attrs.validators import and_, ge
 
 from .._core import (
     OPTION,
-    AbortController,
     AbortSignal,
     AgentBusyError,
-    AgentContext,
-    AgentcoreError,
-    AgentEndEvent,
+    AgentClosedError,
     AgentEvent,
     AgentMessage,
     AgentTool,
     AssistantMessage,
     CacheRetention,
+    FlatAlias,
     ImageContent,
-    MessageEndEvent,
-    MessageStartEvent,
     Model,
     OnPayload,
     OnResponse,
     QueueMode,
     Session,
     StreamOptions,
-    TextContent,
     ThinkingLevel,
     ToolExecutionMode,
-    ToolResultMessage,
     Transport,
-    TurnEndEvent,
     UsageLimits,
-    answer_interrupted,
     cannot_take,
-    default_convert_to_llm,
-    describe,
-    error_reply,
-    flat_options,
-    is_model,
+    flat_fields,
     list_of_messages,
     member_of,
     optional_instance_of,
-    seconds,
     strict_int,
     string,
     takes,
     to_queue_mode,
     to_thinking_level,
-    to_tool_execution_mode,
-    unanswered_tool_calls,
 )
 from .._loop import (
     AfterToolCall,
@@ -74,24 +58,13 @@ from .._loop import (
     PrepareNextTurn,
     ShouldStopAfterTurn,
     TransformContext,
-    carry_context,
-    executor,
-    in_flight,
-    run_agent_loop,
-    run_agent_loop_continue,
 )
-from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
-from ._compact import CompactionSettings, auto_compactor
-from ._input import (
-    agent_options,
-    agent_tools,
-    as_message,
-    copy_list,
-    message_list,
-    prompt_messages,
-    tool_list,
-)
+from ..providers import StreamFn
+from ._compact import CompactionSettings
+from ._drive import start
+from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
 from ._live import AgentState, LiveState
+from ._persist import SessionWriter, load_transcript
 from ._queue import MessageQueue
 from ._run import MAX_EVENTS, AgentRun
 
@@ -99,10 +72,6 @@ if TYPE_CHECKING:
     import requests
 
 __all__ = ["Agent", "AgentState"]
-
-_log = logging.getLogger(__name__)
-_session_log = logging.getLogger("agentcore.sessions")
-_run_numbers = itertools.count(1)
 
 DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
 """An `Agent`'s usage limits unless it is given others: a runaway model stops at 50 calls."""
@@ -118,88 +87,72 @@ def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any
 
 def _replace_session(agent: Agent, _: attrs.Attribute[Any], value: Any) -> Any:
     """On-setattr hook of `messages`: a new transcript replaces the session's too."""
-    if agent.session is not None:
-        agent.session.replace(value)
+    if agent._writer is not None:
+        agent._writer.replace(value)
     return value
 
 
+_THINKING_LEVEL: Any = FlatAlias("reasoning", converter=to_thinking_level,
+                                 validator=member_of(ThinkingLevel), none=ThinkingLevel.OFF)
+"""`Agent.thinking_level`: the agent's name for its `reasoning` option (None reads as OFF)."""
 _setters = attrs.setters.pipe(attrs.setters.convert, attrs.setters.validate)
 _KEEP = attrs.setters.NO_OP
 
 
 @attrs.define(eq=False, repr=False, on_setattr=_setters)
-@flat_options
+@flat_fields(AgentLoopConfig, via="_loop", positional=("model",),
+             defaults={"limits": DEFAULT_LIMITS})
 class Agent:
     """An agent: a model, tools and a transcript, with runs on a background thread.
 
     Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. Settable
     attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
-    `follow_up`) are read live. `max_events` (keyword only) bounds the events each run keeps
-    for late iteration (see `AgentRun`); `tool_timeout` (seconds) bounds every tool call whose
-    tool sets no `timeout`; `deps` (keyword only) reaches every `@tool` function with a parameter
-    named `deps`. `limits` (keyword only) bounds each run, by default
-    `UsageLimits(max_model_calls=50)` (None: no bound); a run that reaches a limit ends with
-    an error message, and its `raise_for_error()` raises `UsageLimitExceeded`.
-    `auto_compact` (keyword only, a `CompactionSettings`; default None: off) compacts the
-    transcript within a run, before a model call that would outgrow the model's context
-    window and once after a reply refusing the context as too long (then retrying it), with
-    `compaction_start`/`compaction_end` events (see `agentcore.compaction`).
-    `prompt`/`continue_` raise `MissingApiKeyError` before starting a run when the
-    model's provider needs a key and none is given (`api_key`, `get_api_key`) or set in the
-    environment. `session` (keyword only, fixed once constructed) keeps the transcript in a
-    store (`agentcore.sessions`, API §13): it is loaded here, its interrupted tool calls
-    answered (`messages=` may not be given too), each message is appended as its
-    `message_end` is processed, before the run's iterators and listeners see it; assigning
-    `messages` replaces the session's transcript, `reset()` clears it. A failed append is
-    logged at ERROR on `agentcore.sessions` and the run goes on (the message stays in
-    `messages`; the next message rewrites the session whole). The agent never closes it.
-    See the module docstring for the threading contract.
+    `follow_up`) are read live. `model` may come first; every other argument is a keyword.
+
+    The loop's settings (the model, the hooks, `tool_execution`, `tool_executor`,
+    `tool_timeout`, `deps`, `limits`, `options` and each provider option) are one
+    `AgentLoopConfig` that every run starts from: each is an attribute standing for that
+    config's field (see it), validated on assignment as the config validates it.
+    `thinking_level` is the agent's name for the `reasoning` option. `limits` bounds each run,
+    by default `UsageLimits(max_model_calls=50)` (None: no bound). `max_events` bounds the
+    events each run keeps for late iteration (see `AgentRun`). `auto_compact` (a
+    `CompactionSettings`; default None: off) compacts the transcript within a run, before a
+    model call that would outgrow the model's context window and once after a reply refusing
+    the context as too long (then retrying it), with `compaction_start`/`compaction_end`
+    events (see `agentcore.compaction`). `prompt`/`continue_` raise `MissingApiKeyError`
+    before starting a run when the model's provider needs a key and none is given (`api_key`,
+    `get_api_key`) or set in the environment.
+
+    `session` (fixed once constructed) keeps the transcript in a store (`agentcore.sessions`,
+    API §13): it is loaded here, its interrupted tool calls answered (`messages=` may not be
+    given too), each message is appended as its `message_end` is processed, before the run's
+    iterators and listeners see it; assigning `messages` replaces the session's transcript,
+    `reset()` clears it. A failed append is logged at ERROR on `agentcore.sessions` and the
+    run goes on (the message stays in `messages`; the next message rewrites the session
+    whole). The agent never closes it. See the module docstring for the threading contract.
     """
 
-    model: Model = attrs.field(validator=is_model)
-    system_prompt: str = attrs.field(default="", validator=string)
-    thinking_level: ThinkingLevel = attrs.field(default=ThinkingLevel.OFF,
-                                                converter=to_thinking_level,
-                                                validator=member_of(ThinkingLevel))
+    model: Model
+    system_prompt: str = attrs.field(default="", validator=string, kw_only=True)
+    thinking_level: ThinkingLevel = _THINKING_LEVEL
     tools: list[AgentTool] = attrs.field(
-        default=(), converter=tool_list, validator=agent_tools,
+        default=(), converter=tool_list, validator=agent_tools, kw_only=True,
         on_setattr=attrs.setters.pipe(copy_list, attrs.setters.convert, attrs.setters.validate),
     )
     messages: list[AgentMessage] = attrs.field(
-        default=(), converter=message_list, validator=list_of_messages,
+        default=(), converter=message_list, validator=list_of_messages, kw_only=True,
         on_setattr=attrs.setters.pipe(_idle_only, copy_list, attrs.setters.validate,
                                       _replace_session),
     )
-    steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
+    steering_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME, kw_only=True,
                                            converter=to_queue_mode,
                                            validator=member_of(QueueMode))
-    follow_up_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME,
+    follow_up_mode: QueueMode = attrs.field(default=QueueMode.ONE_AT_A_TIME, kw_only=True,
                                             converter=to_queue_mode,
                                             validator=member_of(QueueMode))
-    tool_execution: ToolExecutionMode = attrs.field(default=ToolExecutionMode.PARALLEL,
-                                                    converter=to_tool_execution_mode,
-                                                    validator=member_of(ToolExecutionMode))
     stream_fn: StreamFn | None = attrs.field(
-        default=None, validator=takes("model", "context", "options", optional=True))
-    convert_to_llm: ConvertToLlm = attrs.field(default=default_convert_to_llm,
-                                               validator=takes("messages"))
-    transform_context: TransformContext | None = attrs.field(
-        default=None, validator=takes("messages", "signal", optional=True))
-    get_api_key: GetApiKey | None = attrs.field(default=None,
-                                                validator=takes("provider", optional=True))
-    before_tool_call: BeforeToolCall | None = attrs.field(
-        default=None, validator=takes("context", "signal", optional=True))
-    after_tool_call: AfterToolCall | None = attrs.field(
-        default=None, validator=takes("context", "signal", optional=True))
-    prepare_next_turn: PrepareNextTurn | None = attrs.field(
-        default=None, validator=takes("context", "signal", optional=True))
-    should_stop_after_turn: ShouldStopAfterTurn | None = attrs.field(
-        default=None, validator=takes("context", optional=True))
-    tool_executor: Executor | None = attrs.field(default=None, validator=executor)
-    tool_timeout: float | None = attrs.field(default=None, validator=seconds)
-    deps: Any = attrs.field(default=None, kw_only=True)
-    limits: UsageLimits | None = attrs.field(
-        default=DEFAULT_LIMITS, validator=optional_instance_of(UsageLimits), kw_only=True)
+        default=None, validator=takes("model", "context", "options", optional=True),
+        kw_only=True)
     auto_compact: CompactionSettings | None = attrs.field(
         default=None, validator=optional_instance_of(CompactionSettings), kw_only=True)
     max_events: int = attrs.field(default=MAX_EVENTS, validator=and_(strict_int, ge(1)),
@@ -208,8 +161,19 @@ class Agent:
         default=None, validator=optional_instance_of(
             Session, expected="a Session (load, append, replace, clear, session_ids)"),
         kw_only=True, on_setattr=attrs.setters.frozen)
-    options: StreamOptions = attrs.field(factory=StreamOptions, validator=agent_options,
-                                         kw_only=True)
+    convert_to_llm: ConvertToLlm = OPTION
+    transform_context: TransformContext | None = OPTION
+    get_api_key: GetApiKey | None = OPTION
+    tool_execution: ToolExecutionMode = OPTION
+    tool_executor: Executor | None = OPTION
+    tool_timeout: float | None = OPTION
+    deps: Any = OPTION
+    limits: UsageLimits | None = OPTION
+    before_tool_call: BeforeToolCall | None = OPTION
+    after_tool_call: AfterToolCall | None = OPTION
+    prepare_next_turn: PrepareNextTurn | None = OPTION
+    should_stop_after_turn: ShouldStopAfterTurn | None = OPTION
+    options: StreamOptions = OPTION
     on_payload: OnPayload | None = OPTION
     on_response: OnResponse | None = OPTION
     session_id: str | None = OPTION
@@ -228,6 +192,7 @@ class Agent:
     max_event_bytes: int = OPTION
 
     # Private state: never converted or validated on assignment (`_KEEP`); see the docstring.
+    _loop: AgentLoopConfig = attrs.field(init=False, on_setattr=_KEEP)  # set by flat_fields
     _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock, on_setattr=_KEEP)
     _steering: MessageQueue = attrs.field(init=False, on_setattr=_KEEP)
     _follow_up: MessageQueue = attrs.field(init=False, on_setattr=_KEEP)
@@ -236,13 +201,18 @@ class Agent:
     _live: LiveState = attrs.field(init=False, factory=LiveState, on_setattr=_KEEP)
     _http_session: Any = attrs.field(init=False, default=None, on_setattr=_KEEP)
     _closed: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
-    _session_behind: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
+    _writer: SessionWriter | None = attrs.field(init=False, default=None, on_setattr=_KEEP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
         self._follow_up = MessageQueue(self._lock)
         if self.session is not None:
-            self._load_session(self.session)
+            if self.messages:
+                raise ValueError("give 'messages' or 'session', not both: the agent loads its "
+                                 "transcript from the session")
+            check = functools.partial(list_of_messages, self, attrs.fields(Agent).messages)
+            self.messages.extend(load_transcript(self.session, check))
+            self._writer = SessionWriter(self.session)
 
     def __repr__(self) -> str:
         busy = "running" if self._run is not None else "idle"
@@ -287,10 +257,12 @@ class Agent:
 
     def steer(self, message: str | AgentMessage) -> None:
         """Queue a message for the model to see before its next turn."""
+        self._check_open()
         self._steering.put(as_message(message, "message"))
 
     def follow_up(self, message: str | AgentMessage) -> None:
         """Queue a message to run once the agent would otherwise stop."""
+        self._check_open()
         self._follow_up.put(as_message(message, "message"))
 
     def has_queued_messages(self) -> bool:
@@ -317,35 +289,37 @@ class Agent:
     def prompt(
         self, input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-        *, output_type: Any = None, output_retries: int = 1,
+        *, output_type: Any = None, output_retries: int = 2,
     ) -> AgentRun:
         """Start a run on `input` (a str, a message or a list of messages) and return it.
 
         With `output_type` (an attrs class, a dataclass, a `TypedDict`, a primitive, an enum,
         a `Literal`, or lists/dicts/optionals of them) the model answers through a
         `final_result` tool, and `run.output` is its answer as that type; `output_retries`
-        invalid answers are sent back before the run ends in error (API §14).
-        Raises `AgentBusyError` while a run is active, `TypeError` for an unsupported type.
+        invalid answers (default 2: at most 3 attempts) are sent back before the run ends in
+        error (API §14). Raises `AgentClosedError` once the agent is closed (before checking
+        anything else), `AgentBusyError` while a run is active, `TypeError` for an
+        unsupported type.
         """
+        self._check_open()
         prompts = prompt_messages(input, images)
         with self._lock:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
                                      "follow_up() to queue messages, or wait for completion")
-            return self._start(prompts, skip_first_steering=False, output_type=output_type,
-                               output_retries=output_retries)
+            return start(self, prompts, False, output_type, output_retries)
 
     async def prompt_async(
         self, input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-        *, output_type: Any = None, output_retries: int = 1,
+        *, output_type: Any = None, output_retries: int = 2,
     ) -> AgentRun:
         """`prompt`, awaited: start a run on `input` and return it once it has ended.
 
         The run goes on its background thread as with `prompt`; awaiting it never blocks the
         event loop (see `AgentRun.wait_async`). Cancelling the awaiting task aborts the run,
         as nothing else holds it; the agent is idle again once the run's thread has ended.
-        Raises `AgentBusyError` while a run is active.
+        Raises what `prompt` raises.
         """
         run = self.prompt(input, images, output_type=output_type, output_retries=output_retries)
         try:
@@ -359,22 +333,24 @@ class Agent:
         """Resume from the transcript.
 
         After an assistant message it first takes queued steering, else a follow-up, else
-        raises `ValueError`. Raises `AgentBusyError` while running, `ValueError` when empty.
+        raises `ValueError`. Raises `AgentClosedError` once the agent is closed (before
+        anything else), `AgentBusyError` while running, `ValueError` when empty.
         """
         with self._lock:
+            self._check_open()
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing; wait for completion "
                                      "before continuing")
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
             if not isinstance(self.messages[-1], AssistantMessage):
-                return self._start(None, skip_first_steering=False)
+                return start(self, None, False)
             steering = self._steering.take_now(self.steering_mode)
             if steering:
-                return self._start(steering, skip_first_steering=True)
+                return start(self, steering, True)
             follow_ups = self._follow_up.take_now(self.follow_up_mode)
             if follow_ups:
-                return self._start(follow_ups, skip_first_steering=False)
+                return start(self, follow_ups, False)
         raise ValueError("cannot continue from an assistant message: no steering or follow-up "
                          "message is queued")
 
@@ -382,8 +358,9 @@ class Agent:
         """Abort the active run, wait for it to end, and release what the agent owns.
 
         What it owns is the HTTP session its runs share (an `http_session` you passed is
-        yours, and stays open). A closed agent raises `AgentcoreError` on `prompt` and
-        `continue_`; closing again does nothing. `with Agent(...) as agent:` closes on exit.
+        yours, and stays open). A closed agent raises `AgentClosedError` from every call that
+        would start or queue work (`prompt`, `prompt_async`, `continue_`, `steer`,
+        `follow_up`); closing again does nothing. `with Agent(...) as agent:` closes on exit.
         """
         with self._lock:
             self._closed = True
@@ -426,199 +403,6 @@ class Agent:
             self.clear_all_queues()
             self._live = LiveState()
 
-    def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-               output_type: Any = None, output_retries: int = 1) -> AgentRun:
-        run, main = self._prepare(prompts, skip_first_steering, output_type, output_retries)
-        try:
-            run.start(main, name=f"agentcore-run-{next(_run_numbers)}")
-        except BaseException:  # no thread to be had: the agent stays idle and usable
-            self._run = None
-            self._live.end()
-            raise
-        return run
-
-    def _prepare(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-                 output_type: Any, output_retries: int) -> tuple[AgentRun, Callable[[], None]]:
-        """Mark the agent busy with a new run (under the lock); return it and its main."""
+    def _check_open(self) -> None:
         if self._closed:
-            raise AgentcoreError("the agent is closed; create a new Agent to go on")
-        # Everything that can fail comes before the agent is marked busy.
-        if self.stream_fn is None and self.get_api_key is None and speaks_http(self.model.api):
-            # A missing key raises here, not as a run that ends with an error message
-            require_api_key(self.model.provider, self.options.api_key,
-                            base_url=self.model.base_url)
-        config = self._config(skip_first_steering)
-        if output_type is not None or output_retries != 1:
-            config = attrs.evolve(config, output_type=output_type, output_retries=output_retries)
-        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
-        stream_fn = self.stream_fn
-        run = AgentRun(AbortController(), max_events=self.max_events)
-        self._run = run
-        self._live.begin()
-        return run, carry_context(lambda: self._main(run, prompts, context, config, stream_fn))
-
-    def _prompt_here(self, input: str | AgentMessage | Sequence[AgentMessage],
-                     output_type: Any, on_start: Callable[[AgentRun], object]) -> AgentRun:
-        """`prompt(input)` run to its end on the calling thread; see `prompt_here`."""
-        prompts = prompt_messages(input, None)
-        with self._lock:
-            if self._run is not None:
-                raise AgentBusyError("the agent is already processing a prompt")
-            run, main = self._prepare(prompts, False, output_type, 1)
-        try:
-            on_start(run)
-        finally:  # the agent is marked busy: only the run's own end makes it idle again
-            run.run_here(main, name=f"agentcore-run-{next(_run_numbers)}")
-        return run
-
-    def _config(self, skip_first_steering: bool) -> AgentLoopConfig:
-        skip = [skip_first_steering]
-
-        def steering() -> list[AgentMessage]:
-            if skip[0]:
-                skip[0] = False
-                return []
-            return self._steering.take(self.steering_mode)
-
-        def follow_ups() -> list[AgentMessage]:
-            return self._follow_up.take(self.follow_up_mode)
-
-        return AgentLoopConfig(
-            model=self.model, convert_to_llm=self.convert_to_llm,
-            transform_context=self.transform_context, get_api_key=self.get_api_key,
-            get_steering_messages=steering, get_follow_up_messages=follow_ups,
-            tool_execution=self.tool_execution, tool_executor=self.tool_executor,
-            tool_timeout=self.tool_timeout, deps=self.deps, limits=self.limits,
-            before_tool_call=self.before_tool_call, after_tool_call=self.after_tool_call,
-            prepare_next_turn=self.prepare_next_turn,
-            should_stop_after_turn=self.should_stop_after_turn,
-            before_model_call=None if self.auto_compact is None else auto_compactor(
-                self.auto_compact, self.stream_fn, self._replace_transcript),
-            options=self.options, reasoning=self.thinking_level,
-            http_session=self.options.http_session or self._shared_session(),
-        )
-
-    def _replace_transcript(self, messages: list[AgentMessage]) -> None:
-        """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
-        session = getattr(self, "session", None)
-        if session is not None:
-            session.replace(messages)
-            self._session_behind = False  # the session holds the whole transcript again
-        with self._lock:
-            self.messages[:] = messages  # in place: the setter refuses while a run is active
-
-    def _shared_session(self) -> Any:
-        """The HTTP session this agent's runs share (keep-alive), created on first use."""
-        if self._http_session is None and self.stream_fn is None and speaks_http(self.model.api):
-            self._http_session = new_http_session()
-        return self._http_session
-
-    def _main(
-        self, run: AgentRun, prompts: list[AgentMessage] | None, context: AgentContext,
-        config: AgentLoopConfig, stream_fn: StreamFn | None,
-    ) -> None:
-        messages: list[AgentMessage] = []
-        with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
-            try:
-                emit = lambda event: self._handle(run, event)  # noqa: E731
-                if prompts is None:
-                    messages = run_agent_loop_continue(context, config, emit, run.signal,
-                                                       stream_fn)
-                else:
-                    messages = run_agent_loop(prompts, context, config, emit, run.signal,
-                                              stream_fn)
-            except BaseException as exc:  # the loop itself broke: report it as the run's failure
-                _log.exception("agent run failed")
-                messages = self._fail(run, config.model, exc)
-            finally:
-                with self._lock:
-                    self._steering.restore()
-                    self._follow_up.restore()
-                    self._live.end()
-                    self._run = None
-                run.finish(messages)
-
-    def _fail(self, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
-        text = describe(exc)
-        failure = error_reply(model, text, aborted=run.signal.aborted)
-        with self._lock:  # the calls the broken run left without a result get one now
-            unanswered = unanswered_tool_calls(self.messages)
-        added: list[AgentMessage] = [
-            *(ToolResultMessage(c.id, c.name, [TextContent(f"Tool call interrupted: {text}")],
-                                is_error=True) for c in unanswered),
-            failure,
-        ]
-        for message in added:
-            self._handle(run, MessageStartEvent(message))
-            self._handle(run, MessageEndEvent(message))
-        self._handle(run, TurnEndEvent(failure, []))
-        self._handle(run, AgentEndEvent(added))
-        return added
-
-    def _handle(self, run: AgentRun, event: AgentEvent) -> None:
-        """Apply `event` to the state, log it on the run, then call the listeners."""
-        with self._lock:
-            started, ended = self._live.apply(event)
-            if started is not None and not self._steering.accept(started):
-                self._follow_up.accept(started)
-            if ended is not None:
-                self.messages.append(ended)
-            listeners = list(self._listeners)
-        if ended is not None and self.session is not None:
-            self._save(self.session, ended)  # durable before anyone hears of it
-        run.publish(event)
-        for listener in listeners:
-            try:
-                listener(event, run.signal)
-            except Exception:
-                _log.exception("agent listener %r raised on %s", listener, event.type)
-
-    def _load_session(self, session: Session) -> None:
-        """Take the session's transcript, its interrupted tool calls answered (API §13)."""
-        if self.messages:
-            raise ValueError("give 'messages' or 'session', not both: the agent loads its "
-                             "transcript from the session")
-        loaded = session.load()
-        list_of_messages(self, attrs.fields(Agent).messages, loaded)
-        repaired = answer_interrupted(loaded)
-        if len(repaired) != len(loaded):
-            added = len(repaired) - len(loaded)
-            _session_log.warning("%r: %d tool call(s) of the last run never got a result; "
-                                 "they get an 'interrupted' error result", session, added)
-            if repaired[:len(loaded)] == loaded:
-                session.append(repaired[len(loaded):])
-            else:
-                session.replace(repaired)
-        self.messages.extend(repaired)
-
-    def _save(self, session: Session, message: AgentMessage) -> None:
-        """Append `message` to the session; a failure is logged and the run goes on.
-
-        The message stays in `messages`. After a failed append the session is behind the
-        transcript, so the next message replaces the session's transcript with the whole of
-        it instead (until that succeeds): the session never keeps a gap.
-        """
-        try:
-            if self._session_behind:
-                with self._lock:
-                    transcript = list(self.messages)
-                session.replace(transcript)
-                self._session_behind = False
-            else:
-                session.append([message])
-        except Exception:
-            self._session_behind = True
-            _session_log.exception("%r: could not save a %r message; it stays in the agent's "
-                                   "messages, and the run goes on", session, message.role)
-
-
-def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage], *,
-                output_type: Any = None,
-                on_start: Callable[[AgentRun], object] = lambda run: None) -> AgentRun:
-    """`agent.prompt(input, output_type=...)` run to its end on the calling thread.
-
-    For pools that already give each run a thread of its own (`run_batch`): the run needs no
-    thread start, which under load costs more than the rest of starting a run. `on_start`
-    gets the run before it begins (to abort it from elsewhere). Raises what `prompt` raises.
-    """
-    return agent._prompt_here(input, output_type, on_start)
+            raise AgentClosedError("the agent is closed; create a new Agent to go on")

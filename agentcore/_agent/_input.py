@@ -1,4 +1,4 @@
-"""What the `Agent` accepts: prompts and queued messages as messages, its lists and options."""
+"""What the `Agent` accepts: prompts and queued messages as messages, its lists."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from .._core import (
     AgentMessage,
     AgentTool,
     ImageContent,
-    StreamOptions,
     TextContent,
     UserMessage,
     list_of,
@@ -22,7 +21,6 @@ from .._core import (
 from .._function_tools import tool
 
 __all__ = [
-    "agent_options",
     "agent_tools",
     "as_message",
     "copy_list",
@@ -116,14 +114,3 @@ agent_tools = list_of(AgentTool, expected="an AgentTool or a function",
                       expected_list=_TOOLS, hint=_agent_tool_hint)
 """Attrs validator of `Agent.tools`, after `tool_list` has made plain functions tools."""
 
-
-def agent_options(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    """Attrs validator of `Agent.options`: no signal (runs have their own), no reasoning."""
-    if not isinstance(value, StreamOptions):
-        raise type_error(attribute.name, "a StreamOptions", value)
-    if value.signal is not None:
-        raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
-                         "(agent.signal, run.abort())")
-    if value.reasoning is not None:
-        raise ValueError(f"'{attribute.name}.reasoning' must be None: set the agent's "
-                         "'thinking_level' instead")

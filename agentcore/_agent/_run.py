@@ -3,38 +3,24 @@
 A run has one producer, the `Agent` that started it, and any number of consumers. The
 producer uses `start`, `publish` and `finish`, as an executor uses `Future.set_result`; the
 consumers wait on the run through `result`, `wait`, iteration, `snapshot`, `wait_for_news`
-and `add_finisher`, or read its outcome (`text`, `usage`, `error`). One Condition guards the
-event log; nothing outside this class touches it.
-
-Asyncio consumers (`async for`, `wait_async`) never block their event loop and never poll: each
-waiter parks a future in `_async_waiters` (under the same lock), and `publish`/`finish` resolve
-it through `loop.call_soon_threadsafe`. A publish with no async waiter pays one falsy check.
-asyncio itself is imported only inside those methods, so `import agentcore` never loads it.
-
-The log is bounded (`max_events`): a long reply streams one `message_update` per chunk, and
-those are what it drops, oldest first, never an event of another kind. Every kept event carries
-its sequence number (how many events were published before it), and consumers count events
-*published*, not list positions, so a drop never makes one skip or repeat an event it keeps.
+and `add_finisher`, or read its outcome (`text`, `usage`, `error`). The events live in the
+run's `EventLog` (`_log`), asyncio waits go through its bridge (`_async`).
 """
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import functools
 import logging
 import threading
 import time
-from array import array
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, final
+from typing import Any, final
 
 from .._core import (
     ABORTED_TEXT,
     AbortController,
     AbortSignal,
     AgentcoreError,
-    AgentEndEvent,
     AgentEvent,
     AgentMessage,
     AssistantMessage,
@@ -48,9 +34,7 @@ from .._core import (
 )
 from .._function_tools import FINAL_RESULT
 from .._loop import serving
-
-if TYPE_CHECKING:
-    import asyncio
+from ._log import EventLog
 
 __all__ = ["AgentRun"]
 
@@ -93,22 +77,14 @@ class AgentRun:
         if max_events < 1:
             raise ValueError(f"'max_events' must be at least 1, got {max_events!r}")
         self._controller = controller
-        self._cond = threading.Condition(threading.Lock())
-        self._max_events = max_events
-        self._events: list[AgentEvent] = []
-        self._seqs = array("q")  # the sequence number of each kept event, ascending
-        self._published = 0  # events published so far: the next one's sequence number
-        self._updates = 0  # how many of the kept events are message_updates
+        self._log = EventLog(max_events)
+        self._lock = threading.Lock()  # guards the finishers
         self._messages: list[AgentMessage] = []
-        self._finished = False
         self._finishing = False  # from here on, add_finisher refuses: finishers are running
         self._finishers: list[Callable[[], None]] = []
         self._name = "agentcore-run"
         self._thread: threading.Thread | None = None
-        self._waiting = 0  # threads in `_wait` (under the lock): `publish` wakes only if any
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
-        # Asyncio waiters: each future is resolved, on its loop, at the next publish or finish.
-        self._async_waiters: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
 
     @property
     def signal(self) -> AbortSignal:
@@ -122,7 +98,7 @@ class AgentRun:
 
     def done(self) -> bool:
         """Whether the run has fully ended (its `agent_end` listeners included)."""
-        return self._finished
+        return self._log.finished
 
     def abort(self) -> None:
         """Stop the run: the model stream is cancelled and no further tool or model call starts."""
@@ -139,7 +115,7 @@ class AgentRun:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the run to end, as `result()` does; False if `timeout` seconds passed first."""
-        return self._wait(lambda: self._finished, timeout)
+        return self._wait(self.done, timeout)
 
     @property
     def text(self) -> str:
@@ -229,7 +205,7 @@ class AgentRun:
         cancelling the awaiting task leaves the run going (`abort()` stops it). From an event
         loop on the run's own thread (e.g. inside one of its tools) it raises `RuntimeError`.
         """
-        await self._wait_async(lambda: self._finished)
+        await self._log.wait_async(self.done, self._refuse_own_thread)
         return list(self._messages)
 
     def display(self, *, wait: bool = False) -> None:
@@ -241,13 +217,13 @@ class AgentRun:
     @property
     def max_events(self) -> int:
         """How many events this run keeps, at most, for late iteration (see the class)."""
-        return self._max_events
+        return self._log.max_events
 
     def __iter__(self) -> Iterator[AgentEvent]:
         seen = 0
         while True:
             self.wait_for_news(seen)
-            fresh, seen, finished = self._take(seen)
+            fresh, seen, finished = self._log.take(seen)
             yield from fresh
             if finished:
                 return
@@ -259,16 +235,18 @@ class AgentRun:
         """
         seen = 0
         while True:
-            await self._wait_async(functools.partial(self._has_news, seen))
-            fresh, seen, finished = self._take(seen)
+            await self._log.wait_async(functools.partial(self._log.has_news, seen),
+                                       self._refuse_own_thread)
+            fresh, seen, finished = self._log.take(seen)
             for event in fresh:
                 yield event
             if finished:
                 return
 
     def __repr__(self) -> str:
-        with self._cond:
-            published, kept, finished = self._published, len(self._events), self._finished
+        finished = self.done()  # first: once finished, the snapshot has every event
+        events, _, published = self._log.counted_snapshot()
+        kept = len(events)
         dropped = "" if kept == published else f", {kept} kept"
         failure = self._failure(self._assistant_messages()) if finished else None
         if failure is None:
@@ -287,16 +265,14 @@ class AgentRun:
 
     def snapshot(self) -> tuple[list[AgentEvent], bool]:
         """The events kept so far, and whether the run has emitted its last one (`agent_end`)."""
-        with self._cond:
-            return list(self._events), self._ended()
+        return self._log.counted_snapshot()[:2]
 
     def counted_snapshot(self) -> tuple[list[AgentEvent], bool, int]:
         """`snapshot()` and, taken at the same moment, how many events have been published.
 
         The count is what `wait_for_news` takes: it goes on growing when events are dropped.
         """
-        with self._cond:
-            return list(self._events), self._ended(), self._published
+        return self._log.counted_snapshot()
 
     def wait_for_news(self, seen: int, timeout: float | None = None) -> bool:
         """Wait until more than `seen` events have been published or the run has finished.
@@ -304,11 +280,11 @@ class AgentRun:
         `seen` counts every event published, dropped ones included (the third value of
         `counted_snapshot`). False on timeout.
         """
-        return self._wait(functools.partial(self._has_news, seen), timeout)
+        return self._wait(functools.partial(self._log.has_news, seen), timeout)
 
     def wait_for_end(self, timeout: float | None = None) -> bool:
         """Wait until the run has emitted its last event; False on timeout."""
-        return self._wait(self._ended, timeout)
+        return self._wait(self._log.ended, timeout)
 
     def add_finisher(self, finisher: Callable[[], None]) -> bool:
         """Have `finisher()` run on the run's thread before `result()` returns.
@@ -316,7 +292,7 @@ class AgentRun:
         Returns False, without adding it, when the run is already finishing (too late).
         A finisher that raises is logged and skipped.
         """
-        with self._cond:
+        with self._lock:
             if self._finishing:
                 return False
             self._finishers.append(finisher)
@@ -339,29 +315,12 @@ class AgentRun:
         return self._thread is threading.current_thread() or serving(self._controller.signal)
 
     def publish(self, event: AgentEvent) -> None:
-        """Producer: append `event` to the run's log and wake the consumers.
-
-        O(1) amortized: when the log outgrows `max_events`, one pass drops enough of its
-        oldest `message_update`s to bring it down to about 90 % of the bound.
-        """
-        with self._cond:
-            self._events.append(event)
-            self._seqs.append(self._published)
-            self._published += 1
-            if isinstance(event, MessageUpdateEvent):
-                self._updates += 1
-            # A pass costs the log's length, so it runs only when it can drop a tenth of the
-            # log: publishing stays O(1) amortized even in a log mostly of kinds never dropped.
-            if len(self._events) > self._max_events and self._updates * 10 >= len(self._events):
-                self._drop_updates()
-            if self._waiting:  # most events have no thread waiting: skip the notify's cost
-                self._cond.notify_all()
-            if self._async_waiters:
-                self._wake_async()
+        """Producer: append `event` to the run's log and wake the consumers (O(1) amortized)."""
+        self._log.publish(event)
 
     def finish(self, messages: list[AgentMessage]) -> None:
         """Producer: run the finishers, then end the run with `messages` as its result."""
-        with self._cond:
+        with self._lock:
             self._finishing = True
             finishers = list(self._finishers)
         for finisher in finishers:  # e.g. a live display showing the final view
@@ -369,42 +328,9 @@ class AgentRun:
                 finisher()
             except Exception:
                 _log.exception("a finisher of %r raised", self)
-        with self._cond:
-            self._messages = messages
-            self._aborted_at_end = self._controller.signal.aborted
-            self._finished = True
-            self._cond.notify_all()
-            if self._async_waiters:
-                self._wake_async()
-
-    def _drop_updates(self) -> None:
-        """Drop the oldest message_updates, down to about 90 % of `max_events` if they allow."""
-        target = self._max_events - self._max_events // 10
-        excess = drop = min(self._updates, len(self._events) - target)
-        events: list[AgentEvent] = []
-        seqs = array("q")
-        for index, event in enumerate(self._events):
-            if not excess:
-                break
-            if isinstance(event, MessageUpdateEvent):
-                excess -= 1
-            else:
-                events.append(event)
-                seqs.append(self._seqs[index])
-        else:
-            index = len(self._events)
-        events += self._events[index:]
-        seqs += self._seqs[index:]
-        self._events, self._seqs = events, seqs
-        self._updates -= drop
-
-    def _take(self, seen: int) -> tuple[list[AgentEvent], int, bool]:
-        """The kept events published after the first `seen`, the count now, and `done()`."""
-        with self._cond:
-            return self._kept_since(seen), self._published, self._finished
-
-    def _has_news(self, seen: int) -> bool:
-        return seen < self._published or self._finished
+        self._messages = messages  # before the log finishes: its lock publishes them
+        self._aborted_at_end = self._controller.signal.aborted
+        self._log.finish()
 
     def _text_deltas(self, deadline: float | None, timeout: float | None) -> Iterator[str]:
         seen = 0
@@ -412,7 +338,7 @@ class AgentRun:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not self.wait_for_news(seen, left):
                 raise TimeoutError(f"the run did not end within {timeout} s")
-            fresh, seen, finished = self._take(seen)
+            fresh, seen, finished = self._log.take(seen)
             for event in fresh:
                 if (isinstance(event, MessageUpdateEvent)
                         and isinstance(event.assistant_message_event, TextDeltaEvent)):
@@ -420,7 +346,7 @@ class AgentRun:
             if finished:
                 return
             # A producer faster than the consumer always has news: check the deadline anyway.
-            if deadline is not None and time.monotonic() >= deadline and not self._finished:
+            if deadline is not None and time.monotonic() >= deadline and not self.done():
                 raise TimeoutError(f"the run did not end within {timeout} s")
 
     def _replies(self) -> list[AssistantMessage]:
@@ -442,43 +368,9 @@ class AgentRun:
             return StopReason.ABORTED, ABORTED_TEXT
         return None
 
-    async def _wait_async(self, ready: Callable[[], bool]) -> None:
-        """Await `ready()` on the running event loop, woken by `publish`/`finish`, never polling.
-
-        From an event loop on a thread the run waits on, raise as `_wait` does.
-        """
-        import asyncio  # here, not at the top: `import agentcore` never loads asyncio
-
-        loop = asyncio.get_running_loop()
-        while True:
-            with self._cond:
-                if ready():
-                    return
-                if self.on_own_thread():
-                    raise RuntimeError(_OWN_THREAD)
-                future: asyncio.Future[None] = loop.create_future()
-                self._async_waiters[future] = loop
-            try:
-                await future
-            except BaseException:  # cancelled: a waiter left behind would be woken for nothing
-                with self._cond:
-                    self._async_waiters.pop(future, None)
-                raise
-
-    def _wake_async(self) -> None:
-        """Resolve every async waiter on its own loop (under the lock); each then re-checks."""
-        waiters, self._async_waiters = self._async_waiters, {}
-        for future, loop in waiters.items():
-            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody left to wake
-                loop.call_soon_threadsafe(_resolve, future)
-
-    def _kept_since(self, seen: int) -> list[AgentEvent]:
-        """The kept events published after the first `seen` ones (under the lock)."""
-        return self._events[bisect.bisect_left(self._seqs, seen):]
-
-    def _ended(self) -> bool:
-        return self._finished or (bool(self._events) and isinstance(self._events[-1],
-                                                                    AgentEndEvent))
+    def _refuse_own_thread(self) -> None:
+        if self.on_own_thread():
+            raise RuntimeError(_OWN_THREAD)
 
     def _wait(self, ready: Callable[[], bool], timeout: float | None) -> bool:
         """Wait until `ready()`; False on timeout. From a thread the run waits on, raise instead.
@@ -487,27 +379,8 @@ class AgentRun:
         would wait forever: the run cannot go on until it returns. `Thread.join` raises in the
         same situation.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
         try:
-            with self._cond:
-                while not ready():
-                    if self.on_own_thread():
-                        raise RuntimeError(_OWN_THREAD)
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
-                        return False
-                    self._waiting += 1
-                    try:
-                        self._cond.wait(left)
-                    finally:
-                        self._waiting -= 1
+            return self._log.wait(ready, timeout, self._refuse_own_thread)
         except KeyboardInterrupt:
             self.abort()
             raise
-        return True
-
-
-def _resolve(future: asyncio.Future[None]) -> None:
-    """On the future's loop: wake its waiter, unless it was cancelled meanwhile."""
-    if not future.done():
-        future.set_result(None)

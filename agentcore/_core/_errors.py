@@ -4,6 +4,7 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
 
     AgentcoreError
     ├── AgentBusyError            a run is active (prompt, continue_, reset, messages=)
+    ├── AgentClosedError          the agent is closed (prompt, continue_, steer, follow_up)
     ├── AbortError                throw_if_aborted(), iter_until() past its grace
     ├── ToolArgumentsError        (also ValueError) a tool call's arguments fail its schema
     ├── ProviderNotFoundError     (also LookupError) no provider registered for model.api
@@ -46,6 +47,10 @@ class AgentcoreError(Exception):
 
 class AgentBusyError(AgentcoreError):
     """An operation needs an idle agent, but a run is active."""
+
+
+class AgentClosedError(AgentcoreError):
+    """The agent was closed (`Agent.close()`): it starts no more runs and queues no message."""
 
 
 class AbortError(AgentcoreError):

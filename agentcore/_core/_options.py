@@ -1,14 +1,16 @@
-"""Options for model requests, declared once.
+"""Options for model requests, declared once, and the flat aliases that reach them.
 
 `StreamOptions` is the one declaration of every provider option: its type, default, validator
-and repr. `AgentLoopConfig` and `Agent` hold one nested `options: StreamOptions` (as httpx passes
-one `Timeout` around) and keep the flat keyword arguments users write (`max_tokens=...`) as
-aliases of its fields, made by `flat_options`: the aliases hold no state and have no validators
-of their own, and an alias whose type differs from the field it stands for fails at import.
+and repr. `AgentLoopConfig` holds one nested `options: StreamOptions` (as httpx passes one
+`Timeout` around), and `Agent` one `AgentLoopConfig`; both keep the flat keyword arguments users
+write (`max_tokens=...`, `before_tool_call=...`) as aliases of the held object's fields, made by
+`flat_fields`: the aliases hold no state and have no validators of their own, and an alias
+whose type differs from the field it stands for fails at import.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -32,7 +34,7 @@ from ._validators import (
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "StreamOptions", "flat_options"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "FlatAlias", "StreamOptions", "flat_fields"]
 
 DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 """The largest server-sent event (or line of a non-SSE body) a reply may carry: 32 MiB."""
@@ -123,21 +125,41 @@ class StreamOptions:
                                        validator=and_(count, ge(1)))
 
 
-class _Alias:
-    """A flat attribute standing for the field of the same name in `obj.options`."""
+class FlatAlias:
+    """A flat attribute standing for the field `field` of the object its class holds in `via`.
 
-    __slots__ = ("name",)
+    Reading it reads that field (`none` instead of None, if given); assigning it replaces the
+    held object by an `attrs.evolve`d copy, so the field's own converter and validator run. An
+    alias under another name than its field's checks values with its own `converter` and
+    `validator` first, so that errors name the alias.
+    """
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    __slots__ = ("converter", "field", "lock", "name", "none", "validator", "via")
+
+    def __init__(self, field: str = "", converter: Callable[[Any], Any] | None = None,
+                 validator: Callable[[Any, Any, Any], Any] | None = None, none: Any = None,
+                 ) -> None:
+        self.field, self.converter, self.validator, self.none = field, converter, validator, none
+        self.name = self.via = ""
+        self.lock: Any = None
+
+    def convert(self, value: Any) -> Any:
+        """`value` converted and validated as the alias's own (the field's checks come later)."""
+        value = value if self.converter is None else self.converter(value)
+        if self.validator is not None:
+            self.validator(None, self, value)  # an attrs validator: it names `self.name`
+        return value
 
     def __get__(self, obj: Any, owner: type | None = None) -> Any:
         if obj is None:
             return self
-        return getattr(obj.options, self.name)
+        value = getattr(getattr(obj, self.via), self.field)
+        return self.none if value is None else value
 
     def __set__(self, obj: Any, value: Any) -> None:
-        obj.options = attrs.evolve(obj.options, **{self.name: value})
+        value = self.convert(value)
+        with self.lock:  # two assignments never lose one another's change
+            setattr(obj, self.via, attrs.evolve(getattr(obj, self.via), **{self.field: value}))
 
 
 class _OptionMarker:
@@ -146,47 +168,79 @@ class _OptionMarker:
 
 
 OPTION: Any = _OptionMarker()
-"""Marks a flat alias of a `StreamOptions` field in a class decorated by `flat_options`.
+"""Marks a flat alias of the same-named field in a class decorated by `flat_fields`.
 
 Written `max_tokens: int | None = OPTION`: the annotation is what type checkers see (they take
-the alias for a keyword argument with a default); `flat_options` turns it into an alias.
+the alias for a keyword argument with a default); `flat_fields` turns it into a `FlatAlias`.
 """
 
-
 C = TypeVar("C", bound=type)
-_FIELDS = {f.name: f for f in attrs.fields(StreamOptions)}
+_UNSET: Any = object()
 
 
-def flat_options(cls: C) -> C:
-    """Give an attrs class with an `options: StreamOptions` field its flat option aliases.
+def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = (),
+                defaults: Mapping[str, Any] | None = None) -> Callable[[C], C]:
+    """Give an attrs class holding one `target` (attrs) object in `via` flat aliases of its fields.
 
-    Apply it below `@attrs.define`/`@attrs.frozen`. It hides the `OPTION` attributes
-    from attrs and adds an `__init__` that folds flat keyword arguments into `options` (they
-    win over the fields of an `options` given too) before attrs' own `__attrs_init__` runs, so
-    a bad option raises, naming its field, before the object exists. `attrs.evolve(obj,
-    max_tokens=5)` works the same way. Raises `TypeError` at import when an alias names no
-    option or declares another type than the option's.
+    Apply it below `@attrs.define`/`@attrs.frozen`. It turns the `OPTION` attributes (and
+    `FlatAlias` ones) into aliases hidden from attrs, and adds an `__init__` that folds their
+    keyword arguments into the held object before attrs' own `__attrs_init__` runs, so that a
+    bad value raises, naming its field, before the object exists. When `via` is an `__init__`
+    parameter, the aliases win over the fields of the object given (or of `target()`), and
+    `attrs.evolve(obj, max_tokens=5)` works too; when it is not (`init=False`), the object is
+    built from the aliases and `defaults`. Names in `positional` are aliases written as bare
+    annotations (required, as type checkers see them) that may also come first positionally;
+    every other alias is keyword-only. Raises `TypeError` at import when an alias names no
+    field of `target`, or an `OPTION` alias declares another type than its field's.
     """
-    # attrs reads the class's own annotation dict: the aliases must leave that very dict.
-    annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
-    names = tuple(name for name, value in vars(cls).items() if value is OPTION)
-    for name in names:
-        setattr(cls, name, _Alias(name))
-        declared = annotations.pop(name, None)
-        field = _FIELDS.get(name)
-        if field is None or declared != field.type:
-            raise TypeError(f"{cls.__name__}.{name}: an option alias must name a StreamOptions "
-                            f"field and repeat its type {getattr(field, 'type', None)!r}, "
-                            f"got {declared!r}")
+    known = {f.name: f.type for f in attrs.fields(target)}
+    known.update(getattr(target, "__flat_fields__", {}))
 
-    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        flat = {name: kwargs.pop(name) for name in names if name in kwargs}
-        if flat:
-            options = kwargs.get("options", StreamOptions())
-            if isinstance(options, StreamOptions):  # anything else: the field's validator says
-                kwargs["options"] = attrs.evolve(options, **flat)
-        self.__attrs_init__(*args, **kwargs)
+    def decorate(cls: C) -> C:
+        # attrs reads the class's own annotation dict: the aliases must leave that very dict.
+        annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+        marked = [name for name, value in vars(cls).items()
+                  if value is OPTION or isinstance(value, FlatAlias)]
+        aliases: dict[str, FlatAlias] = {}
+        lock = threading.Lock()
+        for name in (*positional, *marked):
+            alias, declared = vars(cls).get(name), annotations.pop(name, None)
+            if not isinstance(alias, FlatAlias):
+                alias = FlatAlias(name)
+            if alias.field not in known or (alias.field == name and declared != known[name]):
+                raise TypeError(f"{cls.__name__}.{name}: an alias must name a field of "
+                                f"{target.__name__} and repeat its type "
+                                f"{known.get(alias.field)!r}, got {declared!r}")
+            alias.name, alias.via, alias.lock = name, via, lock
+            setattr(cls, name, alias)
+            aliases[name] = alias
+        held_by_init = getattr(vars(cls).get(via), "init", True)  # attrs.field(init=...)
 
-    cls.__init__ = __init__  # type: ignore[misc]
-    cls.__option_aliases__ = names  # type: ignore[attr-defined]
-    return cls
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if len(args) > len(positional):
+                raise TypeError(f"{cls.__name__}() takes {len(positional)} positional "
+                                f"argument(s) but {len(args)} were given")
+            for name, value in zip(positional, args, strict=False):
+                if name in kwargs:
+                    raise TypeError(f"{cls.__name__}() got multiple values for {name!r}")
+                kwargs[name] = value
+            missing = [name for name in positional if name not in kwargs]
+            if missing:
+                raise TypeError(f"{cls.__name__}() missing a required argument: {missing[0]!r}")
+            flat = {alias.field: alias.convert(kwargs.pop(name))
+                    for name, alias in aliases.items() if name in kwargs}
+            held: Any = kwargs.get(via, _UNSET)
+            if not held_by_init:
+                object.__setattr__(self, via, target(**{**(defaults or {}), **flat}))
+            elif flat and held is _UNSET:
+                kwargs[via] = target(**flat)
+            elif flat and isinstance(held, target):  # anything else: the field's validator says
+                kwargs[via] = attrs.evolve(held, **flat)
+            self.__attrs_init__(**kwargs)
+
+        cls.__init__ = __init__  # type: ignore[misc]
+        cls.__flat_fields__ = {  # type: ignore[attr-defined]
+            name: known[alias.field] for name, alias in aliases.items()}
+        return cls
+
+    return decorate

@@ -33,7 +33,7 @@ from .._core import (
     Usage,
     UsageLimits,
     default_convert_to_llm,
-    flat_options,
+    flat_fields,
     is_callable,
     is_model,
     is_optional_model,
@@ -178,8 +178,8 @@ def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> Non
     if not isinstance(value, StreamOptions):
         raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
     if value.signal is not None:
-        raise ValueError(f"'{attribute.name}.signal' must be None: pass the run's signal to "
-                         "run_agent_loop(signal=...)")
+        raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
+                         "(run_agent_loop(signal=...), agent.signal)")
 
 
 def _output_type(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -189,7 +189,7 @@ def _output_type(_: object, attribute: attrs.Attribute[Any], value: object) -> N
 
 
 @attrs.frozen(kw_only=True)
-@flat_options
+@flat_fields(StreamOptions, via="options")
 class AgentLoopConfig:
     """Everything a run needs besides its context: the model, hooks and provider options.
 
@@ -206,17 +206,18 @@ class AgentLoopConfig:
     every tool call whose tool sets no `timeout` of its own; `deps` is handed to every `@tool`
     function with a parameter named `deps`. With an `output_type`, the model answers through a
     `final_result` tool whose converted arguments are that result's `details`, within
-    `output_retries` retries (API §14). `limits` (`UsageLimits`, default None: none) bounds
-    the run's turns, model and tool calls, tokens and cost; a run that reaches one ends with an
-    error message `"usage limit reached: <name>=<value>"`. `before_model_call(call, emit,
-    signal)` is the seam `Agent(auto_compact=...)` compacts through (its shape may still
-    change): it runs before every model call, and once more after a reply that ended in an
-    error; messages it returns replace the run's context (after an error reply, the call is
-    then retried once), and it may `emit` events of its own into the run. The provider
-    options are one `options: StreamOptions`, passed to the stream function with the run's
-    signal; the flat keywords (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and
-    read them back as attributes. `get_api_key(provider)` is asked before every model call and
-    wins over `api_key`.
+    `output_retries` retries (default 2: at most 3 attempts; API §14). `limits`
+    (`UsageLimits`, default None: none) bounds the run's turns, model and tool calls, tokens
+    and cost; a run that reaches one ends with an error message `"usage limit reached:
+    <name>=<value>"`. `before_model_call(call, emit, signal)` is the seam
+    `Agent(auto_compact=...)` compacts through (its shape may still change): it runs before
+    every model call, and once more after a reply that ended in an error; messages it returns
+    replace the run's context (after an error reply, the call is then retried once), and it
+    may `emit` events of its own into the run. The provider options are one `options:
+    StreamOptions`, passed to the stream function with the run's signal; the flat keywords
+    (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and read them back as
+    attributes. `get_api_key(provider)` is asked before every model call and wins over
+    `api_key`.
     """
 
     model: Model = attrs.field(validator=is_model)
@@ -241,7 +242,7 @@ class AgentLoopConfig:
     tool_timeout: float | None = attrs.field(default=None, validator=seconds)
     deps: Any = None
     output_type: Any = attrs.field(default=None, validator=_output_type)
-    output_retries: int = attrs.field(default=1, validator=and_(strict_int, ge(0)))
+    output_retries: int = attrs.field(default=2, validator=and_(strict_int, ge(0)))
     limits: UsageLimits | None = attrs.field(default=None,
                                              validator=optional_instance_of(UsageLimits))
     before_tool_call: BeforeToolCall | None = attrs.field(

@@ -10,7 +10,7 @@ from typing import Any
 
 from .._agent import Agent, AgentRun, prompt_here
 from .._core import describe
-from ..providers import new_http_session, speaks_http
+from ..providers import new_http_session
 from ._result import BatchResult, failed, from_wire_input, to_wire
 
 __all__ = ["Live", "run_group", "run_one"]
@@ -55,8 +55,8 @@ def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type
             live: Live, http_session: Any) -> BatchResult:
     """Make an agent, run `input` on it to the end on this thread, and close the agent.
 
-    `http_session` is given to an agent that speaks HTTP and has no session of its own, so that
-    the batch's runs share keep-alive connections. Never raises: a failure is the result's error.
+    `http_session` serves an agent that speaks HTTP and has no session of its own, so that the
+    batch's runs share keep-alive connections. Never raises: a failure is the result's error.
     """
     try:
         if live.stopped:
@@ -65,10 +65,8 @@ def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type
         if not isinstance(agent, Agent):
             raise TypeError(f"make_agent() returned {agent!r}, expected an Agent")
         try:
-            if http_session is not None and agent.http_session is None \
-                    and agent.stream_fn is None and speaks_http(agent.model.api):
-                agent.http_session = http_session
-            run = prompt_here(agent, input, output_type=output_type, on_start=live.add)
+            run = prompt_here(agent, input, output_type=output_type, on_start=live.add,
+                              http_session=http_session)
             live.discard(run)
         finally:
             agent.close()

@@ -10,6 +10,7 @@ import pytest
 
 import agentcore as ac
 from agentcore import notebook
+from agentcore._agent._log import EventLog
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -186,14 +187,14 @@ def test_agent_run_memory_stays_bounded_over_200k_updates() -> None:
 def test_agent_run_full_of_other_kinds_keeps_them_and_drops_updates_in_batches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    passes: list[ac.AgentRun] = []
-    drop = ac.AgentRun._drop_updates
+    passes: list[EventLog] = []
+    drop = EventLog._drop_updates
 
-    def counted(run: ac.AgentRun) -> None:
-        passes.append(run)
-        drop(run)
+    def counted(log: EventLog) -> None:
+        passes.append(log)
+        drop(log)
 
-    monkeypatch.setattr(ac.AgentRun, "_drop_updates", counted)
+    monkeypatch.setattr(EventLog, "_drop_updates", counted)
     run = ac.AgentRun(ac.AbortController(), max_events=10)
     others = [ac.TurnStartEvent() for _ in range(1000)]
     for event in others:

@@ -313,7 +313,7 @@ def test_wait_async_returns_the_runs_messages(faux: FauxProvider) -> None:
 
 async def _until_waiting(run: ac.AgentRun) -> None:
     for _ in range(1000):
-        if run._async_waiters:
+        if run._log.async_waiters:
             return
         await asyncio.sleep(0)
     raise AssertionError("no waiter ever registered")
@@ -330,10 +330,10 @@ def test_wait_async_cancelled_leaves_no_waiter_and_the_run_going(faux: FauxProvi
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        assert run._async_waiters == {}
+        assert run._log.async_waiters == {}
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(run.wait_async(), 0.02)
-        assert run._async_waiters == {}
+        assert run._log.async_waiters == {}
 
     asyncio.run(main())
     assert not run.signal.aborted
@@ -356,7 +356,7 @@ def test_async_for_cancelled_leaves_no_waiter(faux: FauxProvider) -> None:
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
-        assert run._async_waiters == {}
+        assert run._log.async_waiters == {}
 
     asyncio.run(main())
     release.set()

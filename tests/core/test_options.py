@@ -14,7 +14,7 @@ import paths
 import pytest
 
 import agentcore as ac
-from agentcore._core import OPTION, flat_options
+from agentcore._core import OPTION, flat_fields
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_text
 
 OPTION_NAMES = {f.name for f in attrs.fields(ac.StreamOptions)}
@@ -22,19 +22,19 @@ STREAM_TYPES = {f.name: f.type for f in attrs.fields(ac.StreamOptions)}
 
 
 def _aliases(cls: type) -> set[str]:
-    return set(cls.__option_aliases__)  # type: ignore[attr-defined]
+    return set(cls.__flat_fields__)  # type: ignore[attr-defined]
 
 
 def test_options_every_stream_option_has_one_alias_on_config_and_agent() -> None:
     assert _aliases(ac.AgentLoopConfig) == OPTION_NAMES - {"signal"}
     # The Agent's reasoning is its thinking_level; its runs bring their own signal.
-    assert _aliases(ac.Agent) == OPTION_NAMES - {"signal", "reasoning"}
+    assert _aliases(ac.Agent) & OPTION_NAMES == OPTION_NAMES - {"signal", "reasoning"}
 
 
-@pytest.mark.parametrize("cls", [ac.AgentLoopConfig, ac.Agent])
-def test_options_aliases_are_not_attrs_fields(cls: type) -> None:
+@pytest.mark.parametrize(("cls", "held"), [(ac.AgentLoopConfig, "options"), (ac.Agent, "_loop")])
+def test_options_aliases_are_not_attrs_fields(cls: type, held: str) -> None:
     fields = {f.name for f in attrs.fields(cls)}
-    assert "options" in fields
+    assert held in fields
     assert not fields & _aliases(cls)
 
 
@@ -42,17 +42,17 @@ def test_options_an_alias_of_another_type_fails_at_import() -> None:
     with pytest.raises(TypeError, match=r"Bad\.max_tokens: .*'int \| None', got 'str'"):
 
         @attrs.frozen(kw_only=True)
-        @flat_options
+        @flat_fields(ac.StreamOptions, via="options")
         class Bad:
             options: ac.StreamOptions = attrs.field(factory=ac.StreamOptions)
             max_tokens: str = OPTION
 
 
 def test_options_an_alias_of_no_option_fails_at_import() -> None:
-    with pytest.raises(TypeError, match=r"Bad\.max_tokenz: an option alias must name"):
+    with pytest.raises(TypeError, match=r"Bad\.max_tokenz: an alias must name a field of "):
 
         @attrs.frozen(kw_only=True)
-        @flat_options
+        @flat_fields(ac.StreamOptions, via="options")
         class Bad:
             options: ac.StreamOptions = attrs.field(factory=ac.StreamOptions)
             max_tokenz: int | None = OPTION
@@ -170,9 +170,15 @@ def test_options_nested_signal_is_rejected(faux: FauxProvider) -> None:
         ac.Agent(faux.get_model(), options=ac.StreamOptions(signal=signal))
 
 
-def test_options_agent_reasoning_comes_from_thinking_level(faux: FauxProvider) -> None:
-    with pytest.raises(ValueError, match="set the agent's 'thinking_level'"):
-        ac.Agent(faux.get_model(), options=ac.StreamOptions(reasoning="high"))
+def test_options_agent_thinking_level_is_its_reasoning_option(faux: FauxProvider) -> None:
+    agent = ac.Agent(faux.get_model(), options=ac.StreamOptions(reasoning="high"))
+    assert agent.thinking_level is ac.ThinkingLevel.HIGH
+    agent.thinking_level = "low"  # type: ignore[assignment]
+    assert agent.options == ac.StreamOptions(reasoning="low")
+    agent.options = ac.StreamOptions()  # no reasoning option: the level reads "off"
+    assert agent.thinking_level is ac.ThinkingLevel.OFF
+    with pytest.raises(ValueError, match="'thinking_level' must be one of 'off'"):
+        agent.thinking_level = None  # type: ignore[assignment]
 
 
 def test_options_reach_the_provider_with_the_run_signal(faux: FauxProvider) -> None:

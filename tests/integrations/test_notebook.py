@@ -366,6 +366,24 @@ def test_notebook_display_returns_at_once_and_prints_when_the_run_ends(
     assert capsys.readouterr().out == run._repr_markdown_() + "\n"
 
 
+def test_notebook_display_knows_a_run_by_its_interface(
+    faux: FauxProvider, capsys: pytest.CaptureFixture[str],
+) -> None:
+    class Wrapped:  # not an AgentRun, but it has everything display needs of a run
+        def __init__(self, run: ac.AgentRun) -> None:
+            self.run = run
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.run, name)
+
+    faux.set_responses([faux_assistant_message("wrapped")])
+    run = ac.Agent(faux.get_model()).prompt("hi")
+
+    notebook.display(Wrapped(run), wait=True)
+
+    assert capsys.readouterr().out == run._repr_markdown_() + "\n"
+
+
 def test_notebook_display_of_a_message_prints_it(capsys: pytest.CaptureFixture[str]) -> None:
     notebook.display(ac.UserMessage("hi *there*"))
 

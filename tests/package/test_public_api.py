@@ -19,6 +19,7 @@ import agentcore
 from agentcore import (
     AbortError,
     AgentBusyError,
+    AgentClosedError,
     AgentcoreError,
     AgentEndEvent,
     AgentStartEvent,
@@ -79,6 +80,7 @@ EXPECTED_ALL = [
     "AfterToolCallResult",
     "Agent",
     "AgentBusyError",
+    "AgentClosedError",
     "AgentContext",
     "AgentEndEvent",
     "AgentEvent",
@@ -406,6 +408,7 @@ def test_every_public_error_derives_from_agentcore_error() -> None:
     assert set(errors) == {
         AgentcoreError,
         AgentBusyError,
+        AgentClosedError,
         AbortError,
         ToolArgumentsError,
         ProviderNotFoundError,

@@ -1,0 +1,201 @@
+"""How an `Agent` runs: the config and thread of each run, and the path of each event.
+
+`start` (on the caller's thread, under the agent's lock) checks everything that can fail, marks
+the agent busy with a new `AgentRun` and starts its thread; `prompt_here` runs one on the
+calling thread instead. On the run's thread, `_main` runs the loop and `_handle` takes each
+event to the agent's state, its session, the run's log and the listeners, in that order. These
+are the agent's own methods in all but name: they use its private state, under its lock.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import logging
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from .._core import (
+    AbortController,
+    AgentBusyError,
+    AgentContext,
+    AgentEndEvent,
+    AgentEvent,
+    AgentMessage,
+    MessageEndEvent,
+    MessageStartEvent,
+    Model,
+    TextContent,
+    ToolResultMessage,
+    TurnEndEvent,
+    describe,
+    error_reply,
+    unanswered_tool_calls,
+)
+from .._loop import AgentLoopConfig, carry_context, in_flight, run_agent_loop
+from .._loop import run_agent_loop_continue as run_continue
+from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
+from ._compact import auto_compactor
+from ._input import prompt_messages
+from ._run import AgentRun
+
+if TYPE_CHECKING:
+    from ._agent import Agent
+
+__all__ = ["prompt_here", "start"]
+
+_log = logging.getLogger(__name__)
+_run_numbers = itertools.count(1)
+
+
+def start(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering: bool,
+          output_type: Any = None, output_retries: int = 2) -> AgentRun:
+    """Start a run of `agent` on its own thread (under the agent's lock)."""
+    run, main = _prepare(agent, prompts, skip_first_steering, output_type, output_retries)
+    try:
+        run.start(main, name=f"agentcore-run-{next(_run_numbers)}")
+    except BaseException:  # no thread to be had: the agent stays idle and usable
+        agent._run = None
+        agent._live.end()
+        raise
+    return run
+
+
+def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage], *,
+                output_type: Any = None, on_start: Callable[[AgentRun], object] = lambda run: None,
+                http_session: Any = None) -> AgentRun:
+    """`agent.prompt(input, output_type=...)` run to its end on the calling thread.
+
+    For pools that already give each run a thread of its own (`run_batch`, its only user): the
+    run needs no thread start, which under load costs more than the rest of starting a run.
+    `on_start` gets the run before it begins (to abort it from elsewhere); `http_session` (a
+    batch's shared one) serves the run if the agent has no session of its own. Raises what
+    `prompt` raises.
+    """
+    agent._check_open()
+    prompts = prompt_messages(input, None)
+    with agent._lock:
+        if agent._run is not None:
+            raise AgentBusyError("the agent is already processing a prompt")
+        run, main = _prepare(agent, prompts, False, output_type, 2, http_session)
+    try:
+        on_start(run)
+    finally:  # the agent is marked busy: only the run's own end makes it idle again
+        run.run_here(main, name=f"agentcore-run-{next(_run_numbers)}")
+    return run
+
+
+def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering: bool,
+             output_type: Any, output_retries: int, http_session: Any = None,
+             ) -> tuple[AgentRun, Callable[[], None]]:
+    """Mark `agent` busy with a new run (under its lock); return the run and its main.
+
+    Everything that can fail comes before. `http_session` serves the run when the agent has
+    none of its own (`run_batch` shares one); without either, the agent makes one.
+    """
+    agent._check_open()
+    loop, stream_fn = agent._loop, agent.stream_fn
+    http = stream_fn is None and speaks_http(loop.model.api)
+    if http and loop.get_api_key is None:  # a missing key raises here, not in the run
+        require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
+    session = loop.http_session
+    if http and session is None:
+        if http_session is None and agent._http_session is None:
+            agent._http_session = new_http_session()  # kept alive across runs
+        session = http_session or agent._http_session
+    config = _config(agent, loop, skip_first_steering, output_type, output_retries, session)
+    context = AgentContext(agent.system_prompt, list(agent.messages), list(agent.tools))
+    run = AgentRun(AbortController(), max_events=agent.max_events)
+    agent._run = run
+    agent._live.begin()
+    return run, carry_context(lambda: _main(agent, run, prompts, context, config, stream_fn))
+
+
+def _config(agent: Agent, loop: AgentLoopConfig, skip_first_steering: bool, output_type: Any,
+            output_retries: int, http_session: Any) -> AgentLoopConfig:
+    """`loop` with the parts that belong to one run: queues, compaction, output, session."""
+    skip = [skip_first_steering]
+
+    def steering() -> list[AgentMessage]:
+        if skip[0]:
+            skip[0] = False
+            return []
+        return agent._steering.take(agent.steering_mode)
+
+    def follow_ups() -> list[AgentMessage]:
+        return agent._follow_up.take(agent.follow_up_mode)
+
+    compact = None if agent.auto_compact is None else auto_compactor(
+        agent.auto_compact, agent.stream_fn, functools.partial(_replace_transcript, agent))
+    return attrs.evolve(loop, get_steering_messages=steering, get_follow_up_messages=follow_ups,
+                        before_model_call=compact, output_type=output_type,
+                        output_retries=output_retries, http_session=http_session)
+
+
+def _replace_transcript(agent: Agent, messages: list[AgentMessage]) -> None:
+    """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
+    if agent._writer is not None:
+        agent._writer.replace(messages)
+    with agent._lock:
+        agent.messages[:] = messages  # in place: the setter refuses while a run is active
+
+
+def _main(agent: Agent, run: AgentRun, prompts: list[AgentMessage] | None,
+          context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn | None) -> None:
+    messages: list[AgentMessage] = []
+    with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
+        try:
+            emit = functools.partial(_handle, agent, run)
+            if prompts is None:
+                messages = run_continue(context, config, emit, run.signal, stream_fn)
+            else:
+                messages = run_agent_loop(prompts, context, config, emit, run.signal, stream_fn)
+        except BaseException as exc:  # the loop itself broke: report it as the run's failure
+            _log.exception("agent run failed")
+            messages = _fail(agent, run, config.model, exc)
+        finally:
+            with agent._lock:
+                agent._steering.restore()
+                agent._follow_up.restore()
+                agent._live.end()
+                agent._run = None
+            run.finish(messages)
+
+
+def _fail(agent: Agent, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
+    text = describe(exc)
+    failure = error_reply(model, text, aborted=run.signal.aborted)
+    with agent._lock:  # the calls the broken run left without a result get one now
+        unanswered = unanswered_tool_calls(agent.messages)
+    added: list[AgentMessage] = [
+        *(ToolResultMessage(c.id, c.name, [TextContent(f"Tool call interrupted: {text}")],
+                            is_error=True) for c in unanswered),
+        failure,
+    ]
+    for message in added:
+        _handle(agent, run, MessageStartEvent(message))
+        _handle(agent, run, MessageEndEvent(message))
+    _handle(agent, run, TurnEndEvent(failure, []))
+    _handle(agent, run, AgentEndEvent(added))
+    return added
+
+
+def _handle(agent: Agent, run: AgentRun, event: AgentEvent) -> None:
+    """Apply `event` to the state, log it on the run, then call the listeners."""
+    with agent._lock:
+        started, ended = agent._live.apply(event)
+        if started is not None and not agent._steering.accept(started):
+            agent._follow_up.accept(started)
+        if ended is not None:
+            agent.messages.append(ended)
+        listeners = list(agent._listeners)
+    if ended is not None and agent._writer is not None:
+        agent._writer.save(ended, lambda: agent.state.messages)  # durable before it is heard
+    run.publish(event)
+    for listener in listeners:
+        try:
+            listener(event, run.signal)
+        except Exception:
+            _log.exception("agent listener %r raised on %s", listener, event.type)

@@ -1,0 +1,136 @@
+"""A run's event log: bounded, with its end, waited on by threads and asyncio tasks alike.
+
+The log drops only `message_update`s, oldest first (a long reply streams one per chunk; see
+`AgentRun`). Every kept event carries its sequence number (how many events were published
+before it), and consumers count events *published*, not list positions, so a drop never makes
+one skip or repeat an event it keeps.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+import time
+from array import array
+from collections.abc import Callable
+
+from .._core import AgentEndEvent, AgentEvent, MessageUpdateEvent
+from ._async import Waiters, wait_async, wake
+
+__all__ = ["EventLog"]
+
+
+class EventLog:
+    """The events of one run (about `max_events` at most) and whether it has finished.
+
+    One producer (the run's thread) publishes and finishes; any number of consumers take what
+    was published since they last looked, or wait for news, under one Condition. `publish`
+    wakes only the waiters there are: threads in `wait` are counted, and asyncio tasks park
+    futures in `async_waiters` (see `_async`).
+    """
+
+    def __init__(self, max_events: int) -> None:
+        self.max_events = max_events
+        self.finished = False
+        self.async_waiters: Waiters = {}
+        self._cond = threading.Condition(threading.Lock())
+        self._events: list[AgentEvent] = []
+        self._seqs = array("q")  # the sequence number of each kept event, ascending
+        self._published = 0  # events published so far: the next one's sequence number
+        self._updates = 0  # how many of the kept events are message_updates
+        self._waiting = 0  # threads in `wait` (under the lock): `publish` wakes only if any
+
+    def publish(self, event: AgentEvent) -> None:
+        """Append `event` and wake the consumers.
+
+        When the log outgrows `max_events`, one pass drops enough of its oldest
+        `message_update`s to bring it down to about 90 % of the bound.
+        """
+        with self._cond:
+            self._events.append(event)
+            self._seqs.append(self._published)
+            self._published += 1
+            if isinstance(event, MessageUpdateEvent):
+                self._updates += 1
+            # A pass costs the log's length, so it runs only when it can drop a tenth of the
+            # log: publishing stays O(1) amortized even in a log mostly of kinds never dropped.
+            if len(self._events) > self.max_events and self._updates * 10 >= len(self._events):
+                self._drop_updates()
+            self._wake(all_threads=False)
+
+    def finish(self) -> None:
+        """Mark the log finished (the run's outcome is set) and wake every consumer."""
+        with self._cond:
+            self.finished = True
+            self._wake(all_threads=True)
+
+    def take(self, seen: int) -> tuple[list[AgentEvent], int, bool]:
+        """The kept events published after the first `seen`, the count now, and `finished`."""
+        with self._cond:
+            return (self._events[bisect.bisect_left(self._seqs, seen):], self._published,
+                    self.finished)
+
+    def counted_snapshot(self) -> tuple[list[AgentEvent], bool, int]:
+        """The kept events, whether `agent_end` is among them (or it finished), the count."""
+        with self._cond:
+            return list(self._events), self.ended(), self._published
+
+    def has_news(self, seen: int) -> bool:
+        """Whether more than `seen` events were published, or the log finished."""
+        return seen < self._published or self.finished
+
+    def ended(self) -> bool:
+        """Whether the run's last event (`agent_end`) is in, or the log finished."""
+        return self.finished or (bool(self._events)
+                                 and isinstance(self._events[-1], AgentEndEvent))
+
+    def wait(self, ready: Callable[[], bool], timeout: float | None,
+             refuse: Callable[[], None]) -> bool:
+        """Wait until `ready()` (under the lock); False on timeout.
+
+        `refuse()` is called before each wait; it raises when this thread must not wait.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while not ready():
+                refuse()
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._waiting += 1
+                try:
+                    self._cond.wait(left)
+                finally:
+                    self._waiting -= 1
+        return True
+
+    async def wait_async(self, ready: Callable[[], bool], refuse: Callable[[], None]) -> None:
+        """`wait` for asyncio: await `ready()` without blocking the event loop."""
+        await wait_async(self._cond, self.async_waiters, ready, refuse)
+
+    def _wake(self, all_threads: bool) -> None:
+        if all_threads or self._waiting:  # most events have no thread waiting: skip the notify
+            self._cond.notify_all()
+        if self.async_waiters:
+            wake(self.async_waiters)
+
+    def _drop_updates(self) -> None:
+        """Drop the oldest message_updates, down to about 90 % of `max_events` if they allow."""
+        target = self.max_events - self.max_events // 10
+        excess = drop = min(self._updates, len(self._events) - target)
+        events: list[AgentEvent] = []
+        seqs = array("q")
+        for index, event in enumerate(self._events):
+            if not excess:
+                break
+            if isinstance(event, MessageUpdateEvent):
+                excess -= 1
+            else:
+                events.append(event)
+                seqs.append(self._seqs[index])
+        else:
+            index = len(self._events)
+        events += self._events[index:]
+        seqs += self._seqs[index:]
+        self._events, self._seqs = events, seqs
+        self._updates -= drop
