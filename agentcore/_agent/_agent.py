@@ -61,10 +61,9 @@ from .._loop import (
 )
 from ..providers import StreamFn
 from ._compact import CompactionSettings
-from ._drive import start
+from ._drive import SessionWriter, load_transcript, start
 from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
 from ._live import AgentState, LiveState
-from ._persist import SessionWriter, load_transcript
 from ._queue import MessageQueue
 from ._run import MAX_EVENTS, AgentRun
 
@@ -105,31 +104,24 @@ _KEEP = attrs.setters.NO_OP
 class Agent:
     """An agent: a model, tools and a transcript, with runs on a background thread.
 
-    Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. Settable
-    attributes (model, tools, hooks, options) apply from the next run; the queues (`steer`,
-    `follow_up`) are read live. `model` may come first; every other argument is a keyword.
+    Start a run with `prompt` or `continue_`; each returns an `AgentRun` at once. `model` may
+    come first; every other argument is a keyword. The loop's settings (hooks, tool settings,
+    `limits`, `options` and each provider option) are one `AgentLoopConfig` each run starts
+    from, read and set as attributes of the agent (validated as the config validates them);
+    `thinking_level` is its name for the `reasoning` option. Settings apply from the next run;
+    the queues (`steer`, `follow_up`) are read live. `limits` defaults to
+    `UsageLimits(max_model_calls=50)` (None: no bound); `max_events` bounds the events a run
+    keeps (see `AgentRun`); `auto_compact` (`CompactionSettings`) compacts the transcript
+    within a run when it would outgrow the context window (see `agentcore.compaction`).
+    `prompt`/`continue_` raise `MissingApiKeyError` before a run when the provider needs a key
+    and none is given or set in the environment.
 
-    The loop's settings (the model, the hooks, `tool_execution`, `tool_executor`,
-    `tool_timeout`, `deps`, `limits`, `options` and each provider option) are one
-    `AgentLoopConfig` that every run starts from: each is an attribute standing for that
-    config's field (see it), validated on assignment as the config validates it.
-    `thinking_level` is the agent's name for the `reasoning` option. `limits` bounds each run,
-    by default `UsageLimits(max_model_calls=50)` (None: no bound). `max_events` bounds the
-    events each run keeps for late iteration (see `AgentRun`). `auto_compact` (a
-    `CompactionSettings`; default None: off) compacts the transcript within a run, before a
-    model call that would outgrow the model's context window and once after a reply refusing
-    the context as too long (then retrying it), with `compaction_start`/`compaction_end`
-    events (see `agentcore.compaction`). `prompt`/`continue_` raise `MissingApiKeyError`
-    before starting a run when the model's provider needs a key and none is given (`api_key`,
-    `get_api_key`) or set in the environment.
-
-    `session` (fixed once constructed) keeps the transcript in a store (`agentcore.sessions`,
-    API §13): it is loaded here, its interrupted tool calls answered (`messages=` may not be
-    given too), each message is appended as its `message_end` is processed, before the run's
-    iterators and listeners see it; assigning `messages` replaces the session's transcript,
-    `reset()` clears it. A failed append is logged at ERROR on `agentcore.sessions` and the
-    run goes on (the message stays in `messages`; the next message rewrites the session
-    whole). The agent never closes it. See the module docstring for the threading contract.
+    `session` (fixed once constructed; API §13) stores the transcript: it is loaded here, its
+    interrupted tool calls answered, and each message is appended when its `message_end` is
+    processed, before iterators and listeners see it. Assigning `messages` replaces the
+    session's transcript, `reset()` clears it; a failed append is logged at ERROR on
+    `agentcore.sessions`, the run goes on, and the next message rewrites the session whole.
+    The agent never closes it. See the module docstring for the threading contract.
     """
 
     model: Model
@@ -293,12 +285,11 @@ class Agent:
     ) -> AgentRun:
         """Start a run on `input` (a str, a message or a list of messages) and return it.
 
-        With `output_type` (an attrs class, a dataclass, a `TypedDict`, a primitive, an enum,
-        a `Literal`, or lists/dicts/optionals of them) the model answers through a
-        `final_result` tool, and `run.output` is its answer as that type; `output_retries`
-        invalid answers (default 2: at most 3 attempts) are sent back before the run ends in
-        error (API §14). Raises `AgentClosedError` once the agent is closed (before checking
-        anything else), `AgentBusyError` while a run is active, `TypeError` for an
+        With `output_type` (an attrs class, a dataclass, a `TypedDict`, a primitive, an enum, a
+        `Literal`, or containers of them) the model answers through a `final_result` tool and
+        `run.output` is that answer; `output_retries` invalid answers (default 2) are sent back
+        before the run ends in error (API §14). Raises `AgentClosedError` once the agent is
+        closed (checked first), `AgentBusyError` while a run is active, `TypeError` for an
         unsupported type.
         """
         self._check_open()

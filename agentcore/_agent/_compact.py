@@ -59,17 +59,15 @@ gist, and the request must fit the model's context window)."""
 class CompactionSettings:
     """When `Agent(auto_compact=...)` compacts, and how much it keeps.
 
-    Before each model call the agent estimates the context (system prompt, tools and
-    transcript, see `agentcore.compaction.estimate_tokens`); above `model.context_window -
-    reserve_tokens` it compacts first. It also compacts once after a reply the provider
+    The agent compacts before a model call whose estimated context (see `estimate_tokens`)
+    exceeds `model.context_window - reserve_tokens`, and once after a reply the provider
     refused as too long (`is_context_overflow`), then retries that call.
 
     Attributes:
-        reserve_tokens: Tokens left free for the reply (and the estimate's error). The
-            summary's own reply is given at most 80 % of them.
-        keep_recent_tokens: The estimated tokens of recent messages kept verbatim (at least
-            this many, up to the turn boundary before them). Keep it well below the context
-            window less `reserve_tokens`, or compaction cannot make room.
+        reserve_tokens: Tokens left free for the reply and the estimate's error (the summary's
+            own reply gets at most 80 % of them).
+        keep_recent_tokens: The estimated tokens of recent messages kept verbatim; keep it well
+            below the context window less `reserve_tokens`, or compaction cannot make room.
     """
 
     reserve_tokens: int = attrs.field(default=16_384, validator=count)
@@ -230,15 +228,10 @@ def compact(
 ) -> list[AgentMessage]:
     """Summarise the older part of a transcript with the model; keep the recent part.
 
-    The transcript is cut at the latest turn boundary that keeps at least
-    `keep_recent_tokens` (estimated, see `estimate_tokens`) of the most recent messages: just
-    before a user message, or before an assistant message once every tool call before the
-    cut has its result before it (never between a call and its result, never at a tool
-    result). The messages before the cut are sent to the model, as text, with a request for a
-    summary of the goals, progress, decisions, open work and the exact names of files and
-    identifiers. A `CompactionSummaryMessage` at the start (an earlier compaction) is folded
-    into the new summary. `default_convert_to_llm` gives the summary to the model as a user
-    message wrapping it in a `<summary>` tag.
+    The cut is the latest turn boundary keeping at least `keep_recent_tokens` (estimated) of
+    recent messages, never between a tool call and its result. The model is asked for a
+    summary of the older part's goals, progress, decisions, open work and exact names, folding
+    in an earlier `CompactionSummaryMessage`; it later reads it as a `<summary>` user message.
 
     Args:
         messages: The transcript, oldest first; not modified.

@@ -3,8 +3,9 @@
 `start` (on the caller's thread, under the agent's lock) checks everything that can fail, marks
 the agent busy with a new `AgentRun` and starts its thread; `prompt_here` runs one on the
 calling thread instead. On the run's thread, `_main` runs the loop and `_handle` takes each
-event to the agent's state, its session, the run's log and the listeners, in that order. These
-are the agent's own methods in all but name: they use its private state, under its lock.
+event to the agent's state, its session (`SessionWriter`; API §13), the run's log and the
+listeners, in that order. These are the agent's own methods in all but name: they use its
+private state, under its lock.
 """
 
 from __future__ import annotations
@@ -27,9 +28,11 @@ from .._core import (
     MessageEndEvent,
     MessageStartEvent,
     Model,
+    Session,
     TextContent,
     ToolResultMessage,
     TurnEndEvent,
+    answer_interrupted,
     describe,
     error_reply,
     unanswered_tool_calls,
@@ -44,9 +47,10 @@ from ._run import AgentRun
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["prompt_here", "start"]
+__all__ = ["SessionWriter", "load_transcript", "prompt_here", "start"]
 
 _log = logging.getLogger(__name__)
+_session_log = logging.getLogger("agentcore.sessions")
 _run_numbers = itertools.count(1)
 
 
@@ -199,3 +203,54 @@ def _handle(agent: Agent, run: AgentRun, event: AgentEvent) -> None:
             listener(event, run.signal)
         except Exception:
             _log.exception("agent listener %r raised on %s", listener, event.type)
+
+
+def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None]
+                    ) -> list[AgentMessage]:
+    """The session's transcript, checked by `check`, its interrupted tool calls answered.
+
+    The answers (error results saying the process ended) are stored in the session too, so
+    that the transcript it holds can be continued at once.
+    """
+    loaded = session.load()
+    check(loaded)
+    repaired = answer_interrupted(loaded)
+    if len(repaired) != len(loaded):
+        _session_log.warning("%r: %d tool call(s) of the last run never got a result; they get "
+                             "an 'interrupted' error result", session, len(repaired) - len(loaded))
+        if repaired[:len(loaded)] == loaded:
+            session.append(repaired[len(loaded):])
+        else:
+            session.replace(repaired)
+    return repaired
+
+
+class SessionWriter:
+    """Appends each message of an agent's runs to its session; never raises.
+
+    A failed append is logged at ERROR on `agentcore.sessions` and leaves the session behind
+    the transcript: the next message then replaces the session's transcript with the whole of
+    it instead (until that succeeds), so the session never keeps a gap. Used on the run's
+    thread only, one run at a time.
+    """
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self._behind = False
+
+    def save(self, message: AgentMessage, transcript: Callable[[], list[AgentMessage]]) -> None:
+        """Store `message`, the last of `transcript()` (called only to catch up after a failure)."""
+        try:
+            if self._behind:
+                self.replace(transcript())
+            else:
+                self.session.append([message])
+        except Exception:
+            self._behind = True
+            _session_log.exception("%r: could not save a %r message; it stays in the agent's "
+                                   "messages, and the run goes on", self.session, message.role)
+
+    def replace(self, messages: list[AgentMessage]) -> None:
+        """Replace the session's transcript by `messages` (raises what the session raises)."""
+        self.session.replace(messages)
+        self._behind = False

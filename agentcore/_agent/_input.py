@@ -14,6 +14,8 @@ from .._core import (
     ImageContent,
     TextContent,
     UserMessage,
+    check_messages,
+    dict_message_hint,
     list_of,
     tool_hint,
     type_error,
@@ -30,13 +32,7 @@ __all__ = [
 ]
 
 
-_ONE_DICT = "to load a dict, use agentcore.from_dict(AgentMessage, data)"
-_DICTS = "to load dicts, use agentcore.from_dict(list[AgentMessage], data)"
 _TOOLS = "a list of AgentTool or functions"
-
-
-def _dict_hint(value: object, hint: str) -> str | None:
-    return hint if isinstance(value, Mapping) else None
 
 
 def as_message(value: Any, name: str) -> AgentMessage:
@@ -45,7 +41,7 @@ def as_message(value: Any, name: str) -> AgentMessage:
         return UserMessage(value)
     if isinstance(getattr(value, "role", None), str):
         return value  # type: ignore[no-any-return]
-    raise type_error(name, "a str or a message", value, _dict_hint(value, _ONE_DICT))
+    raise type_error(name, "a str or a message", value, dict_message_hint(value, many=False))
 
 
 def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[AgentMessage]:
@@ -63,13 +59,9 @@ def prompt_messages(input: Any, images: Sequence[ImageContent] | None) -> list[A
     if isinstance(getattr(input, "role", None), str):
         return [input]
     if isinstance(input, (list, tuple)):
-        for i, message in enumerate(input):
-            if not isinstance(getattr(message, "role", None), str):
-                raise type_error(f"input[{i}]", "a message such as UserMessage", message,
-                                 _dict_hint(message, _DICTS))
-        return list(input)
+        return check_messages("input", input)
     raise type_error("input", "a str, a message or a list of messages", input,
-                     _dict_hint(input, _ONE_DICT))
+                     dict_message_hint(input, many=False))
 
 
 def copy_list(_: Any, attribute: attrs.Attribute[Any], value: Any) -> Any:
@@ -100,7 +92,7 @@ def message_list(value: Iterable[AgentMessage]) -> list[AgentMessage]:
     """A fresh list (typed, so `Agent(messages=[...])` type-checks for callers)."""
     if not _is_list_like(value):
         raise type_error("messages", "a list of messages", value,
-                         _dict_hint(value, _ONE_DICT))
+                         dict_message_hint(value, many=False))
     return list(value)
 
 

@@ -1,23 +1,31 @@
 """A run's event log: bounded, with its end, waited on by threads and asyncio tasks alike.
 
-The log drops only `message_update`s, oldest first (a long reply streams one per chunk; see
-`AgentRun`). Every kept event carries its sequence number (how many events were published
-before it), and consumers count events *published*, not list positions, so a drop never makes
-one skip or repeat an event it keeps.
+Only `message_update`s are dropped, oldest first. Consumers count events *published* (each
+kept event carries its sequence number), not list positions, so a drop never makes one skip or
+repeat an event it keeps. Asyncio tasks park futures that the producer resolves through
+`loop.call_soon_threadsafe`: no polling, no blocked event loop, and no asyncio import until a
+task waits.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import threading
 import time
 from array import array
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .._core import AgentEndEvent, AgentEvent, MessageUpdateEvent
-from ._async import Waiters, wait_async, wake
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = ["EventLog"]
+
+Waiters = dict["asyncio.Future[None]", "asyncio.AbstractEventLoop"]
+"""Parked futures, each with the event loop it belongs to."""
 
 
 class EventLog:
@@ -26,7 +34,7 @@ class EventLog:
     One producer (the run's thread) publishes and finishes; any number of consumers take what
     was published since they last looked, or wait for news, under one Condition. `publish`
     wakes only the waiters there are: threads in `wait` are counted, and asyncio tasks park
-    futures in `async_waiters` (see `_async`).
+    futures in `async_waiters`.
     """
 
     def __init__(self, max_events: int) -> None:
@@ -105,14 +113,33 @@ class EventLog:
         return True
 
     async def wait_async(self, ready: Callable[[], bool], refuse: Callable[[], None]) -> None:
-        """`wait` for asyncio: await `ready()` without blocking the event loop."""
-        await wait_async(self._cond, self.async_waiters, ready, refuse)
+        """`wait` for asyncio: await `ready()` on the running loop without blocking it."""
+        import asyncio  # here, not at the top: `import agentcore` never loads asyncio
+
+        loop = asyncio.get_running_loop()
+        while True:
+            with self._cond:
+                if ready():
+                    return
+                refuse()
+                future: asyncio.Future[None] = loop.create_future()
+                self.async_waiters[future] = loop
+            try:
+                await future
+            except BaseException:  # cancelled: a waiter left behind would be woken for nothing
+                with self._cond:
+                    self.async_waiters.pop(future, None)
+                raise
 
     def _wake(self, all_threads: bool) -> None:
         if all_threads or self._waiting:  # most events have no thread waiting: skip the notify
             self._cond.notify_all()
-        if self.async_waiters:
-            wake(self.async_waiters)
+        if self.async_waiters:  # resolve each parked future on its own loop, and forget them
+            parked = list(self.async_waiters.items())
+            self.async_waiters.clear()
+            for future, loop in parked:
+                with contextlib.suppress(RuntimeError):  # its loop is closed: nobody to wake
+                    loop.call_soon_threadsafe(_resolve, future)
 
     def _drop_updates(self) -> None:
         """Drop the oldest message_updates, down to about 90 % of `max_events` if they allow."""
@@ -134,3 +161,9 @@ class EventLog:
         seqs += self._seqs[index:]
         self._events, self._seqs = events, seqs
         self._updates -= drop
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    """On the future's loop: wake its waiter, unless it was cancelled meanwhile."""
+    if not future.done():
+        future.set_result(None)

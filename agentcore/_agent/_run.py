@@ -4,7 +4,7 @@ A run has one producer, the `Agent` that started it, and any number of consumers
 producer uses `start`, `publish` and `finish`, as an executor uses `Future.set_result`; the
 consumers wait on the run through `result`, `wait`, iteration, `snapshot`, `wait_for_news`
 and `add_finisher`, or read its outcome (`text`, `usage`, `error`). The events live in the
-run's `EventLog` (`_log`), asyncio waits go through its bridge (`_async`).
+run's `EventLog` (`_log`), which asyncio tasks await too.
 """
 
 from __future__ import annotations
@@ -55,20 +55,15 @@ class AgentRun:
 
     Iterate it (from any thread, any number of times, however late) for every event from
     `agent_start` to `agent_end`; `result()` waits for the new messages; `text`, `usage`,
-    `error` and `raise_for_error()` wait likewise, then read the run's outcome; `text_stream()`
-    yields the reply text as it streams. A `KeyboardInterrupt` while waiting aborts the run,
-    then propagates. Waiting from the run's own thread (a listener, hook or tool of this run)
-    raises `RuntimeError` instead of deadlocking.
+    `error` and `raise_for_error()` wait likewise, then read the outcome; `text_stream()`
+    yields the reply text as it streams. `async for event in run` and `await run.wait_async()`
+    do the same without blocking an event loop. A `KeyboardInterrupt` while waiting aborts the
+    run, then propagates; waiting from the run's own thread (a listener, hook or tool of this
+    run) raises `RuntimeError` instead of deadlocking.
 
-    In asyncio code, `async for event in run` and `await run.wait_async()` do the same without
-    blocking the event loop (no thread, no polling: the run wakes the loop when it publishes).
-
-    The run keeps at most `max_events` events: past that, the oldest `message_update` events
-    are dropped (in batches, down to about 90 % of the bound), never events of other kinds, so
-    a late iteration or a live one that lags may miss `message_update`s and nothing else. A run
-    whose log is mostly other kinds (a very long run of tool calls) keeps them all and so may
-    hold more than `max_events`; its `message_update`s are then dropped once they are a tenth
-    of the log.
+    Past `max_events` events the oldest `message_update`s are dropped (in batches, down to
+    about 90 % of the bound, once they are a tenth of the log), never events of other kinds:
+    a late or lagging iteration may miss `message_update`s and nothing else.
     """
 
     def __init__(self, controller: AbortController, *, max_events: int = MAX_EVENTS) -> None:
@@ -138,12 +133,11 @@ class AgentRun:
 
     @property
     def error(self) -> str | None:
-        """The error the run ended with, or None if it ended normally.
+        """The error the run ended with, or None if it ended normally; waits like `result()`.
 
-        The run ended in error when its last assistant message stops with `"error"` or
-        `"aborted"` (that message's `error_message`), or when it was aborted between a reply's
-        tool calls and the next reply (`"Request was aborted"`). Blocks until the run has
-        ended, like `result()`.
+        That is the last assistant message's `error_message` when it stops with `"error"` or
+        `"aborted"`, or `"Request was aborted"` when the run was aborted between a reply's tool
+        calls and the next reply.
         """
         outcome = self._failure(self._replies())
         return None if outcome is None else outcome[1]
@@ -151,8 +145,7 @@ class AgentRun:
     def raise_for_error(self) -> None:
         """Raise `RunError` if the run ended in error or was aborted (see `error`); else nothing.
 
-        Like `requests.Response.raise_for_status()`: `agent.prompt(...).raise_for_error()`
-        makes a failed run an exception. Blocks until the run has ended, like `result()`.
+        Like `requests.Response.raise_for_status()`; waits like `result()`.
 
         Raises:
             RunError: with the `stop_reason` (`"error"` or `"aborted"`) and the error text;
@@ -182,18 +175,11 @@ class AgentRun:
     def text_stream(self, timeout: float | None = None) -> Iterator[str]:
         """Iterate the assistant text deltas of the run as they arrive, across all its turns.
 
-        Joined, they are the text of every assistant message of the run (thinking and tool
-        calls left out). Like iteration, it starts from the run's first event however late it
-        is called; a long finished run whose log dropped old `message_update`s (see
-        `max_events`) yields only the deltas it kept.
-
-        Args:
-            timeout: Seconds from this call; if the run has not ended by then, the iterator
-                raises `TimeoutError` once it has yielded what arrived in time. None waits
-                as long as the run lasts.
-
-        Returns:
-            An iterator of `str` deltas. Waiting from the run's own thread raises `RuntimeError`.
+        Joined, they are the text of every assistant message of the run. Like iteration, it
+        starts from the run's first event however late it is called (less any dropped
+        `message_update`s, see `max_events`). Past `timeout` seconds from this call, once it
+        has yielded what arrived in time, it raises `TimeoutError`; from the run's own thread
+        it raises `RuntimeError`.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         return self._text_deltas(deadline, timeout)

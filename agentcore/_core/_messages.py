@@ -77,8 +77,7 @@ class UserMessage:
             return self.content
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
-    def _repr_markdown_(self) -> str:
-        return message_markdown(self)
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
 @attrs.frozen
@@ -110,8 +109,7 @@ class AssistantMessage:
         """The tool calls, in order."""
         return [b for b in self.content if isinstance(b, ToolCall)]
 
-    def _repr_markdown_(self) -> str:
-        return message_markdown(self)
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
 @attrs.frozen
@@ -135,8 +133,7 @@ class ToolResultMessage:
         """The text blocks joined."""
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
-    def _repr_markdown_(self) -> str:
-        return message_markdown(self)
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
 @attrs.frozen
@@ -152,8 +149,7 @@ class BashExecutionMessage:
     full_output_path: str | None = attrs.field(default=None, validator=_opt_str)
     timestamp: int = _timestamp
 
-    def _repr_markdown_(self) -> str:
-        return message_markdown(self)
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
 @attrs.frozen
@@ -165,8 +161,7 @@ class CompactionSummaryMessage:
     tokens_before: int = attrs.field(validator=instance_of(int))
     timestamp: int = _timestamp
 
-    def _repr_markdown_(self) -> str:
-        return message_markdown(self)
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
 @attrs.frozen
@@ -178,8 +173,7 @@ class BranchSummaryMessage:
     from_id: str = attrs.field(validator=_str)
     timestamp: int = _timestamp
 
-    def _repr_markdown_(self) -> str:
-        return message_markdown(self)
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage

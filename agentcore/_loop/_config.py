@@ -193,31 +193,20 @@ def _output_type(_: object, attribute: attrs.Attribute[Any], value: object) -> N
 class AgentLoopConfig:
     """Everything a run needs besides its context: the model, hooks and provider options.
 
-    Hooks run on the run's thread (`before_tool_call`/`after_tool_call` too), tools on worker
-    threads (the run's own daemon pool, or `tool_executor`); a hook that raises becomes an
-    error message or an error tool result, never an exception. A `ThreadPoolExecutor` (or a
-    subclass) as `tool_executor` runs calls in this process, as the run's pool does; any other
-    executor (a `ProcessPoolExecutor`, Dask's `client.get_executor()`) may run them elsewhere,
-    so it gets a picklable work item (the tool's `execute`, the call's arguments, `deps`) and
-    the run waits on its future. Such a call's tool gets a signal that never aborts and an
-    `on_update` that drops progress: neither crosses processes, but an abort or a timeout still
-    ends the wait. A tool or `deps` that cannot be pickled gives an error result saying so
-    (`@tool` functions at module level pickle by reference). `tool_timeout` (seconds) bounds
-    every tool call whose tool sets no `timeout` of its own; `deps` is handed to every `@tool`
-    function with a parameter named `deps`. With an `output_type`, the model answers through a
-    `final_result` tool whose converted arguments are that result's `details`, within
-    `output_retries` retries (default 2: at most 3 attempts; API §14). `limits`
-    (`UsageLimits`, default None: none) bounds the run's turns, model and tool calls, tokens
-    and cost; a run that reaches one ends with an error message `"usage limit reached:
-    <name>=<value>"`. `before_model_call(call, emit, signal)` is the seam
-    `Agent(auto_compact=...)` compacts through (its shape may still change): it runs before
-    every model call, and once more after a reply that ended in an error; messages it returns
-    replace the run's context (after an error reply, the call is then retried once), and it
-    may `emit` events of its own into the run. The provider options are one `options:
-    StreamOptions`, passed to the stream function with the run's signal; the flat keywords
-    (`max_tokens=...`, `reasoning` … `api_key`) set its fields, and read them back as
-    attributes. `get_api_key(provider)` is asked before every model call and wins over
-    `api_key`.
+    Hooks run on the run's thread, tools on worker threads (the run's own pool, or
+    `tool_executor`); a hook that raises becomes an error message or an error tool result. An
+    executor other than a `ThreadPoolExecutor` may run calls in another process: it gets a
+    picklable work item (a tool or `deps` that cannot be pickled gives an error result), and
+    such a tool's signal never aborts and its progress is dropped, though an abort or a
+    timeout still ends the wait. `tool_timeout` (seconds) bounds every call whose tool sets no
+    `timeout`; `deps` reaches every `@tool` function with a `deps` parameter. With an
+    `output_type` the model answers through a `final_result` tool within `output_retries`
+    retries (default 2: at most 3 attempts; API §14). `limits` bounds the run's turns, calls,
+    tokens and cost. `before_model_call(call, emit, signal)`, the seam of `auto_compact`, runs
+    before every model call and once after an error reply: messages it returns replace the
+    context (an error reply's call is then retried once). The provider options are one
+    `options` with flat aliases (`max_tokens=...`); `get_api_key(provider)`, asked before every
+    model call, wins over `api_key`.
     """
 
     model: Model = attrs.field(validator=is_model)

@@ -1,11 +1,9 @@
 """How long a stopped run may take to end, and the runs in flight when the interpreter exits.
 
 An aborted run gives a tool call (or a model stream) `ABORT_GRACE_S` to stop, then abandons it.
-A run's thread is not a daemon, so the interpreter finishes every run before it exits, as a Node
-process finishes its pending work. Ctrl-C while it waits interrupts that wait, and Python then
-goes on to its `atexit` hooks with the runs still going: ours aborts every run in flight and
-gives them `EXIT_GRACE_S` to emit their `agent_end`, then lets the process end. On a normal
-exit no run is left by the time the hooks run, and the hook does nothing.
+Run threads are not daemons, so the interpreter finishes every run before it exits; after a
+Ctrl-C interrupts that wait, our `atexit` hook aborts the runs still in flight and gives them
+`EXIT_GRACE_S` to emit their `agent_end`. On a normal exit no run is left and it does nothing.
 """
 
 from __future__ import annotations

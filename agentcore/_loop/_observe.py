@@ -1,13 +1,10 @@
 """Observers of runs: the seam through which a tracer (`agentcore.otel`) watches the loop.
 
-An observer, registered with `observe`, is called as each run starts, on the run's thread; the
-`RunTrace` it returns sees the run's events, each model call as it is sent, each tool call's
-work before a worker runs it, and the run's end. With none registered (the default) a run
-checks an empty tuple once and does nothing more. The registry is module-level, like the
-provider registry, since a tracer sees every run: a tuple replaced under a lock, read without.
-While an observer is registered, the threads a run starts from a caller (`agent_loop`, an
-`Agent` run) start in a copy of the caller's `contextvars` context (`carry_context`), so that
-a tracer's current span, say, carries over to the run.
+An observer (`observe`) is called as each run starts, on the run's thread; its `RunTrace` sees
+the run's events, each model call as sent, each tool call's work before a worker runs it, and
+the run's end. With none registered a run checks an empty tuple once. The registry is a tuple
+replaced under a lock; while it is not empty, the threads a run starts from a caller run in a
+copy of the caller's `contextvars` context (`carry_context`), so a tracer's span carries over.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Tool calls on an executor that may run them in another process (a process pool, Dask).
 
-Any `concurrent.futures.Executor` but a `ThreadPoolExecutor` may run a call elsewhere, where
-neither the run's inbox nor its signal exists (a closure over them would not pickle, or would
-report into another process's copy of the queue). Such an executor gets `run_tool`, a
-module-level function, with picklable arguments, and the run waits on the `Future` it returns.
-Over there the tool gets a signal that never aborts and an `on_update` that drops partial
-results. The run still ends on abort or timeout as for a thread: it stops waiting for the
-future (and cancels it, in case the call has not started).
+Any `Executor` but a `ThreadPoolExecutor` may run a call where neither the run's inbox nor its
+signal exists, so it gets `run_tool`, a module-level function with picklable arguments, and
+the run waits on its `Future`. Over there the tool's signal never aborts and `on_update` drops
+partial results; an abort or a timeout still ends the run's wait (and cancels the future).
 """
 
 from __future__ import annotations

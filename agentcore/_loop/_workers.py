@@ -1,11 +1,9 @@
 """The threads a run lends its tool calls when the config names no executor.
 
-A `concurrent.futures.ThreadPoolExecutor` hands work over through a `Future`, a semaphore and
-its own queue, and registers an exit hook: on a small VM one hand-off and back costs about
-60 µs, and starting a call while the interpreter shuts down fails. `WorkerPool` is the least
-that a run needs instead: daemon threads started on demand (so one that ignores its abort
-signal can never hold up interpreter exit), fed through one `queue.SimpleQueue` (about 5 µs
-there and back), and work run on the caller's thread when no thread can be started.
+A `ThreadPoolExecutor` hand-off (a `Future`, a semaphore, its queue) costs about 60 µs there
+and back on a small VM, and its exit hook refuses work at shutdown. `WorkerPool` is the least a
+run needs: daemon threads started on demand (one ignoring its abort never holds up exit), one
+`queue.SimpleQueue` (about 5 µs), and work run on the caller's thread when no thread starts.
 """
 
 from __future__ import annotations
