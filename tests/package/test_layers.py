@@ -84,13 +84,13 @@ PUBLIC_MODULES = {
 """Modules anyone may import by path (their names are public API)."""
 
 FOREIGN_PRIVATES = {
-    ("agentcore/providers/_http.py", "_connection"):
+    ("agentcore/providers/_transport.py", "_connection"):
         "urllib3 keeps a streamed response's connection in `HTTPResponse._connection`; an abort "
         "shuts that socket down to wake the reading thread, which no public API can do",
-    ("agentcore/providers/_http.py", "_fp"):
+    ("agentcore/providers/_transport.py", "_fp"):
         "the same shutdown's fallback when urllib3 has let go of the connection: the "
         "`http.client.HTTPResponse` that urllib3 reads from (`HTTPResponse._fp`)",
-    ("agentcore/providers/_http.py", "_sock"):
+    ("agentcore/providers/_transport.py", "_sock"):
         "the fallback's last step: the socket under that response's `socket.SocketIO`",
     ("agentcore/batch/_run.py", "_client"):
         "distributed's `ClientExecutor` keeps its `Client` there and offers no public way to "

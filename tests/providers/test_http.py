@@ -25,7 +25,7 @@ from agentcore import (
     UserMessage,
     complete,
 )
-from agentcore.providers import _http
+from agentcore.providers import _http, _transport
 from agentcore.providers._http import (
     HttpError,
     HttpRequest,
@@ -50,7 +50,7 @@ _SESSION: list[requests.Session] = []
 @pytest.fixture(autouse=True)
 def http_session() -> Iterator[requests.Session]:
     """One agentcore session per test, used by `make_request` and closed afterwards."""
-    session = _http.new_http_session()
+    session = _transport.new_http_session()
     _SESSION[:] = [session]
     yield session
     _SESSION.clear()
