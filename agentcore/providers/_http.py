@@ -238,7 +238,7 @@ def open_stream(request: HttpRequest) -> Response:
             return response
         body = redact(_read_body(response, signal), secrets)
         asked = server_delay(headers)
-        if asked and _ratelimit.shares(status, headers):
+        if asked and _ratelimit.shares(status, headers, body):
             key = key or request.pause_key()
             _ratelimit.pause(key, asked, status)
         if policy.retries_status(attempt, status, headers, body):
