@@ -125,14 +125,17 @@ class Transport(Protocol):
 
 
 class Urllib3Response:
-    """A `Response` over urllib3's streamed response (both transports give one)."""
+    """A `Response` over urllib3's streamed response (both transports give one).
+
+    `headers` are the response's own unless given (requests' view of them, say).
+    """
 
     __slots__ = ("headers", "raw", "status")
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: Any, headers: Mapping[str, str] | None = None) -> None:
         self.raw = raw
         self.status: int = raw.status
-        self.headers: Mapping[str, str] = raw.headers
+        self.headers: Mapping[str, str] = raw.headers if headers is None else headers
 
     def chunks(self) -> Iterator[bytes]:
         """Whole HTTP chunks when the body is chunked, else whatever one read gives.
@@ -211,7 +214,7 @@ class _Threaded:
         def send() -> Response:
             response = session.post(request.url, data=request.body, headers=request.headers,
                                     stream=True, timeout=timeouts)
-            return Urllib3Response(response.raw)
+            return Urllib3Response(response.raw, response.headers)
 
         if signal is None:
             return send()
@@ -255,8 +258,9 @@ def _send(session: requests.Session, request: Outgoing, timeouts: tuple[float, f
     raw = lean_post(session, session.get_adapter(url), settings["verify"], settings["cert"],
                     url, request.body, request.headers, timeouts)
     if raw is None:
-        raw = session.post(url, data=request.body, headers=request.headers, stream=True,
-                           timeout=timeouts).raw
+        response = session.post(url, data=request.body, headers=request.headers, stream=True,
+                                timeout=timeouts)
+        return Urllib3Response(response.raw, response.headers)
     return Urllib3Response(raw)
 
 
