@@ -11,12 +11,17 @@ modules. Public modules, importable by path:
 Private modules, used only inside this package:
 
 - `_registry`: which stream function serves which `Model.api` (`get_apis()` lists them).
-- `_reply`: `WireApi`, the seam each wire module fills in, and `stream_http_reply`, which
-  streams any of them.
+- `_reply`: `WireApi`, the seam each wire module fills in (URL, headers, body, decoder,
+  handler, error text, signer), and `stream_http_reply`, which streams any of them.
 - `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
-- `_http` (request, SSE body, redaction), `_opener` (sessions, abort in every phase),
-  `_retry` (retry policy, server hints), `_ratelimit` (429 pauses shared by the process),
-  `_sse` (SSE decoding).
+- `_http`: the request policy (retries, rate-limit pauses, error text, redaction) and the
+  reading loop of a reply's body; `_retry` (retry policy, server hints, a server error that
+  says the request was invalid), `_ratelimit` (429 pauses shared by the process).
+- `_transport`: the transport seam (`Transport`, `Response`, `Outgoing`), its two
+  transports chosen once per session, and `new_http_session`; `_opener` (sockets an abort
+  shuts down, threads it abandons), `_lean` (a POST straight to urllib3).
+- `_framing` (the `Decoder` protocol a wire API's body is decoded with), `_sse` (Server-Sent
+  Events, the default decoder).
 - `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
   `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
@@ -81,6 +86,6 @@ def new_http_session(pool_size: int = 10) -> requests.Session:
     each finds one to reuse. Importing requests and the HTTP module waits until this is first
     called.
     """
-    from ._http import new_http_session as new
+    from ._transport import new_http_session as new
 
     return new(pool_size)

@@ -1,16 +1,12 @@
-"""HTTP for providers: requests with retries, SSE streaming, abort at every phase, redaction.
+"""HTTP for providers: the request policy (retries, rate limits, error text, redaction).
 
-`open_stream` sends the request, retrying what `_retry` says may be retried (in sleeps that an
-abort cuts short) but never once the body has started. With a signal, an abort returns at once
-in any phase (resolving, connecting, waiting for headers). Sessions from `new_http_session` hand
-every socket a request opens or reuses to the request's `SocketWatch` before it connects, so the
-abort shuts that socket down: through them (without a proxy) the request is opened on the
-calling thread, with no thread started unless a host name must be looked up for a new
-connection. Through any other session, the request is sent and its headers awaited on a
-short-lived daemon thread (`Opener`) that the abort abandons. `iter_events` reads the body as
-Server-Sent Events; an abort shuts the socket down from the aborting thread, so a blocked read
-returns at once instead of draining the response.
-`finish_body` ends a reply its handler stopped reading, so that its connection can be reused.
+`open_stream` sends a request through its session's transport (`_transport`), retrying what
+`_retry` says may be retried (in sleeps that an abort cuts short) but never once the body has
+started, and signing each attempt anew when the wire API signs. With a signal, an abort returns
+at once in any phase. `iter_events` reads the body with the wire API's decoder (Server-Sent
+Events by default); an abort cuts the reply off from the aborting thread, so a blocked read
+returns at once instead of draining the response. `finish_body` ends a reply its handler stopped
+reading, so that its connection can be reused.
 """
 
 from __future__ import annotations
@@ -27,23 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from .._core import ABORTED_TEXT, DEFAULT_MAX_EVENT_BYTES, AbortSignal
+from .._core import ABORTED_TEXT, DEFAULT_MAX_EVENT_BYTES, AbortSignal, is_credential_header
 from . import _ratelimit
-from ._opener import (
-    Opener,
-    RequestAborted,
-    SocketWatch,
-    direct_route,
-    lean_post,
-    new_http_session,
-    shut,
-    watched,
-)
-from ._retry import RetryPolicy, RetryRefusal, server_delay
+from ._framing import Decode, FramingError
+from ._opener import RequestAborted
+from ._retry import RetryPolicy, RetryRefusal, invalid_request, server_delay
 
 # Looked up here at call time, so that tests can make the waits instant (conftest `backoffs`).
 from ._retry import backoff as _backoff
-from ._sse import EventTooLargeError, SSEDecoder, SseItem, UnframedLines
+from ._sse import decode_sse
+from ._transport import Outgoing, ReadError, Response, transport_of
 
 if TYPE_CHECKING:
     import requests
@@ -54,7 +43,6 @@ __all__ = [
     "RequestAborted",
     "finish_body",
     "iter_events",
-    "new_http_session",
     "open_stream",
     "redact",
 ]
@@ -64,7 +52,6 @@ _log = logging.getLogger(__name__)
 CONNECT_TIMEOUT_S = 10.0
 DEFAULT_READ_TIMEOUT_S = 600.0
 _BODY_LIMIT = 64 * 1024
-_READ_SIZE = 64 * 1024
 _DRAIN_S = 0.1  # how long the rest of a body may take to arrive, after the handler stopped
 _DRAIN_ITEMS = 8  # and how many more items it may hold, before the connection is closed instead
 _CONNECT_ERRNOS = {errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ETIMEDOUT}
@@ -75,22 +62,28 @@ class HttpError(Exception):
 
     `status` is None for connection errors; `body` is the response text (API keys removed);
     `refusal` is set when the server asked for a longer retry delay than allowed, and the
-    message then starts with its text.
+    message then starts with its text; `invalid` is the gist of a server error whose body says
+    the request itself was invalid (`_retry.invalid_request`), which is never retried.
     """
 
     def __init__(self, message: str, status: int | None = None, body: str = "",
                  headers: Mapping[str, str] | None = None, *,
-                 refusal: RetryRefusal | None = None) -> None:
+                 refusal: RetryRefusal | None = None, invalid: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.body = body
         self.headers = dict(headers or {})
         self.refusal = refusal
+        self.invalid = invalid
 
 
 @attrs.frozen
 class HttpRequest:
-    """One POST of a JSON body that answers with an event stream, sent through `session`."""
+    """One POST of a JSON body that answers with a stream, sent through `session`.
+
+    `sign`, when given, sees each attempt as it will be sent (`Outgoing`: URL, headers, the
+    exact body bytes) and returns it signed, e.g. with headers added.
+    """
 
     url: str
     body: bytes
@@ -102,6 +95,8 @@ class HttpRequest:
     on_response: Callable[[int, Mapping[str, str]], None] | None = None
     secrets: tuple[str, ...] = attrs.field(default=(), repr=False)
     session: requests.Session = attrs.field(kw_only=True, repr=False)
+    sign: Callable[[Outgoing], Outgoing] | None = attrs.field(default=None, kw_only=True,
+                                                              repr=False)
 
     def pause_key(self) -> _ratelimit.PauseKey:
         """Whose rate limit this request counts against: its origin and credentials (hashed)."""
@@ -167,13 +162,11 @@ def _sleep(seconds: float, signal: AbortSignal | None) -> None:
         raise RequestAborted(ABORTED_TEXT)
 
 
-def _read_body(response: Any, signal: AbortSignal | None) -> str:
+def _read_body(response: Response, signal: AbortSignal | None) -> str:
     """Up to `_BODY_LIMIT` bytes of an error body; an abort cuts the read short."""
-    remove = signal.add_listener(_shutdown(response)) if signal is not None else None
+    remove = signal.add_listener(response.cut) if signal is not None else None
     try:
-        raw = response.raw.read(_BODY_LIMIT, decode_content=True) or b""
-    except Exception:
-        raw = b""
+        raw = response.read(_BODY_LIMIT)
     finally:
         if remove is not None:
             remove()
@@ -183,21 +176,27 @@ def _read_body(response: Any, signal: AbortSignal | None) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def open_stream(request: HttpRequest) -> Any:
-    """Send `request` and return the open 2xx `requests.Response`, retrying what may be retried.
+def open_stream(request: HttpRequest) -> Response:
+    """Send `request` and return its open 2xx `Response`, retrying what may be retried.
 
     Rate limits are shared (`_ratelimit`): every attempt first waits out a pause that an answer
     to any run with the same origin and credentials set, and a 429 or other retryable answer
     naming a delay sets one, whether this request retries or not. A pause longer than the
     request's `max_retry_delay_ms` is not waited for: the request fails at once with the
-    refusal it would have got from that answer itself. Raises `RequestAborted` or `HttpError`.
+    refusal it would have got from that answer itself. Each attempt is signed anew
+    (`request.sign`), and credentials the signer adds are redacted from error text too.
+    Raises `RequestAborted` or `HttpError`.
     """
     import requests
 
     signal = request.signal
+    session = request.session
+    transport = transport_of(session)
     policy = RetryPolicy.of(request.max_retries, request.max_retry_delay_ms)
     read_timeout = request.timeout or DEFAULT_READ_TIMEOUT_S
     timeouts = (min(CONNECT_TIMEOUT_S, read_timeout), read_timeout)
+    outgoing = Outgoing(request.url, request.headers, request.body)
+    secrets = request.secrets
     key: _ratelimit.PauseKey | None = None  # made when first needed: most requests never need it
     attempt = 0
     while True:
@@ -208,37 +207,41 @@ def open_stream(request: HttpRequest) -> Any:
             refused = _ratelimit.wait(key, signal, policy)
             if refused is not None:
                 raise HttpError(refused.refusal.text, refused.status, refusal=refused.refusal)
+        sent = outgoing
+        if request.sign is not None:
+            sent = request.sign(outgoing)
+            secrets = request.secrets + _added_credentials(outgoing, sent)
         try:
-            response = _post(request, timeouts)
+            response = transport.open(session, sent, timeouts, signal)
         except (requests.ConnectionError, requests.Timeout) as exc:
             if signal is not None and signal.aborted:
                 raise RequestAborted(ABORTED_TEXT) from None
             timed_out = isinstance(exc, requests.Timeout)
             if attempt < policy.max_retries:
-                _log.debug("retrying %s after %s", redact(request.url, request.secrets),
+                _log.debug("retrying %s after %s", redact(request.url, secrets),
                            type(exc).__name__)
                 _sleep(policy.capped(_backoff(attempt)), signal)
                 attempt += 1
                 continue
             if timed_out and not isinstance(exc, requests.ConnectTimeout):
                 raise HttpError("Request timed out.") from None
-            raise HttpError(_unreachable(request, exc, timeouts[0])) from None
+            raise HttpError(_unreachable(request.url, secrets, exc, timeouts[0])) from None
+        status = response.status
         headers = dict(response.headers)
         if request.on_response is not None:
             try:
-                request.on_response(response.status_code, headers)
+                request.on_response(status, headers)
             except BaseException:
                 response.close()
                 raise
-        if 200 <= response.status_code < 300:
+        if 200 <= status < 300:
             return response
-        body = redact(_read_body(response, signal), request.secrets)
-        status = response.status_code
+        body = redact(_read_body(response, signal), secrets)
         asked = server_delay(headers)
-        if asked and _ratelimit.shares(status, headers):
+        if asked and _ratelimit.shares(status, headers, body):
             key = key or request.pause_key()
             _ratelimit.pause(key, asked, status)
-        if policy.retries_status(attempt, status, headers):
+        if policy.retries_status(attempt, status, headers, body):
             refusal = policy.refusal(asked)
             if refusal is not None:
                 raise HttpError(f"{refusal.text} {body}".rstrip(), status, body, headers,
@@ -247,10 +250,21 @@ def open_stream(request: HttpRequest) -> Any:
                 _sleep(policy.capped(_backoff(attempt)), signal)
             attempt += 1
             continue
-        raise HttpError(f"{status} {body}".rstrip(), status, body, headers)
+        invalid = invalid_request(body) if status >= 500 else None
+        raise HttpError(f"{status} {body}".rstrip(), status, body, headers, invalid=invalid)
 
 
-def _unreachable(request: HttpRequest, exc: BaseException, connect_timeout: float) -> str:
+def _added_credentials(before: Outgoing, after: Outgoing) -> tuple[str, ...]:
+    """The values of the credential headers a signer set or changed, to redact like the key.
+
+    `Authorization`, `X-Amz-Security-Token`...: whatever `is_credential_header` names.
+    """
+    return tuple(value for name, value in after.headers.items()
+                 if is_credential_header(name) and before.headers.get(name) != value)
+
+
+def _unreachable(url: str, secrets: tuple[str, ...], exc: BaseException,
+                 connect_timeout: float) -> str:
     """`"cannot connect to URL (cause)"`, or `"request to URL failed (cause)"` once connected.
 
     The URL is shown without credentials, query or fragment (where keys may sit), and redacted;
@@ -260,9 +274,9 @@ def _unreachable(request: HttpRequest, exc: BaseException, connect_timeout: floa
 
     import requests
 
-    parts = urlsplit(request.url)
+    parts = urlsplit(url)
     netloc = parts.netloc.rpartition("@")[2]
-    url = redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")), request.secrets)
+    url = redact(urlunsplit((parts.scheme, netloc, parts.path, "", "")), secrets)
     if isinstance(exc, requests.ConnectTimeout):
         return f"cannot connect to {url} (no answer within {connect_timeout:g} s)"
     todo: list[BaseException] = [exc]
@@ -290,82 +304,8 @@ def _lower_first(text: str) -> str:
     return text[:1].lower() + text[1:]
 
 
-def _post(request: HttpRequest, timeouts: tuple[float, float]) -> Any:
-    """POST `request` and return the response once its headers are in.
-
-    Without a signal this happens on the calling thread. With one, an abort returns at once
-    whatever the request is blocked in, and raises `RequestAborted`: through a session of
-    `new_http_session` without a proxy, on the calling thread, the abort shutting the socket
-    down (a host name is looked up on a thread of its own, only for a new connection); through
-    any other session, on an `Opener` thread that the abort abandons.
-    """
-    route = direct_route(request.session, request.url)
-
-    def send() -> Any:
-        if route is not None:
-            response = lean_post(request.session, route, request.url, request.body,
-                                 request.headers, timeouts)
-            if response is not None:
-                return response
-        return request.session.post(request.url, data=request.body, headers=request.headers,
-                                    stream=True, timeout=timeouts)
-
-    if request.signal is None:
-        return send()
-    if route is not None:  # the abort can cut it here: no thread
-        watch = SocketWatch()
-        remove = request.signal.add_listener(watch.cut)
-        try:
-            with watched(watch):
-                return send()
-        except Exception:
-            if request.signal.aborted:
-                raise RequestAborted(ABORTED_TEXT) from None
-            raise
-        finally:
-            remove()
-    opener = Opener(send)
-    opener.start()
-    remove = request.signal.add_listener(opener.abandon)
-    try:
-        opener.finished.wait()
-    finally:
-        remove()
-    return opener.outcome()
-
-
-def _socket_of(response: Any) -> socket.socket | None:
-    """The socket under `response`, found through urllib3 and http.client private attributes.
-
-    requests offers no way to interrupt a blocked read from another thread; shutting the
-    socket down does. These attribute paths hold for urllib3 2.x; if they change, abort falls
-    back to closing the response (which a blocked read may not notice until data arrives).
-    """
-    try:
-        connection = getattr(response.raw, "_connection", None)
-        sock = getattr(connection, "sock", None)
-        if sock is None:  # fall back to the socket under http.client's response
-            sock = response.raw._fp.fp.raw._sock
-    except AttributeError:
-        return None
-    return sock  # type: ignore[no-any-return]
-
-
-def _shutdown(response: Any) -> Callable[[], None]:
-    """A function that cuts `response` off from any thread, waking a blocked read."""
-
-    def cut() -> None:
-        sock = _socket_of(response)
-        if sock is not None:
-            shut(sock)
-        with contextlib.suppress(Exception):  # races the reading thread, which fails either way
-            response.close()
-
-    return cut
-
-
-def finish_body(events: Iterator[SseItem], response: Any) -> None:
-    """End a reply whose handler stopped reading `events` (from `iter_events(response, ...)`).
+def finish_body(items: Iterator[Any], response: Response) -> None:
+    """End a reply whose handler stopped reading `items` (from `iter_events(response, ...)`).
 
     What is left of the body is read if it comes at once (OpenAI's terminating chunk after
     `[DONE]`): a body read to its end gives its connection back to the session's pool, so the
@@ -373,78 +313,55 @@ def finish_body(events: Iterator[SseItem], response: Any) -> None:
     is its connection. Never raises.
     """
     deadline = time.monotonic() + _DRAIN_S
-    sock = _socket_of(response)
     try:
         for _ in range(_DRAIN_ITEMS):
             left = deadline - time.monotonic()
             if left <= 0:
                 break
-            if sock is not None:
-                sock.settimeout(left)  # urllib3 sets it afresh for the connection's next request
-            next(events)
+            response.set_read_timeout(left)
+            next(items)
     except (StopIteration, HttpError, RequestAborted, OSError):
         pass
     finally:
-        if isinstance(events, Generator):
-            events.close()
+        if isinstance(items, Generator):
+            items.close()
         with contextlib.suppress(Exception):
             response.close()
 
 
-def _body_chunks(raw: Any) -> Iterator[bytes]:
-    """The body's bytes as they arrive, at most `_READ_SIZE` at a time.
-
-    Whole HTTP chunks when the body is chunked (urllib3's chunked reader costs a third of its
-    generic `read1` per call), larger ones in pieces (a server's one huge chunk must not be
-    read whole before the decoder can refuse it), else whatever one read gives.
-    """
-    if getattr(raw, "chunked", False) and raw.supports_chunked_reads():
-        yield from raw.read_chunked(_READ_SIZE, decode_content=True)
-        return
-    while chunk := raw.read1(_READ_SIZE, decode_content=True):
-        yield chunk
-
-
-def iter_events(response: Any, signal: AbortSignal | None,
+def iter_events(response: Response, signal: AbortSignal | None,
                 max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-                seen: list[SseItem | None] | None = None) -> Iterator[SseItem]:
-    """Yield the body's events as they arrive; raises `RequestAborted` or `HttpError`.
+                seen: list[Any] | None = None, decode: Decode = decode_sse) -> Iterator[Any]:
+    """Yield the items `decode` makes of the body as it arrives (by default `SseItem`s).
 
-    Lines that were no SSE field come last, as one `UnframedLines`. An event (or a line) over
-    `max_event_bytes` ends the body with an `HttpError` naming the limit. `seen[0]` holds the
-    last event of the latest read, for error messages (kept per read, not per event: a
-    generator layer per event would cost more than the whole hot path's margin).
+    Raises `RequestAborted`, or `HttpError` when the connection fails or the decoder refuses
+    the body (`FramingError`: an item over `max_event_bytes`, say). `seen[0]` holds the last
+    item of the latest read, for error messages (kept per read, not per item: a generator
+    layer per item would cost more than the whole hot path's margin).
     """
-    import requests
-    import urllib3
-
-    remove = signal.add_listener(_shutdown(response)) if signal is not None else None
-    decoder = SSEDecoder(max_event_bytes)
-    chunks = _body_chunks(response.raw)
+    remove = signal.add_listener(response.cut) if signal is not None else None
+    decoder = decode(max_event_bytes)
+    feed = decoder.feed
+    chunks = response.chunks()
     try:
         while True:
             try:
                 chunk = next(chunks, b"")
-            except (OSError, ValueError, AttributeError, requests.RequestException,
-                    urllib3.exceptions.HTTPError) as exc:
+            except ReadError as exc:
                 if signal is not None and signal.aborted:
                     raise RequestAborted(ABORTED_TEXT) from None
-                timed_out = isinstance(exc, (TimeoutError, urllib3.exceptions.ReadTimeoutError))
-                message = "Request timed out." if timed_out else "Connection error."
-                raise HttpError(message) from None
+                raise HttpError(str(exc)) from None
             if signal is not None and signal.aborted:
                 raise RequestAborted(ABORTED_TEXT)
             if not chunk:
                 break
-            events = decoder.feed(chunk)
-            if events:
+            items = feed(chunk)
+            if items:
                 if seen is not None:
-                    seen[0] = events[-1]
-                yield from events
-        yield from decoder.close()
-        if decoder.unframed:  # e.g. Gemini's raw JSON error body after the last event
-            yield UnframedLines("\n".join(decoder.unframed))
-    except EventTooLargeError as exc:
+                    seen[0] = items[-1]
+                yield from items
+        yield from decoder.end()
+    except FramingError as exc:
         raise HttpError(str(exc)) from None
     finally:
         if remove is not None:

@@ -1,11 +1,12 @@
-"""Opening a request so that an abort reaches it in every phase.
+"""Sockets an abort can shut down, and threads it can abandon: the parts of the transports.
 
-Sessions from `new_http_session` hand every socket a request opens or reuses to that request's
-`SocketWatch` (the one `watched` names for the thread), so an abort shuts the socket down: the
-connect or the wait ends at once, and the server sees the close. A host name is looked up on a
-short-lived thread that the abort stops waiting for. Such a request needs no thread of its own.
-For any other session (or through a proxy), `Opener` runs one request's connect, send and wait
-for headers on a short-lived daemon thread while the caller waits for it or the abort.
+The sessions `new_http_session` makes (`session_type`) hand every socket a request opens or
+reuses to that request's `SocketWatch` (the one `watched` names for the thread), so an abort
+shuts the socket down: the connect or the wait ends at once, and the server sees the close. A
+host name is looked up on a short-lived thread that the abort stops waiting for. Such a request
+needs no thread of its own. For any other session (or through a proxy), `Opener` runs one
+request's connect, send and wait for headers on a short-lived daemon thread while the caller
+waits for it or the abort. `_transport` builds its two transports from these.
 """
 
 from __future__ import annotations
@@ -20,133 +21,17 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
-import attrs
-
 from .._core import ABORTED_TEXT
 
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["DirectRoute", "LeanResponse", "Opener", "RequestAborted", "SocketWatch",
-           "direct_route", "forget_environment", "lean_post", "new_http_session", "shut",
-           "watched"]
+__all__ = ["Opener", "RequestAborted", "SocketWatch", "adapter_type", "forget_environment",
+           "session_type", "shut", "watched"]
 
 
 class RequestAborted(Exception):
     """The request was aborted through its signal."""
-
-
-def new_http_session(pool_size: int = 10) -> requests.Session:
-    """A `requests.Session` configured for agentcore: keep-alive, and abort in every phase.
-
-    Its connections hand their sockets to the request being opened, so that `abort()` can shut
-    a connect or a wait for response headers down at once. It keeps `pool_size` idle
-    connections per host. The caller owns it and closes it (an `Agent` closes its own in
-    `Agent.close()`). Any other session works too; with one, an abort still returns at once but
-    an abandoned connect or wait ends only at its timeout.
-    """
-    if isinstance(pool_size, bool) or not isinstance(pool_size, int) or pool_size < 1:
-        raise ValueError(f"'pool_size' must be an int of at least 1, got {pool_size!r}")
-    session = _session_type()()
-    adapter_type = _adapter_type()
-    session.mount("https://", adapter_type(pool_maxsize=pool_size))
-    session.mount("http://", adapter_type(pool_maxsize=pool_size))
-    return session
-
-
-_REDIRECTS = frozenset({301, 302, 303, 307, 308})
-
-
-def lean_post(session: Any, route: DirectRoute, url: str, body: bytes, headers: dict[str, str],
-              timeouts: tuple[float, float]) -> Any | None:
-    """`session.post(url, ..., stream=True)` for a session of `new_http_session`, made cheaper.
-
-    The request goes from the session's adapter straight to urllib3, with what `requests` would
-    send (the session's headers under ours, the environment's certificate settings), and
-    urllib3's errors become the `requests` exceptions `HTTPAdapter.send` raises. It skips what
-    such a session does not use per request (cookies, auth, hooks, `.netrc`, redirects), which
-    costs about as much as urllib3 itself; cookies a response sets are kept, and from then on the
-    session's requests take requests' own path. `route` is `direct_route(session, url)`. None,
-    having sent nothing, when the session needs any of that (then use `session.post`); a
-    redirect answer is closed and gives None.
-    """
-    if session.auth or session.params or session.cookies or any(session.hooks.values()):
-        return None
-    import requests
-    from urllib3.util import Timeout, parse_url
-
-    adapter, verify, cert = route.adapter, route.verify, route.cert
-    target = requests.PreparedRequest()
-    target.url, target.method = url, "POST"
-    pool = adapter.get_connection_with_tls_context(target, verify, proxies=None, cert=cert)
-    adapter.cert_verify(pool, url, verify, cert)
-    ours = {name.lower() for name in headers}
-    sent = {name: value for name, value in session.headers.items()
-            if value is not None and name.lower() not in ours}
-    sent.update(headers)
-    sent["Content-Length"] = str(len(body))
-    with _requests_errors():
-        raw = pool.urlopen("POST", parse_url(url).request_uri, body=body, headers=sent,
-                           redirect=False, assert_same_host=False, preload_content=False,
-                           decode_content=False, retries=adapter.max_retries,
-                           timeout=Timeout(connect=timeouts[0], read=timeouts[1]),
-                           chunked=False)
-    response = LeanResponse(raw)
-    if "set-cookie" in raw.headers:  # kept for the next request, as requests does
-        from requests import cookies, structures
-
-        target.headers = structures.CaseInsensitiveDict(
-            {name: str(value) for name, value in sent.items()})
-        extract: Any = cookies.extract_cookies_to_jar
-        extract(session.cookies, target, raw)
-    if response.status_code in _REDIRECTS:  # requests follows these: let it
-        response.close()
-        return None
-    return response
-
-
-class LeanResponse:
-    """What `lean_post` returns: the part of `requests.Response` the providers use."""
-
-    __slots__ = ("headers", "raw", "status_code")
-
-    def __init__(self, raw: Any) -> None:
-        self.raw = raw
-        self.status_code: int = raw.status
-        self.headers = raw.headers
-
-    def close(self) -> None:
-        """As `requests.Response.close()` of a streamed body: close it, give the connection back."""
-        self.raw.close()
-        self.raw.release_conn()
-
-
-@contextlib.contextmanager
-def _requests_errors() -> Iterator[None]:
-    """Raise urllib3's errors as the `requests` exceptions `HTTPAdapter.send` makes of them."""
-    import requests
-    from urllib3 import exceptions as u3
-
-    try:
-        yield
-    except u3.MaxRetryError as exc:
-        reason = exc.reason
-        if isinstance(reason, u3.ConnectTimeoutError) and \
-                not isinstance(reason, u3.NewConnectionError):
-            raise requests.ConnectTimeout(exc) from exc
-        if isinstance(reason, u3.ResponseError):
-            raise requests.exceptions.RetryError(exc) from exc
-        if isinstance(reason, u3.SSLError):
-            raise requests.exceptions.SSLError(exc) from exc
-        raise requests.ConnectionError(exc) from exc
-    except (u3.ProtocolError, u3.ClosedPoolError, OSError) as exc:
-        raise requests.ConnectionError(exc) from exc
-    except u3.SSLError as exc:
-        raise requests.exceptions.SSLError(exc) from exc
-    except u3.ReadTimeoutError as exc:
-        raise requests.ReadTimeout(exc) from exc
-    except u3.InvalidHeader as exc:
-        raise requests.exceptions.InvalidHeader(exc) from exc
 
 
 ENV_SETTINGS_TTL_S = 1.0
@@ -163,18 +48,27 @@ def forget_environment() -> None:
 
 
 @functools.cache
-def _session_type() -> type[requests.Session]:
+def session_type() -> type[requests.Session]:
     """The `requests.Session` of `new_http_session`, built on first use (requests loads lazily).
 
-    Such sessions read proxies and certificates from the environment (`HTTPS_PROXY`,
-    `NO_PROXY`, `REQUESTS_CA_BUNDLE`, ...) once per origin every `ENV_SETTINGS_TTL_S`, all
-    together: requests reads them afresh for every request, walking the whole environment several
-    times and looking for `~/.netrc`, which costs more than the rest of sending a request.
+    Such a session records the transport chosen for it (`agentcore_transport`); mounting an
+    adapter forgets it, so that the next request chooses again. It reads proxies and
+    certificates from the environment (`HTTPS_PROXY`, `NO_PROXY`, `REQUESTS_CA_BUNDLE`, ...)
+    once per origin every `ENV_SETTINGS_TTL_S`, all together: requests reads them afresh for
+    every request, walking the whole environment several times and looking for `~/.netrc`,
+    which costs more than the rest of sending a request.
     """
     import requests
 
     class AgentcoreSession(requests.Session):
         """`requests.Session` that reuses environment settings read in the last second."""
+
+        agentcore_transport: Any = None
+        """The transport its requests go through (`_transport`); None: chosen at the next one."""
+
+        def mount(self, prefix: Any, adapter: Any) -> None:
+            super().mount(prefix, adapter)
+            self.agentcore_transport = None  # other adapters: the transport may differ
 
         def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any,
                                        cert: Any) -> Any:
@@ -251,36 +145,6 @@ def watched(watch: SocketWatch) -> Iterator[None]:
         yield
     finally:
         _watching.watch = previous
-
-
-@attrs.frozen
-class DirectRoute:
-    """How a session of `new_http_session` reaches a URL with no proxy.
-
-    Its adapter, and the certificate settings requests would use (session and environment).
-    """
-
-    adapter: Any
-    verify: Any
-    cert: Any
-
-
-def direct_route(session: Any, url: str) -> DirectRoute | None:
-    """The route when `session` opens `url` through watched connections, directly; else None.
-
-    Then an abort can cut every phase of opening the request by shutting its socket down (and
-    stop waiting for name resolution), so the request needs no `Opener` thread, and
-    `lean_post` may send it.
-    """
-    if type(session) is not _session_type():
-        return None
-    adapter = session.get_adapter(url)
-    if type(adapter) is not _adapter_type():
-        return None
-    settings = session.merge_environment_settings(url, {}, True, None, None)
-    if settings["proxies"]:
-        return None
-    return DirectRoute(adapter, settings["verify"], settings["cert"])
 
 
 def shut(sock: socket.socket) -> None:
@@ -433,7 +297,7 @@ def _watched_socket(conn: Any, watch: SocketWatch) -> socket.socket:
 
 
 @functools.cache
-def _adapter_type() -> type[Any]:
+def adapter_type() -> type[Any]:
     """The `HTTPAdapter` of `new_http_session`, built on first use (requests loads lazily).
 
     Its connections create their sockets through `_watched_socket` when on an `Opener`, and

@@ -1,6 +1,7 @@
 """The one seam every HTTP wire API plugs into, and the request/reply skeleton that drives it.
 
-A wire module describes its API as a `WireApi` (URL, headers, body, event handler, error text);
+A wire module describes its API as a `WireApi` (URL, headers, body, how to decode the reply's
+body, how to read the items, error text, and optionally how to sign each request);
 `stream_http_reply` sends the request and streams the reply of any of them.
 """
 
@@ -28,18 +29,19 @@ from .._core import (
     is_credential_header,
 )
 from ._builder import ReplyBuilder
+from ._framing import Decode
 from ._http import (
     HttpError,
     HttpRequest,
     RequestAborted,
     finish_body,
     iter_events,
-    new_http_session,
     open_stream,
     redact,
 )
-from ._sse import ServerSentEvent, SseItem
+from ._sse import ServerSentEvent, UnframedLines, decode_sse
 from ._text import dumps
+from ._transport import Outgoing, new_http_session
 
 if TYPE_CHECKING:
     import requests
@@ -56,8 +58,9 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-EventHandler = Callable[[ReplyBuilder, Iterator[SseItem]], Iterator[AssistantMessageEvent]]
-"""Turns a reply's server-sent events into the event protocol, through the builder."""
+EventHandler = Callable[[ReplyBuilder, Iterator[Any]], Iterator[AssistantMessageEvent]]
+"""Turns the items of a reply's body (what `WireApi.decode` makes of it: `SseItem`s by default)
+into the event protocol, through the builder."""
 
 
 class ProviderError(Exception):
@@ -84,6 +87,13 @@ class WireApi:
             connection errors keep their own text).
         auto_close: Whether a new block closes the open one (False: blocks may interleave and
             close only when the server says so).
+        decode: Makes the decoder of one reply body from the largest item allowed
+            (`max_event_bytes`): its items are what `handle` reads. Server-Sent Events by
+            default; a binary framing is another decoder (`_framing.Decoder`).
+        sign: Sees each attempt at the request as it will be sent (URL, headers with `on_payload`
+            and every header applied, the exact body bytes) and returns it signed, e.g. with
+            headers added; called again for every retry. Credential headers it adds are
+            redacted from error text like the API key.
     """
 
     url: Callable[[Model], str]
@@ -92,6 +102,8 @@ class WireApi:
     handle: EventHandler
     http_error_text: Callable[[HttpError], str]
     auto_close: bool = True
+    decode: Decode = decode_sse
+    sign: Callable[[Outgoing], Outgoing] | None = None
 
 
 def api_key_for(model: Model, options: StreamOptions) -> str:
@@ -190,8 +202,12 @@ def http_status_text(error: HttpError, from_json: Callable[[Any], str | None]) -
 
 
 def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
-              options: StreamOptions, api_key: str, session: requests.Session) -> Any:
-    """Apply `on_payload`, check the headers, POST the JSON and return the open 2xx response."""
+              options: StreamOptions, api_key: str, session: requests.Session, *,
+              sign: Callable[[Outgoing], Outgoing] | None = None) -> Any:
+    """Apply `on_payload`, check the headers, POST the JSON and return the open 2xx response.
+
+    `sign` signs each attempt (`WireApi.sign`).
+    """
     if options.on_payload is not None:
         replaced = options.on_payload(body, model)
         if replaced is not None:
@@ -204,7 +220,7 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
         url, dumps(body).encode("utf-8"), merged, signal=options.signal,
         timeout=options.timeout, max_retries=options.max_retries,
         max_retry_delay_ms=options.max_retry_delay_ms, on_response=options.on_response,
-        secrets=secrets_of(api_key, model, options), session=session,
+        secrets=secrets_of(api_key, model, options), session=session, sign=sign,
     )
     return open_stream(request)
 
@@ -212,6 +228,8 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
 def _http_error_message(wire: WireApi, error: HttpError) -> str:
     if error.status is None:  # a connection error
         return str(error)
+    if error.invalid is not None:  # the server's validation error, in short
+        return f"{error.status} {error.invalid}"
     message = wire.http_error_text(error)
     refusal = error.refusal
     if refusal is not None and not message.startswith(refusal.text):
@@ -219,12 +237,17 @@ def _http_error_message(wire: WireApi, error: HttpError) -> str:
     return message
 
 
-def _unexpected(model: Model, exc: BaseException, item: SseItem | None) -> str:
+def _unexpected(model: Model, exc: BaseException, item: Any) -> str:
     """The message for a handler that met JSON of a shape it did not expect."""
     what = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
     message = f"unexpected response from {model.provider} ({model.api}): {what}"
     if item is not None:
-        text = item.data if isinstance(item, ServerSentEvent) else item.text
+        if isinstance(item, ServerSentEvent):
+            text = item.data
+        elif isinstance(item, UnframedLines):
+            text = item.text
+        else:  # an item of another decoder
+            text = repr(item)
         excerpt = text if len(text) <= _EXCERPT else text[:_EXCERPT] + "..."
         message += f", in {excerpt!r}"
     return message
@@ -248,14 +271,14 @@ def stream_http_reply(
         owned = new_http_session() if options.http_session is None else None
         session = options.http_session or owned
         assert session is not None
-        last: list[SseItem | None] = [None]
+        last: list[Any] = [None]
         reading = False
         try:
             response = post_json(wire.url(model), wire.body(model, context, options),
                                  wire.headers(model, api_key), model, options, api_key,
-                                 session)
+                                 session, sign=wire.sign)
             yield builder.start()
-            items = iter_events(response, signal, options.max_event_bytes, last)
+            items = iter_events(response, signal, options.max_event_bytes, last, wire.decode)
             reading = True
             yield from wire.handle(builder, items)
             reading = False

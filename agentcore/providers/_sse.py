@@ -11,6 +11,10 @@ Decoding costs time linear in the bytes, however they are split: a line cut acro
 kept as a list of its pieces and joined once, and only new bytes are searched for line ends.
 Memory is bounded too: one event, or one line, longer than the decoder's `max_event_bytes`
 raises `EventTooLargeError`.
+
+`SSEDecoder` is the decoder a `WireApi` reads its body with unless it names another
+(`decode_sse`): its `end` hands the unframed lines over as one `UnframedLines`, after the last
+event; `close` gives the events only.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Iterable, Iterator
 import attrs
 
 from .._core import DEFAULT_MAX_EVENT_BYTES
+from ._framing import Decode, FramingError
 
 __all__ = [
     "UNFRAMED_LIMIT",
@@ -28,6 +33,7 @@ __all__ = [
     "ServerSentEvent",
     "SseItem",
     "UnframedLines",
+    "decode_sse",
     "iter_sse",
 ]
 
@@ -48,7 +54,7 @@ class ServerSentEvent:
 class UnframedLines:
     """The body's lines that were no SSE field, joined by newlines: no event, but maybe an error.
 
-    `iter_events` yields at most one, after the last event.
+    `decode_sse` gives at most one, after the last event.
     """
 
     text: str
@@ -58,7 +64,7 @@ SseItem = ServerSentEvent | UnframedLines
 """What a provider's event handler reads: events, then possibly the unframed lines."""
 
 
-class EventTooLargeError(ValueError):
+class EventTooLargeError(FramingError):
     """One event, or one line, is longer than the decoder's `max_event_bytes`."""
 
     def __init__(self, limit: int) -> None:
@@ -150,9 +156,12 @@ class SSEDecoder:
             chunk, self._cr = chunk[:-1], True
         return chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
 
-    def close(self) -> list[ServerSentEvent]:
-        """Finish at the end of the body: a last event without its blank line still counts."""
-        out = []
+    def end(self) -> list[SseItem]:
+        """Finish at the end of the body (a `_framing.Decoder`'s end).
+
+        `close()`'s events, then the unframed lines as one `UnframedLines`.
+        """
+        out: list[SseItem] = []
         self._cr = False
         if self._pending:
             rest = b"".join(self._pending)
@@ -164,7 +173,13 @@ class SSEDecoder:
         event = self._line(b"")
         if event is not None:
             out.append(event)
+        if self.unframed:  # e.g. Gemini's raw JSON error body after the last event
+            out.append(UnframedLines("\n".join(self.unframed)))
         return out
+
+    def close(self) -> list[ServerSentEvent]:
+        """Finish at the end of the body: a last event without its blank line still counts."""
+        return [item for item in self.end() if isinstance(item, ServerSentEvent)]
 
     def _check(self, pending: int) -> None:
         """Raise if the line being received, with the event so far, is over the limit."""
@@ -211,3 +226,7 @@ def iter_sse(chunks: Iterable[bytes],
     for chunk in chunks:
         yield from decoder.feed(chunk)
     yield from decoder.close()
+
+
+decode_sse: Decode = SSEDecoder
+"""The decoder a `WireApi` reads its body with unless it names another (a `_framing.Decode`)."""

@@ -76,13 +76,13 @@ PUBLIC_MODULES = {
 """Modules anyone may import by path (their names are public API)."""
 
 FOREIGN_PRIVATES = {
-    ("agentcore/providers/_http.py", "_connection"):
+    ("agentcore/providers/_transport.py", "_connection"):
         "urllib3 keeps a streamed response's connection in `HTTPResponse._connection`; an abort "
         "shuts that socket down to wake the reading thread, which no public API can do",
-    ("agentcore/providers/_http.py", "_fp"):
+    ("agentcore/providers/_transport.py", "_fp"):
         "the same shutdown's fallback when urllib3 has let go of the connection: the "
         "`http.client.HTTPResponse` that urllib3 reads from (`HTTPResponse._fp`)",
-    ("agentcore/providers/_http.py", "_sock"):
+    ("agentcore/providers/_transport.py", "_sock"):
         "the fallback's last step: the socket under that response's `socket.SocketIO`",
     ("agentcore/batch/_run.py", "_client"):
         "distributed's `ClientExecutor` keeps its `Client` there and offers no public way to "
@@ -100,17 +100,6 @@ MAX_MODULE_LINES = 450
 """No module is longer: past this, split it along a seam (STYLE.md aims for about 300). The
 rule has no exceptions; a provider wire module that outgrew it would be named here with its
 reason, and none does."""
-
-PENDING_SPLITS = {
-    "agentcore/providers/_http.py":
-        "452 lines; the transport workstream of issue 22 moves its HTTP paths into a transport "
-        "seam",
-    "agentcore/providers/_opener.py":
-        "479 lines; the transport workstream of issue 22 reshapes it into that seam",
-}
-"""Temporary: modules over `MAX_MODULE_LINES` that another branch of issue 22 is splitting. The
-lead removes each entry once that branch is merged (the stale-entry test then insists), and
-this set with the last of them."""
 
 _ATTRIBUTE_FUNCTIONS = {"getattr", "hasattr", "setattr", "delattr"}
 
@@ -590,21 +579,14 @@ def hygiene_violations(tree: Tree) -> list[str]:
 
 
 def size_violations(tree: Tree) -> list[str]:
-    """Modules over `MAX_MODULE_LINES` lines (but for the `PENDING_SPLITS`), at their first line
-    past the limit."""
+    """Modules over `MAX_MODULE_LINES` lines, at their first line past the limit."""
     found = []
     for module in tree.modules.values():
-        pending = _rename_path(module.path, tree) in PENDING_SPLITS
-        if module.lines > MAX_MODULE_LINES and not pending:
+        if module.lines > MAX_MODULE_LINES:
             found.append(f"{module.path}:{MAX_MODULE_LINES + 1}: size: module {module.name} has "
                          f"{module.lines} lines, over the {MAX_MODULE_LINES} allowed (split it "
                          "along a seam into modules of one purpose each)")
     return _sorted(found)
-
-
-def _rename_path(path: str, tree: Tree) -> str:
-    """`path` with the checked package's directory replaced by `agentcore/`."""
-    return "agentcore" + path[len(tree.root):]
 
 
 @functools.cache
@@ -649,9 +631,6 @@ def test_layers_exceptions_are_all_still_needed() -> None:
             for use in _private_attribute_uses(module)}
     stale = sorted(set(FOREIGN_PRIVATES) - used)
     assert stale == [], f"FOREIGN_PRIVATES lists uses that are gone: {stale}"
-    large = {module.path for module in tree.modules.values() if module.lines > MAX_MODULE_LINES}
-    split = sorted(set(PENDING_SPLITS) - large)
-    assert split == [], f"PENDING_SPLITS lists modules now within the size limit: {split}"
 
 
 def test_layers_checker_sees_every_kind_of_import() -> None:
@@ -803,7 +782,6 @@ def test_layers_checker_reports_a_module_over_the_size_limit(tmp_path: Path) -> 
         **_CLEAN,
         "agentcore/_core/_big.py": f'"""Big."""\n{body}',
         "agentcore/_core/_full.py": body,
-        "agentcore/providers/_http.py": f'"""Pending."""\n{body}',
     })
     assert size_violations(tree) == [
         f"agentcore/_core/_big.py:{MAX_MODULE_LINES + 1}: size: module agentcore._core._big has "

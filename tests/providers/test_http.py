@@ -25,7 +25,7 @@ from agentcore import (
     UserMessage,
     complete,
 )
-from agentcore.providers import _http
+from agentcore.providers import _http, _transport
 from agentcore.providers._http import (
     HttpError,
     HttpRequest,
@@ -50,7 +50,7 @@ _SESSION: list[requests.Session] = []
 @pytest.fixture(autouse=True)
 def http_session() -> Iterator[requests.Session]:
     """One agentcore session per test, used by `make_request` and closed afterwards."""
-    session = _http.new_http_session()
+    session = _transport.new_http_session()
     _SESSION[:] = [session]
     yield session
     _SESSION.clear()
@@ -601,3 +601,68 @@ def test_http_an_unexpected_shape_excerpt_is_short_and_redacted(sse_server) -> N
     assert reply.error_message.endswith("...'")
     assert '\'{"echo": "***", "choices": 5' in reply.error_message
     assert key not in reply.error_message
+
+
+# --- a server error that says the request was invalid ------------------------------------------
+
+VALIDATION_FIXTURES = ["openai_completions/http_500_validation.json",
+                       "openai_completions/http_500_validation_list.json"]
+VALIDATION_GIST = ("invalid request: messages.1.content: Input should be a valid string, got None "
+                   "(and 6 more validation errors)")
+SERVER_ERRORS = {
+    "openai": fixture_bytes("openai_completions/http_500.json").decode(),
+    "llama-cpp-python": '{"error":{"message":"llama_decode returned -3","type":'
+                        '"internal_server_error","param":null,"code":null}}',
+    "response-validation": json.dumps({"error": {"message": (
+        "1 validation error:\n  {'type': 'missing', 'loc': ('response', "
+        "'CreateChatCompletionResponse', 'choices', 0, 'message', 'refusal'), 'msg': "
+        "'Field required', 'input': {'role': 'assistant', 'content': 'Hi'}}\n\n  File "
+        "\"/srv/app.py\", line 376, in create_chat_completion\n    POST /v1/chat/completions"),
+        "type": "internal_server_error", "param": None, "code": None}}),
+    "validation-words": '{"error":{"message":"2 validation errors: the cache was corrupt",'
+                        '"type":"server_error"}}',
+    "other-dicts": json.dumps({"error": {"message": "[{'loc': ('worker', 3), 'msg': 'x'}]"}}),
+    "not-json": "[{'type': 'missing', 'loc': ('body', 'messages'), 'msg': 'Field required'}]",
+}
+
+
+@pytest.mark.parametrize("name", VALIDATION_FIXTURES)
+def test_http_a_500_validation_error_is_not_retried(sse_server, backoffs, name) -> None:
+    body = fixture_bytes(name).decode()
+    sse_server.status(500, body)
+    sse_server.sse(b"data: never\n\n")
+    error = failure(make_request(sse_server))
+    assert str(error) == f"500 {body}"
+    assert (error.status, error.body, error.invalid) == (500, body, VALIDATION_GIST)
+    assert len(sse_server.requests) == 1
+    assert backoffs == []
+
+
+@pytest.mark.parametrize("name", list(SERVER_ERRORS))
+def test_http_a_500_server_error_is_still_retried(sse_server, backoffs, name) -> None:
+    body = SERVER_ERRORS[name]
+    for _ in range(3):
+        sse_server.status(500, body)
+    error = failure(make_request(sse_server))
+    assert (error.status, error.body, error.invalid) == (500, body, None)
+    assert len(sse_server.requests) == 3
+    assert backoffs == [0, 1]
+
+
+def test_http_a_500_validation_error_is_retried_when_the_server_says_so(sse_server,
+                                                                        backoffs) -> None:
+    sse_server.status(500, fixture_bytes(VALIDATION_FIXTURES[0]), {"x-should-retry": "true"})
+    sse_server.sse(b"data: ok\n\n")
+    assert read_events(make_request(sse_server)) == [ServerSentEvent(None, "ok")]
+    assert len(sse_server.requests) == 2
+
+
+@pytest.mark.parametrize("name", VALIDATION_FIXTURES)
+def test_http_a_500_validation_error_ends_the_run_readably(sse_server, backoffs, name) -> None:
+    sse_server.status(500, fixture_bytes(name))
+    model = Model("qwen2.5-7b-instruct", "Q", "openai-completions", "llama-cpp",
+                  f"{sse_server.url}/v1")
+    reply = complete(model, Context(None, [UserMessage("hi")]), StreamOptions(api_key=KEY))
+    assert reply.stop_reason == StopReason.ERROR
+    assert reply.error_message == f"500 {VALIDATION_GIST}"
+    assert len(sse_server.requests) == 1
