@@ -1,6 +1,7 @@
 """Shared fixtures: every test must leave no thread behind, and gets a fresh faux provider.
 
-`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`).
+`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`). A test that
+starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ from sse_server import SSEServer
 from agentcore.providers import _opener, _ratelimit
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
+pytest_plugins = ["slow_tier"]
+
 THREAD_GRACE_S = 2.0
+"""How long the thread check waits for threads that are ending (a passing test never waits
+for one that has ended already: the check returns as soon as nothing is left)."""
 
 
 @pytest.fixture(autouse=True)

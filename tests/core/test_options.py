@@ -212,6 +212,7 @@ def test_options_keep_secrets_out_of_reprs(faux: FauxProvider) -> None:
         assert "HIDDEN" not in text
 
 
+@pytest.mark.slow
 def test_options_flat_keywords_type_check(tmp_path: Path) -> None:
     """mypy --strict sees the aliases as typed keywords and attributes (and rejects bad ones)."""
     good = tmp_path / "good.py"

@@ -529,6 +529,7 @@ class RecordingPool(ProcessPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+@pytest.mark.slow
 def test_run_batch_on_a_process_pool_runs_inputs_in_groups(server: ChatServer) -> None:
     inputs = [f"weather City{i}" if i % 2 else f"hello {i}" for i in range(12)]
 
@@ -555,6 +556,7 @@ def test_run_batch_on_a_process_pool_runs_inputs_in_groups(server: ChatServer) -
     assert (typed[1].output, typed[1].error) == (None, "400 bad prompt")
 
 
+@pytest.mark.slow
 def test_run_batch_unpicklable_make_agent_or_output_type_raises_for_a_process_pool() -> None:
     @ac.tool
     def local(city: str) -> str:
@@ -594,6 +596,7 @@ faux.unregister()
 """
 
 
+@pytest.mark.slow
 def test_run_batch_progress_in_jupyter_is_a_live_display(jupyter_env: str) -> None:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")
@@ -649,6 +652,7 @@ def dask_client() -> Iterator[Any]:
         yield client
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_run_batch_on_a_dask_cluster_runs_on_both_workers(
     dask_client: Any, quick_server: ChatServer,
@@ -687,6 +691,7 @@ def test_run_batch_on_a_dask_cluster_runs_on_both_workers(
     assert (typed[2].output, typed[2].error) == (None, "400 bad prompt")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_run_batch_on_a_dask_cluster_refuses_an_unpicklable_make_agent(
     dask_client: Any,
@@ -717,6 +722,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@pytest.mark.slow
 def test_batch_example_runs_offline_with_a_progress_bar() -> None:
     done = run_example()
 
@@ -725,6 +731,7 @@ def test_batch_example_runs_offline_with_a_progress_bar() -> None:
     assert "100/100" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_batch_example_runs_the_same_call_on_a_local_cluster() -> None:
     done = run_example("--dask")

@@ -108,6 +108,7 @@ def _alive(pid: int) -> bool:
 # --- listing ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_tools_have_the_servers_names_schemas_and_descriptions(
         stdio: MCPServerStdio) -> None:
     tools = stdio.tools()
@@ -117,6 +118,7 @@ def test_mcp_tools_have_the_servers_names_schemas_and_descriptions(
     assert isinstance(add, ac.AgentTool)
 
 
+@pytest.mark.slow
 def test_mcp_tools_prefix_renames_them_and_still_calls_the_servers_names(
         stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools(prefix="calc"))
@@ -129,6 +131,7 @@ def test_mcp_tools_prefix_renames_them_and_still_calls_the_servers_names(
 # --- results ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_text_and_image_results_become_content_blocks(stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools())
     result = _call(tools["add"], {"a": 1, "b": 2})
@@ -138,12 +141,14 @@ def test_mcp_text_and_image_results_become_content_blocks(stdio: MCPServerStdio)
                                ac.ImageContent(base64.b64encode(PNG).decode(), "image/png")]
 
 
+@pytest.mark.slow
 def test_mcp_is_error_raises_the_tools_text(stdio: MCPServerStdio) -> None:
     fail = _by_name(stdio.tools())["fail"]
     with pytest.raises(MCPToolError, match=r"^Error executing tool fail: boom$"):
         _call(fail, {"message": "boom"})
 
 
+@pytest.mark.slow
 def test_mcp_tool_called_from_an_agent_run(stdio: MCPServerStdio) -> None:
     replies = [
         [tool_call("add", {"a": 20, "b": 22}, id="c1"), tool_call("picture", {}, id="c2"),
@@ -166,6 +171,7 @@ def test_mcp_tool_called_from_an_agent_run(stdio: MCPServerStdio) -> None:
 # --- aborts, crashes, hangs -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_abort_mid_call_returns_promptly_and_the_server_stays_usable(
         stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools())
@@ -193,6 +199,7 @@ def test_mcp_abort_mid_call_returns_promptly_and_the_server_stays_usable(
     assert _call(tools["add"], {"a": 1, "b": 1}).content == [ac.TextContent("2")]
 
 
+@pytest.mark.slow
 def test_mcp_agent_abort_mid_call_gives_an_aborted_result(stdio: MCPServerStdio) -> None:
     started = threading.Event()
     with scripted_model([tool_call("slow", {"seconds": 60}), "unreached"]) as fake:
@@ -210,6 +217,7 @@ def test_mcp_agent_abort_mid_call_gives_an_aborted_result(stdio: MCPServerStdio)
     assert result.text.startswith("AbortError: the call to the MCP server")
 
 
+@pytest.mark.slow
 def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
         stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools())
@@ -234,12 +242,14 @@ def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
         _call(tools["add"], {"a": 1, "b": 1})
 
 
+@pytest.mark.slow
 def test_mcp_server_exiting_mid_call_gives_an_error_result(stdio: MCPServerStdio) -> None:
     crash = _by_name(stdio.tools())["crash"]
     with pytest.raises(MCPServerError, match="Connection closed"):
         _call(crash, {})
 
 
+@pytest.mark.slow
 def test_mcp_hung_call_is_bounded_by_the_tool_timeout(stdio: MCPServerStdio) -> None:
     tools = stdio.tools()
     with scripted_model([tool_call("slow", {"seconds": 60}), "gave up"]) as fake:
@@ -252,6 +262,7 @@ def test_mcp_hung_call_is_bounded_by_the_tool_timeout(stdio: MCPServerStdio) -> 
     assert _call(_by_name(tools)["add"], {"a": 1, "b": 1}).content == [ac.TextContent("2")]
 
 
+@pytest.mark.slow
 def test_mcp_request_timeout_of_the_server_object_ends_a_call() -> None:
     with MCPServerStdio(sys.executable, [SERVER], timeout=3) as server:
         slow = _by_name(server.tools())["slow"]
@@ -266,6 +277,7 @@ def test_mcp_request_timeout_of_the_server_object_ends_a_call() -> None:
 # --- lifecycle ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_close_ends_the_process_and_the_thread() -> None:
     server = _stdio()
     with server:
@@ -288,6 +300,7 @@ def test_mcp_tools_before_opening_says_to_use_with() -> None:
     server.close()
 
 
+@pytest.mark.slow
 def test_mcp_a_server_that_cannot_start_raises_and_leaves_no_thread(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-server")
     with pytest.raises(MCPServerError, match=r"could not connect to the MCP server .*"
@@ -298,6 +311,7 @@ def test_mcp_a_server_that_cannot_start_raises_and_leaves_no_thread(tmp_path: Pa
     assert _mcp_threads() == []
 
 
+@pytest.mark.slow
 def test_mcp_a_server_that_never_answers_times_out_while_connecting() -> None:
     server = MCPServerStdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=0.5)
     with pytest.raises(MCPServerError, match=r"did not finish connecting within 0\.5 s"):
@@ -305,6 +319,7 @@ def test_mcp_a_server_that_never_answers_times_out_while_connecting() -> None:
     assert _mcp_threads() == []
 
 
+@pytest.mark.slow
 def test_mcp_close_from_another_thread_stops_the_connecting() -> None:
     server = MCPServerStdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=60)
     outcome: list[BaseException] = []
@@ -328,6 +343,7 @@ def test_mcp_close_from_another_thread_stops_the_connecting() -> None:
     assert _mcp_threads() == []
 
 
+@pytest.mark.slow
 def test_mcp_works_inside_a_running_event_loop() -> None:
     async def inside() -> str:
         with _stdio() as server:
@@ -392,6 +408,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_mcp_without_the_sdk_says_which_extra_to_install() -> None:
     done = _python("""\
         import sys
@@ -405,6 +422,7 @@ def test_mcp_without_the_sdk_says_which_extra_to_install() -> None:
         0, "agentcore.mcp needs the 'mcp' extra: pip install 'agentcore[mcp]'\n", "")
 
 
+@pytest.mark.slow
 def test_mcp_import_agentcore_does_not_import_the_sdk() -> None:
     done = _python("""\
         import sys

@@ -30,7 +30,8 @@ TIMEOUT = 30  # the first call on a fresh worker imports agentcore there
 MARGIN = 1.0
 
 
-@pytest.fixture(scope="module", params=["process", "dask"])
+@pytest.fixture(scope="module", params=[pytest.param("process", marks=pytest.mark.slow),
+                                        pytest.param("dask", marks=pytest.mark.slow)])
 def executor(request: pytest.FixtureRequest) -> Iterator[Executor]:
     """A `ProcessPoolExecutor` (spawn) or a Dask `ClientExecutor` over two worker processes."""
     if request.param == "process":

@@ -261,6 +261,7 @@ def test_errors_ux_decoding_errors_are_short() -> None:
     assert len(str(info.value)) < 300
 
 
+@pytest.mark.slow
 def test_errors_ux_serde_of_lists_type_checks(tmp_path: Path) -> None:
     """mypy --strict infers `from_json(list[AgentMessage], ...)` and `to_dict(list)` types."""
     good = tmp_path / "good.py"

@@ -450,6 +450,7 @@ _IMPORT_PROBE = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_import_agentcore_does_no_work() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", _IMPORT_PROBE],
@@ -487,12 +488,14 @@ def _run_tool(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_mypy_strict_passes_on_the_package() -> None:
     proc = _run_tool("mypy", "agentcore")
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_ruff_passes_on_package_and_tests() -> None:
     proc = _run_tool("ruff", "check", "agentcore", "tests")
@@ -623,6 +626,7 @@ def test_providers_package_reexports_the_registry_and_catalogue() -> None:
         assert getattr(providers, name) is getattr(agentcore, name), name
 
 
+@pytest.mark.slow
 def test_python_m_agentcore_help_works() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "agentcore", "--help"],
@@ -667,6 +671,7 @@ NOT_LOADED_BY_IMPORT = [
 `import agentcore` itself."""
 
 
+@pytest.mark.slow
 def test_import_agentcore_leaves_heavy_modules_unloaded() -> None:
     proc = subprocess.run(
         [sys.executable, "-c", _HEAVY_PROBE],
