@@ -2,10 +2,12 @@
 
 `sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`). A test that
 starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
+`mypy_report` (one mypy run per session) is made by the first test that asks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import threading
@@ -14,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from mypy_report import MypyReport, run_mypy
 from sse_server import SSEServer
 
 from agentcore.providers import _opener, _ratelimit
@@ -118,3 +121,15 @@ def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
     for thread in threads:
         thread.join(5.0)
         assert not thread.is_alive()
+
+
+# --- shared by the modules that ask ----------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def mypy_report() -> MypyReport:
+    """mypy --strict over `agentcore` and `tests/typing/`, run once per session (see
+    `tests/mypy_report.py`); skipped without mypy."""
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed")
+    return run_mypy()
