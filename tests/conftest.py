@@ -2,7 +2,8 @@
 
 `sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`). A test that
 starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
-`mypy_report` (one mypy run per session) is made by the first test that asks.
+`mypy_report` (one mypy run per session) and `dask_client` (one cluster per session) are
+shared, and made by the first test that asks.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from mypy_report import MypyReport, run_mypy
@@ -133,3 +135,22 @@ def mypy_report() -> MypyReport:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed")
     return run_mypy()
+
+
+@pytest.fixture(scope="session")
+def dask_client() -> Iterator[Any]:
+    """A Dask `Client` over a `LocalCluster` of two single-threaded worker processes.
+
+    One per session (starting one takes 1-2 s), made by the first test that asks, warmed
+    up with a task so that distributed's long-lived threads (`Dask-Offload`, the client's event
+    loop) exist before a test's thread check starts. The workers are shared: a test must
+    leave them idle (a tool it holds on a worker released by its end).
+    """
+    distributed = pytest.importorskip("distributed", reason="dask is not installed (extra)")
+    # ":0": the scheduler's HTTP server on a free port (None still takes 8787, and a cluster
+    # already there makes the warning that it moved an error here)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        assert client.submit(abs, -1).result(30) == 1
+        yield client

@@ -623,7 +623,7 @@ def test_run_batch_progress_in_jupyter_is_a_live_display(jupyter_env: str) -> No
 
 
 # --- Dask --------------------------------------------------------------------------------------
-
+# `dask_client`: the session's cluster (tests/conftest.py), shared with the remote executor tests.
 
 @pytest.fixture
 def quick_server() -> Iterator[ChatServer]:
@@ -633,23 +633,6 @@ def quick_server() -> Iterator[ChatServer]:
         yield server
     finally:
         server.close()
-
-
-@pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
-    """A Dask `Client` over a `LocalCluster` of two single-threaded worker processes.
-
-    One for the module, warmed up with a task, so that distributed's long-lived threads
-    (`Dask-Offload`, the client's event loop) exist before a test's thread check starts.
-    """
-    distributed = pytest.importorskip("distributed", reason="dask is not installed (extra)")
-    # ":0": the scheduler's HTTP server on a free port (None still takes 8787, and a cluster
-    # already there makes the warning that it moved an error here)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
-        assert client.submit(abs, -1).result(30) == 1
-        yield client
 
 
 @pytest.mark.slow

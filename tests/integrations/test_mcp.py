@@ -45,8 +45,22 @@ def _stdio() -> MCPServerStdio:
     return MCPServerStdio(sys.executable, [SERVER])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stdio() -> Iterator[MCPServerStdio]:
+    """One server process for the module's tests that leave it usable (starting one takes
+    ~0.6 s); a test that kills or breaks its server takes `own_stdio`. Its thread is not
+    among the `_mcp_threads()` that tests count."""
+    with _stdio() as server:
+        _shared.update(_mcp_threads())
+        try:
+            yield server
+        finally:
+            _shared.clear()
+
+
+@pytest.fixture
+def own_stdio() -> Iterator[MCPServerStdio]:
+    """A server process for one test."""
     with _stdio() as server:
         yield server
 
@@ -93,8 +107,12 @@ def _by_name(tools: list[ac.AgentTool]) -> dict[str, ac.AgentTool]:
     return {t.name: t for t in tools}
 
 
+_shared: set[threading.Thread] = set()  # the threads of the module's shared server
+
+
 def _mcp_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("agentcore-mcp")]
+    return [t for t in threading.enumerate()
+            if t.name.startswith("agentcore-mcp") and t not in _shared]
 
 
 def _alive(pid: int) -> bool:
@@ -219,8 +237,8 @@ def test_mcp_agent_abort_mid_call_gives_an_aborted_result(stdio: MCPServerStdio)
 
 @pytest.mark.slow
 def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
-        stdio: MCPServerStdio) -> None:
-    tools = _by_name(stdio.tools())
+        own_stdio: MCPServerStdio) -> None:
+    tools = _by_name(own_stdio.tools())
     pid = int(_call(tools["pid"], {}).content[0].text)  # type: ignore[union-attr]
     started = threading.Event()
     with scripted_model([tool_call("slow", {"seconds": 60}), "the server died"]) as fake:
@@ -243,8 +261,8 @@ def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
 
 
 @pytest.mark.slow
-def test_mcp_server_exiting_mid_call_gives_an_error_result(stdio: MCPServerStdio) -> None:
-    crash = _by_name(stdio.tools())["crash"]
+def test_mcp_server_exiting_mid_call_gives_an_error_result(own_stdio: MCPServerStdio) -> None:
+    crash = _by_name(own_stdio.tools())["crash"]
     with pytest.raises(MCPServerError, match="Connection closed"):
         _call(crash, {})
 
