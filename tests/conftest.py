@@ -13,7 +13,7 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +29,26 @@ pytest_plugins = ["slow_tier"]
 THREAD_GRACE_S = 2.0
 """How long the thread check waits for threads that are ending (a passing test never waits
 for one that has ended already: the check returns as soon as nothing is left)."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
+    """Cache the assertion-rewritten test modules, even under PYTHONDONTWRITEBYTECODE.
+
+    pytest rewrites every test module's asserts on import and caches the result in
+    `__pycache__` unless bytecode writing is off; with it off (this machine's environment
+    sets PYTHONDONTWRITEBYTECODE=1), every run rewrites ~4,000 asserts again: about 5 s of
+    each run's collection. Bytecode writing is on for the collection only.
+    """
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
+
+
+# --- every test ------------------------------------------------------------------------------
 
 
 @pytest.fixture(autouse=True)
