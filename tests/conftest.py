@@ -2,14 +2,15 @@
 
 `sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`). A test that
 starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
-`mypy_report` (one mypy run per session) and `dask_client` (one cluster per session) are
-shared, and made by the first test that asks.
+`mypy_report` (one mypy run) and `dask_client` (one cluster per session) are shared, and
+made by the first test that asks.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 import threading
 import time
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mypy_report import MypyReport, run_mypy
+from mypy_report import MypyReport, run_mypy_once
 from sse_server import SSEServer
 
 from agentcore.providers import _opener, _ratelimit
@@ -149,19 +150,21 @@ def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
 
 
 @pytest.fixture(scope="session")
-def mypy_report() -> MypyReport:
-    """mypy --strict over `agentcore` and `tests/typing/`, run once per session (see
-    `tests/mypy_report.py`); skipped without mypy."""
+def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> MypyReport:
+    """mypy --strict over `agentcore` and `tests/typing/`, run once per pytest run, xdist's
+    workers included (see `tests/mypy_report.py`); skipped without mypy."""
     if importlib.util.find_spec("mypy") is None:
         pytest.skip("mypy is not installed")
-    return run_mypy()
+    # xdist's workers have base temporary directories side by side, in one made for this run
+    in_xdist = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    return run_mypy_once(tmp_path_factory.getbasetemp().parent if in_xdist else None)
 
 
 @pytest.fixture(scope="session")
 def dask_client() -> Iterator[Any]:
     """A Dask `Client` over a `LocalCluster` of two single-threaded worker processes.
 
-    One per session (starting one takes 1-2 s), made by the first test that asks, warmed
+    One per session (per xdist worker; starting one takes 1-2 s), made when first asked, warmed
     up with a task so that distributed's long-lived threads (`Dask-Offload`, the client's event
     loop) exist before a test's thread check starts. The workers are shared: a test must
     leave them idle (a tool it holds on a worker released by its end).

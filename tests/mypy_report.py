@@ -10,16 +10,27 @@ Incremental, as mypy is by default (its cache in `.mypy_cache/`): the first run 
 on a 2-core machine, a later one a fraction of a second. The snippets are top-level modules
 (there is no `__init__.py` above them), so `[tool.mypy]`'s relaxed override for `tests.*`
 does not apply: they are checked as strictly as the package.
+
+Under pytest-xdist each worker has its own session: the first worker that needs the report
+runs mypy, the others wait for it and read what it saved (`run_mypy_once`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import paths
+
+try:
+    import fcntl
+except ImportError:  # Windows: each xdist worker runs mypy itself
+    fcntl = None  # type: ignore[assignment]
 
 _LOCATION = re.compile(r"^(?P<path>[^:]+\.pyi?):(?P<rest>\d+(:\d+)?: (error|note): .*)$")
 
@@ -57,3 +68,17 @@ def run_mypy() -> MypyReport:
             report.other.append(line)
     return report
 
+
+def run_mypy_once(shared: Path | None) -> MypyReport:
+    """`run_mypy()`; with `shared` (a directory that every xdist worker of this run shares),
+    only in the first worker that asks: the others read its report from there."""
+    if shared is None or fcntl is None:
+        return run_mypy()
+    with open(shared / "mypy.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        saved = shared / "mypy.json"
+        if saved.exists():
+            return MypyReport(**json.loads(saved.read_text()))
+        report = run_mypy()
+        saved.write_text(json.dumps(dataclasses.asdict(report)))
+        return report
