@@ -44,7 +44,7 @@ from agentcore.providers.faux import (
 )
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
-              pytest.mark.slow]
+              pytest.mark.slow, pytest.mark.alone]
 
 CHILD = paths.TESTS / "session_child.py"
 CONCURRENCY = 6
