@@ -18,16 +18,18 @@ from __future__ import annotations
 
 import contextlib
 import json
+import socket
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from prompt_shutdown import PromptShutdown
 
 _WAIT_S = 10.0
 
 
-class ChatServer(ThreadingHTTPServer):
+class ChatServer(PromptShutdown, ThreadingHTTPServer):
     """The server on 127.0.0.1, on a free port, from construction until `close()`."""
 
     daemon_threads = False
@@ -42,9 +44,10 @@ class ChatServer(ThreadingHTTPServer):
         self.streaming = 0
         self.max_streaming = 0
         self.prompts: list[str] = []
+        self.stopping = threading.Event()  # set by close(): paced streams end at once
+        self.connections: set[socket.socket] = set()
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02},
-                                       name="chat-server")
+        self.thread = threading.Thread(target=self.serve_forever, name="chat-server")
         self.thread.start()
 
     @property
@@ -52,7 +55,14 @@ class ChatServer(ThreadingHTTPServer):
         return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
     def close(self) -> None:
+        """Stop serving, cut open connections (so that no handler waits out a client's idle
+        keep-alive connection or its pacing) and join every thread."""
+        self.stopping.set()
         self.shutdown()
+        with self.lock:
+            for sock in self.connections:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
         self.server_close()
         self.thread.join(_WAIT_S)
 
@@ -114,10 +124,15 @@ class _Handler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # each chunk goes at once, not after the client's delayed ACK (~40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.lock:
             self.server.accepted += 1
+            self.server.connections.add(self.connection)
 
     def finish(self) -> None:
+        with self.server.lock:
+            self.server.connections.discard(self.connection)
         with contextlib.suppress(OSError):
             super().finish()
 
@@ -149,8 +164,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
             for piece in [*chunks, b"data: [DONE]\n\n"]:
-                if self.server.delay_s:
-                    time.sleep(self.server.delay_s)
+                if self.server.delay_s and self.server.stopping.wait(self.server.delay_s):
+                    raise ConnectionAbortedError("the server is closing")
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")

@@ -1,24 +1,78 @@
 """Shared fixtures: every test must leave no thread behind, and gets a fresh faux provider.
 
-`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`).
+`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`). A test that
+starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
+`mypy_report` (one mypy run) and `dask_client` (one cluster per session) are shared, and
+made by the first test that asks.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from typing import Any
+
+try:
+    import fcntl
+except ImportError:  # Windows: no `alone` lock
+    fcntl = None  # type: ignore[assignment]
 
 import pytest
+from mypy_report import MypyReport, run_mypy_once
 from sse_server import SSEServer
 
 from agentcore.providers import _opener, _ratelimit
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
+pytest_plugins = ["slow_tier"]
+
 THREAD_GRACE_S = 2.0
+"""How long the thread check waits for threads that are ending (a passing test never waits
+for one that has ended already: the check returns as soon as nothing is left)."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
+    """Cache the assertion-rewritten test modules, even under PYTHONDONTWRITEBYTECODE.
+
+    pytest rewrites every test module's asserts on import and caches the result in
+    `__pycache__` unless bytecode writing is off; with it off (this machine's environment
+    sets PYTHONDONTWRITEBYTECODE=1), every run rewrites ~4,000 asserts again: about 5 s of
+    each run's collection. Bytecode writing is on for the collection only.
+    """
+    saved = sys.dont_write_bytecode
+    sys.dont_write_bytecode = False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = saved
+
+
+# --- every test ------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def alone_tests_run_alone(request: pytest.FixtureRequest,
+                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under xdist, a test marked `alone` runs while no other worker runs a test.
+
+    Those start many processes or threads at once: beside them, another worker's timing
+    tests (an abort ends a request within 100 ms, ...) would miss their marks. Every test
+    holds a shared lock on a file of the run; an `alone` test holds it exclusively.
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:
+        yield
+        return
+    exclusive = request.node.get_closest_marker("alone") is not None
+    with open(tmp_path_factory.getbasetemp().parent / "alone.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -113,3 +167,36 @@ def run_in_thread() -> Iterator[Callable[[Callable[[], None]], None]]:
     for thread in threads:
         thread.join(5.0)
         assert not thread.is_alive()
+
+
+# --- shared by the modules that ask ----------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def mypy_report(tmp_path_factory: pytest.TempPathFactory) -> MypyReport:
+    """mypy --strict over `agentcore` and `tests/typing/`, run once per pytest run, xdist's
+    workers included (see `tests/mypy_report.py`); skipped without mypy."""
+    if importlib.util.find_spec("mypy") is None:
+        pytest.skip("mypy is not installed")
+    # xdist's workers have base temporary directories side by side, in one made for this run
+    in_xdist = os.environ.get("PYTEST_XDIST_WORKER") is not None
+    return run_mypy_once(tmp_path_factory.getbasetemp().parent if in_xdist else None)
+
+
+@pytest.fixture(scope="session")
+def dask_client() -> Iterator[Any]:
+    """A Dask `Client` over a `LocalCluster` of two single-threaded worker processes.
+
+    One per session (per xdist worker; starting one takes 1-2 s), made when first asked, warmed
+    up with a task so that distributed's long-lived threads (`Dask-Offload`, the client's event
+    loop) exist before a test's thread check starts. The workers are shared: a test must
+    leave them idle (a tool it holds on a worker released by its end).
+    """
+    distributed = pytest.importorskip("distributed", reason="dask is not installed (extra)")
+    # ":0": the scheduler's HTTP server on a free port (None still takes 8787, and a cluster
+    # already there makes the warning that it moved an error here)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster) as client:
+        assert client.submit(abs, -1).result(30) == 1
+        yield client

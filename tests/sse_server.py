@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
+from prompt_shutdown import PromptShutdown
+
 __all__ = ["Disconnect", "RecordedRequest", "SSEServer", "free_port", "split_body"]
 
 Chunking = Literal["whole", "bytewise", "random"]
@@ -90,7 +92,7 @@ class SSEServer:
         self.stopping = threading.Event()
         self._httpd = _HTTPServer(self)
         self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="sse-server"
+            target=self._httpd.serve_forever, name="sse-server"
         )
         self._thread.start()
         _forget_rate_limits(self.url)
@@ -201,7 +203,7 @@ class SSEServer:
             return self._script.popleft() if self._script else None
 
 
-class _HTTPServer(ThreadingHTTPServer):
+class _HTTPServer(PromptShutdown, ThreadingHTTPServer):
     daemon_threads = False  # so that server_close() joins them
     block_on_close = True
 

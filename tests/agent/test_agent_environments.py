@@ -37,6 +37,7 @@ def text_of(messages: list[Any]) -> str:
 # --- a plain script ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_agent_in_a_script_prints_the_result_and_exits() -> None:
     done = run_python("""
         from agentcore import Agent
@@ -51,6 +52,7 @@ def test_agent_in_a_script_prints_the_result_and_exits() -> None:
     assert (done.returncode, done.stdout, done.stderr) == (0, "hello from a script\n", "")
 
 
+@pytest.mark.slow
 def test_agent_in_a_script_exits_after_an_unawaited_run() -> None:
     """The run thread is not a daemon: the script ends once the run has, with its output."""
     done = run_python("""
@@ -335,6 +337,7 @@ CAUGHT = """
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["result", "wait_for_idle", "iterate"])
 def test_agent_keyboard_interrupt_while_waiting_aborts_the_run(how: str) -> None:
     done = run_python(INTERRUPT_SCRIPT.format(how=how) + CAUGHT)
@@ -342,6 +345,7 @@ def test_agent_keyboard_interrupt_while_waiting_aborts_the_run(how: str) -> None
     assert (done.returncode, done.stdout, done.stderr) == (0, "OK\n", "")
 
 
+@pytest.mark.slow
 def test_agent_uncaught_keyboard_interrupt_lets_the_script_exit() -> None:
     """Without the abort, the non-daemon run thread would keep the process alive for ~30 s."""
     done = run_python(INTERRUPT_SCRIPT.format(how="result") + "    wait(run)\n", timeout=20)
@@ -420,6 +424,7 @@ NOTEBOOK_CELLS = [
 ]
 
 
+@pytest.mark.slow
 def test_agent_in_a_jupyter_kernel(jupyter_env: str) -> None:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")

@@ -25,6 +25,8 @@ from agentcore.providers.faux import (
     register_faux_provider,
 )
 
+pytestmark = pytest.mark.slow  # stress tests: hundreds of runs and threads each
+
 WAIT_S = 30.0
 SCHEMA = {"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}
 

@@ -482,6 +482,7 @@ def test_async_for_twenty_runs_in_one_event_loop_never_block_it() -> None:
     assert min(lags) < MAX_LAG_S, f"the event loop was late by {shown}"
 
 
+@pytest.mark.slow
 def test_import_agentcore_does_not_load_asyncio() -> None:
     code = "import sys, agentcore; print('asyncio' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

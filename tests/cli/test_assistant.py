@@ -41,6 +41,7 @@ def test_tools_called_and_error_reported(assistant: ModuleType) -> None:
         "RuntimeError: market data service is down for ACME")
 
 
+@pytest.mark.slow
 def test_the_script_streams_both_answers_and_restores_the_conversation(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
                           timeout=60, check=False, cwd=tmp_path)

@@ -52,6 +52,7 @@ def _exchanges(stdout: str) -> list[str]:
 # --- the real program, through pipes ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_chat_prompt_streams_a_reply_and_a_usage_line() -> None:
     done = _chat("hello\n", *FAST)
     assert done.returncode == 0, done.stderr
@@ -65,6 +66,7 @@ def test_chat_prompt_streams_a_reply_and_a_usage_line() -> None:
     assert "\x1b[" not in done.stdout
 
 
+@pytest.mark.slow
 def test_chat_runs_the_tools_and_shows_their_results() -> None:
     done = _chat("what is 17 * 23 + 2 ** 10?\nand 1/0\nwhat time is it?\n", *FAST)
     assert done.returncode == 0, done.stderr
@@ -84,6 +86,7 @@ def test_chat_runs_the_tools_and_shows_their_results() -> None:
     assert f"The clock says it is {now['text']}." in clock
 
 
+@pytest.mark.slow
 def test_chat_steer_and_followup_when_idle_join_the_next_run() -> None:
     done = _chat("/steer be brief\n/followup and then?\nhi\n", *FAST)
     assert done.returncode == 0, done.stderr
@@ -99,6 +102,7 @@ def test_chat_steer_and_followup_when_idle_join_the_next_run() -> None:
     assert len(USAGE.findall(run)) == 1
 
 
+@pytest.mark.slow
 def test_chat_reset_clears_the_transcript() -> None:
     done = _chat("hello\nhello\n/reset\nhello\n", *FAST)
     assert done.returncode == 0, done.stderr
@@ -109,6 +113,7 @@ def test_chat_reset_clears_the_transcript() -> None:
     assert inputs[2] == inputs[0]  # after /reset, the model sees the prompt alone again
 
 
+@pytest.mark.slow
 def test_chat_commands_help_unknown_and_quit() -> None:
     done = _chat("/help\n/nope\n/steer\n/quit\nhello\n", *FAST)
     assert done.returncode == 0, done.stderr
@@ -120,6 +125,7 @@ def test_chat_commands_help_unknown_and_quit() -> None:
     assert quit_ == "/quit\n"  # and the line after it is never read
 
 
+@pytest.mark.slow
 def test_chat_model_command_switches_or_explains_and_keeps_the_old_model() -> None:
     script = ["/model openai/gpt-9-ultra", "/model anthropic/claude-sonnet-4-5", "/model gpt-4o",
               "/model openai/gpt-4o-mini", "/model", "/model offline", "hello"]
@@ -143,6 +149,7 @@ def test_chat_model_command_switches_or_explains_and_keeps_the_old_model() -> No
     assert "sk-test" not in done.stdout
 
 
+@pytest.mark.slow
 def test_chat_without_the_models_key_runs_offline_with_a_notice() -> None:
     done = _chat("hi\n", "--model", "openai/gpt-4o-mini", *FAST, env=_env(OPENAI_API_KEY=None))
     assert done.returncode == 0, done.stderr
@@ -210,6 +217,7 @@ def slow_chat() -> Iterator[_Session]:
         session.proc.communicate(timeout=10)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(sys.platform == "win32", reason="SIGINT is a POSIX signal")
 def test_chat_sigint_aborts_the_reply_and_the_chat_goes_on(slow_chat: _Session) -> None:
     slow_chat.until("you> ")
@@ -250,6 +258,7 @@ def _completions_sse(deltas: list[dict[str, Any]], finish: str, usage: tuple[int
     ]).encode()
 
 
+@pytest.mark.slow
 def test_chat_talks_to_a_completions_server(sse_server: SSEServer) -> None:
     call = {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {
         "name": "calculator", "arguments": json.dumps({"expression": "6 * 7"})}}]}

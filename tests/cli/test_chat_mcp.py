@@ -18,6 +18,8 @@ import pytest
 from agentcore._cli._chat import ChatOptions, run_chat
 from agentcore.testing import scripted_model, tool_call
 
+pytestmark = pytest.mark.slow  # every test starts the MCP server, or the chat, as a process
+
 SERVER = shlex.join([sys.executable, str(paths.TESTS / "mcp_server.py")])
 MCP_TOOLS = "add, fail, slow, crash, pid and picture"
 TOOL_END = r"  <- {name}: (?P<text>.*)  \[(?P<status>ok|error), \d+\.\d ms\]"

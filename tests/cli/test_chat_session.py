@@ -22,6 +22,7 @@ def _chat(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
                           env=env)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["chat.db", "chat.jsonl"])
 def test_a_session_is_resumed_with_its_history_shown(tmp_path: Path, name: str) -> None:
     path = str(tmp_path / name)
@@ -43,6 +44,7 @@ def test_a_session_is_resumed_with_its_history_shown(tmp_path: Path, name: str) 
     assert "resumed" not in _chat("", "--session", path).stdout  # /reset emptied the file
 
 
+@pytest.mark.slow
 def test_compact_summarises_the_older_messages(tmp_path: Path) -> None:
     long = " ".join(["word"] * 1500)  # about 1,900 tokens a prompt, echoed back
     path = str(tmp_path / "chat.db")
@@ -60,6 +62,7 @@ def test_compact_summarises_the_older_messages(tmp_path: Path) -> None:
         x.startswith('assistant: You said "after".') for x in history)
 
 
+@pytest.mark.slow
 def test_compact_with_nothing_to_compact_says_so(tmp_path: Path) -> None:
     done = _chat("/compact\nhi\n/compact\n")
     assert "nothing to compact\n" in done.stdout

@@ -46,6 +46,7 @@ def _assert_demo_output(text: str) -> None:
     assert re.search(r"^cost: \$\d+\.\d{6} ", text, re.M)
 
 
+@pytest.mark.slow
 def test_demo_cli_runs_offline_in_a_subprocess() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "agentcore", "demo"],
@@ -427,6 +428,7 @@ def _assert_second_request_replays_the_tools(server: SSEServer, path: str) -> No
     assert "JST" in body
 
 
+@pytest.mark.slow
 def test_demo_cli_model_talks_to_a_completions_server_in_a_subprocess(
     sse_server: SSEServer,
 ) -> None:
@@ -448,6 +450,7 @@ def test_demo_cli_model_talks_to_a_completions_server_in_a_subprocess(
         ("call_calc", "1415"), ("call_clock", second["messages"][4]["content"][:4])]
 
 
+@pytest.mark.slow
 def test_demo_cli_model_keeps_the_catalogue_api_without_api_flag(sse_server: SSEServer) -> None:
     # openai/gpt-4o-mini is an openai-responses model in the catalogue
     for body in _responses_replies():
@@ -464,6 +467,7 @@ def test_demo_cli_model_keeps_the_catalogue_api_without_api_flag(sse_server: SSE
                      "function_call_output", "function_call_output"]
 
 
+@pytest.mark.slow
 def test_demo_cli_model_without_its_key_exits_2_naming_the_variable() -> None:
     done = _run_cli("--model", "openai/gpt-4o-mini", env=_env(OPENAI_API_KEY=None))
     assert done.returncode == 2

@@ -69,7 +69,8 @@ def test_every_example_is_listed_here() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.py")) == ALL_EXAMPLES
 
 
-@pytest.mark.parametrize("name", ALL_EXAMPLES)
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)  # an MCP server process
+                                  if n == "mcp_tools.py" else n for n in ALL_EXAMPLES])
 def test_example_main_runs_in_process_and_cleans_up(
     name: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     tmp_path: Path,
@@ -91,10 +92,12 @@ def test_example_main_runs_in_process_and_cleans_up(
 # --- one by one -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_quickstart_answers_with_the_tool_result() -> None:
     assert run_example("quickstart.py").splitlines() == ["2 + 40 = 42"]
 
 
+@pytest.mark.slow
 def test_structured_output_example_retries_once_then_answers() -> None:
     assert run_example("structured_output.py").splitlines() == [
         "City(name='Rome', population=2800000)", "5 messages; 2 model calls"]
@@ -111,12 +114,14 @@ def test_quickstart_example_is_the_readme_quickstart() -> None:
     assert [line[4:] for line in body.splitlines() if line.strip()] == rest
 
 
+@pytest.mark.slow
 def test_loop_example_answers_with_the_tool_result() -> None:
     out = run_example("loop.py").splitlines()
     assert out[-1] == "2 + 40 = 42"
     assert out[0] == "agent_start"
 
 
+@pytest.mark.slow
 def test_tools_example_runs_a_parallel_then_a_sequential_batch() -> None:
     out = run_example("tools.py").splitlines()
     parallel = out[1 : out.index("sequential batch:")]
@@ -148,6 +153,7 @@ def test_tools_example_builds_its_tools_with_the_decorator() -> None:
     assert tools.save_note.execution_mode == ac.ToolExecutionMode.SEQUENTIAL
 
 
+@pytest.mark.slow
 def test_mcp_tools_example_lists_and_calls_its_own_servers_tools() -> None:
     out = run_example("mcp_tools.py").splitlines()
     assert out[:2] == ["notes_add_note(text): Save a note in the notebook.",
@@ -158,6 +164,7 @@ def test_mcp_tools_example_lists_and_calls_its_own_servers_tools() -> None:
                        "assistant: Your notebook has two notes: buy milk, call Ana."]
 
 
+@pytest.mark.slow
 def test_callback_events_example_prints_the_stream_and_counts_loop_events() -> None:
     example = load_example("callback_events.py")
     out = run_example("callback_events.py").splitlines()
@@ -193,6 +200,7 @@ def test_callback_events_example_prints_text_in_pieces_as_it_arrives(
     assert max(len(piece) for piece in deltas) <= 20
 
 
+@pytest.mark.slow
 def test_steering_example_injects_the_steering_then_the_follow_up() -> None:
     assert run_example("steering.py").splitlines() == [
         "      user: Summarize the quarterly report.",
@@ -206,6 +214,7 @@ def test_steering_example_injects_the_steering_then_the_follow_up() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_abort_example_stops_mid_stream_then_takes_a_new_prompt() -> None:
     out = run_example("abort.py").splitlines()
     assert out[:2] == ["stop_reason: aborted", "error_message: Request was aborted"]
@@ -217,6 +226,7 @@ def test_abort_example_stops_mid_stream_then_takes_a_new_prompt() -> None:
                        "transcript: ['user', 'assistant', 'user', 'assistant']"]
 
 
+@pytest.mark.slow
 def test_custom_stream_fn_example_answers_with_its_rules() -> None:
     assert run_example("custom_stream_fn.py").splitlines() == [
         "      user: What is 19 + 23 + 100?",
@@ -250,6 +260,7 @@ def test_custom_stream_fn_example_speaks_the_event_protocol() -> None:
     assert events[-1].error.stop_reason == ac.StopReason.ABORTED
 
 
+@pytest.mark.slow
 def test_local_server_example_runs_against_its_stand_in_server() -> None:
     out = run_example("local_server.py").splitlines()
     assert re.fullmatch(r"server: stand-in at http://127\.0\.0\.1:\d+/v1", out[0])
@@ -266,6 +277,7 @@ def _completions_sse(deltas: list[dict[str, Any]], finish: str) -> bytes:
     return "".join([*events, "data: [DONE]\n\n"]).encode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["env", "flag"])
 def test_local_server_example_talks_to_a_real_server_when_given_one(
     sse_server: SSEServer, how: str
@@ -292,6 +304,7 @@ def test_local_server_example_talks_to_a_real_server_when_given_one(
         "call_7", "42")
 
 
+@pytest.mark.slow
 def test_readme_quickstart_runs_as_written() -> None:
     readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
     code = readme.split("## Quickstart", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]

@@ -254,6 +254,7 @@ def _read_all(fd: int, process: subprocess.Popen[bytes]) -> bytes:
     return data
 
 
+@pytest.mark.slow
 def test_demo_on_a_terminal_shows_the_wait_then_erases_it(sse_server: SSEServer) -> None:
     pty = pytest.importorskip("pty")
     from test_demo import _completions_replies, _env

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import jsonschema
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +49,7 @@ def _schemas() -> st.SearchStrategy[dict[str, Any]]:
     return st.recursive(leaf, extend, max_leaves=6)
 
 
+@pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
 @settings(max_examples=400, deadline=None)
 @given(_schemas(), values)
 def test_fast_schema_yes_implies_jsonschema_yes(schema: dict[str, Any], value: Any) -> None:

@@ -586,6 +586,7 @@ def test_converter_is_built_once_under_concurrent_first_use(
     assert results == [to_dict(REPLY)] * 8
 
 
+@pytest.mark.slow
 def test_importing_agentcore_does_not_import_cattrs() -> None:
     code = "import sys, agentcore; print('cattrs' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

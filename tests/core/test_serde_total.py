@@ -278,6 +278,7 @@ def test_to_json_writes_cycles_and_deep_nesting_in_details() -> None:
         assert _strict_loads(to_json(message))["toolCallId"] == "c1"
 
 
+@pytest.mark.slow
 def test_json_ready_does_not_import_cattrs() -> None:
     code = (
         "import sys, agentcore; from agentcore._core import json_ready; json_ready({1}); "

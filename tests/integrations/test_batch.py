@@ -529,6 +529,7 @@ class RecordingPool(ProcessPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+@pytest.mark.slow
 def test_run_batch_on_a_process_pool_runs_inputs_in_groups(server: ChatServer) -> None:
     inputs = [f"weather City{i}" if i % 2 else f"hello {i}" for i in range(12)]
 
@@ -555,6 +556,7 @@ def test_run_batch_on_a_process_pool_runs_inputs_in_groups(server: ChatServer) -
     assert (typed[1].output, typed[1].error) == (None, "400 bad prompt")
 
 
+@pytest.mark.slow
 def test_run_batch_unpicklable_make_agent_or_output_type_raises_for_a_process_pool() -> None:
     @ac.tool
     def local(city: str) -> str:
@@ -594,6 +596,7 @@ faux.unregister()
 """
 
 
+@pytest.mark.slow
 def test_run_batch_progress_in_jupyter_is_a_live_display(jupyter_env: str) -> None:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")
@@ -620,7 +623,7 @@ def test_run_batch_progress_in_jupyter_is_a_live_display(jupyter_env: str) -> No
 
 
 # --- Dask --------------------------------------------------------------------------------------
-
+# `dask_client`: the session's cluster (tests/conftest.py), shared with the remote executor tests.
 
 @pytest.fixture
 def quick_server() -> Iterator[ChatServer]:
@@ -632,23 +635,7 @@ def quick_server() -> Iterator[ChatServer]:
         server.close()
 
 
-@pytest.fixture(scope="module")
-def dask_client() -> Iterator[Any]:
-    """A Dask `Client` over a `LocalCluster` of two single-threaded worker processes.
-
-    One for the module, warmed up with a task, so that distributed's long-lived threads
-    (`Dask-Offload`, the client's event loop) exist before a test's thread check starts.
-    """
-    distributed = pytest.importorskip("distributed", reason="dask is not installed (extra)")
-    # ":0": the scheduler's HTTP server on a free port (None still takes 8787, and a cluster
-    # already there makes the warning that it moved an error here)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
-        assert client.submit(abs, -1).result(30) == 1
-        yield client
-
-
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_run_batch_on_a_dask_cluster_runs_on_both_workers(
     dask_client: Any, quick_server: ChatServer,
@@ -687,6 +674,7 @@ def test_run_batch_on_a_dask_cluster_runs_on_both_workers(
     assert (typed[2].output, typed[2].error) == (None, "400 bad prompt")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_run_batch_on_a_dask_cluster_refuses_an_unpicklable_make_agent(
     dask_client: Any,
@@ -717,6 +705,7 @@ def run_example(*args: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
+@pytest.mark.slow
 def test_batch_example_runs_offline_with_a_progress_bar() -> None:
     done = run_example()
 
@@ -725,6 +714,7 @@ def test_batch_example_runs_offline_with_a_progress_bar() -> None:
     assert "100/100" in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_batch_example_runs_the_same_call_on_a_local_cluster() -> None:
     done = run_example("--dask")

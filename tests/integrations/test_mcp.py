@@ -45,8 +45,22 @@ def _stdio() -> MCPServerStdio:
     return MCPServerStdio(sys.executable, [SERVER])
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def stdio() -> Iterator[MCPServerStdio]:
+    """One server process for the module's tests that leave it usable (starting one takes
+    ~0.6 s); a test that kills or breaks its server takes `own_stdio`. Its thread is not
+    among the `_mcp_threads()` that tests count."""
+    with _stdio() as server:
+        _shared.update(_mcp_threads())
+        try:
+            yield server
+        finally:
+            _shared.clear()
+
+
+@pytest.fixture
+def own_stdio() -> Iterator[MCPServerStdio]:
+    """A server process for one test."""
     with _stdio() as server:
         yield server
 
@@ -93,8 +107,12 @@ def _by_name(tools: list[ac.AgentTool]) -> dict[str, ac.AgentTool]:
     return {t.name: t for t in tools}
 
 
+_shared: set[threading.Thread] = set()  # the threads of the module's shared server
+
+
 def _mcp_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("agentcore-mcp")]
+    return [t for t in threading.enumerate()
+            if t.name.startswith("agentcore-mcp") and t not in _shared]
 
 
 def _alive(pid: int) -> bool:
@@ -108,6 +126,7 @@ def _alive(pid: int) -> bool:
 # --- listing ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_tools_have_the_servers_names_schemas_and_descriptions(
         stdio: MCPServerStdio) -> None:
     tools = stdio.tools()
@@ -117,6 +136,7 @@ def test_mcp_tools_have_the_servers_names_schemas_and_descriptions(
     assert isinstance(add, ac.AgentTool)
 
 
+@pytest.mark.slow
 def test_mcp_tools_prefix_renames_them_and_still_calls_the_servers_names(
         stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools(prefix="calc"))
@@ -129,6 +149,7 @@ def test_mcp_tools_prefix_renames_them_and_still_calls_the_servers_names(
 # --- results ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_text_and_image_results_become_content_blocks(stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools())
     result = _call(tools["add"], {"a": 1, "b": 2})
@@ -138,12 +159,14 @@ def test_mcp_text_and_image_results_become_content_blocks(stdio: MCPServerStdio)
                                ac.ImageContent(base64.b64encode(PNG).decode(), "image/png")]
 
 
+@pytest.mark.slow
 def test_mcp_is_error_raises_the_tools_text(stdio: MCPServerStdio) -> None:
     fail = _by_name(stdio.tools())["fail"]
     with pytest.raises(MCPToolError, match=r"^Error executing tool fail: boom$"):
         _call(fail, {"message": "boom"})
 
 
+@pytest.mark.slow
 def test_mcp_tool_called_from_an_agent_run(stdio: MCPServerStdio) -> None:
     replies = [
         [tool_call("add", {"a": 20, "b": 22}, id="c1"), tool_call("picture", {}, id="c2"),
@@ -166,6 +189,7 @@ def test_mcp_tool_called_from_an_agent_run(stdio: MCPServerStdio) -> None:
 # --- aborts, crashes, hangs -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_abort_mid_call_returns_promptly_and_the_server_stays_usable(
         stdio: MCPServerStdio) -> None:
     tools = _by_name(stdio.tools())
@@ -193,6 +217,7 @@ def test_mcp_abort_mid_call_returns_promptly_and_the_server_stays_usable(
     assert _call(tools["add"], {"a": 1, "b": 1}).content == [ac.TextContent("2")]
 
 
+@pytest.mark.slow
 def test_mcp_agent_abort_mid_call_gives_an_aborted_result(stdio: MCPServerStdio) -> None:
     started = threading.Event()
     with scripted_model([tool_call("slow", {"seconds": 60}), "unreached"]) as fake:
@@ -210,9 +235,10 @@ def test_mcp_agent_abort_mid_call_gives_an_aborted_result(stdio: MCPServerStdio)
     assert result.text.startswith("AbortError: the call to the MCP server")
 
 
+@pytest.mark.slow
 def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
-        stdio: MCPServerStdio) -> None:
-    tools = _by_name(stdio.tools())
+        own_stdio: MCPServerStdio) -> None:
+    tools = _by_name(own_stdio.tools())
     pid = int(_call(tools["pid"], {}).content[0].text)  # type: ignore[union-attr]
     started = threading.Event()
     with scripted_model([tool_call("slow", {"seconds": 60}), "the server died"]) as fake:
@@ -234,12 +260,14 @@ def test_mcp_server_killed_mid_call_gives_an_error_result_not_a_hang(
         _call(tools["add"], {"a": 1, "b": 1})
 
 
-def test_mcp_server_exiting_mid_call_gives_an_error_result(stdio: MCPServerStdio) -> None:
-    crash = _by_name(stdio.tools())["crash"]
+@pytest.mark.slow
+def test_mcp_server_exiting_mid_call_gives_an_error_result(own_stdio: MCPServerStdio) -> None:
+    crash = _by_name(own_stdio.tools())["crash"]
     with pytest.raises(MCPServerError, match="Connection closed"):
         _call(crash, {})
 
 
+@pytest.mark.slow
 def test_mcp_hung_call_is_bounded_by_the_tool_timeout(stdio: MCPServerStdio) -> None:
     tools = stdio.tools()
     with scripted_model([tool_call("slow", {"seconds": 60}), "gave up"]) as fake:
@@ -252,6 +280,7 @@ def test_mcp_hung_call_is_bounded_by_the_tool_timeout(stdio: MCPServerStdio) -> 
     assert _call(_by_name(tools)["add"], {"a": 1, "b": 1}).content == [ac.TextContent("2")]
 
 
+@pytest.mark.slow
 def test_mcp_request_timeout_of_the_server_object_ends_a_call() -> None:
     with MCPServerStdio(sys.executable, [SERVER], timeout=3) as server:
         slow = _by_name(server.tools())["slow"]
@@ -266,6 +295,7 @@ def test_mcp_request_timeout_of_the_server_object_ends_a_call() -> None:
 # --- lifecycle ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_mcp_close_ends_the_process_and_the_thread() -> None:
     server = _stdio()
     with server:
@@ -288,6 +318,7 @@ def test_mcp_tools_before_opening_says_to_use_with() -> None:
     server.close()
 
 
+@pytest.mark.slow
 def test_mcp_a_server_that_cannot_start_raises_and_leaves_no_thread(tmp_path: Path) -> None:
     missing = str(tmp_path / "no-such-server")
     with pytest.raises(MCPServerError, match=r"could not connect to the MCP server .*"
@@ -298,6 +329,7 @@ def test_mcp_a_server_that_cannot_start_raises_and_leaves_no_thread(tmp_path: Pa
     assert _mcp_threads() == []
 
 
+@pytest.mark.slow
 def test_mcp_a_server_that_never_answers_times_out_while_connecting() -> None:
     server = MCPServerStdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=0.5)
     with pytest.raises(MCPServerError, match=r"did not finish connecting within 0\.5 s"):
@@ -305,6 +337,7 @@ def test_mcp_a_server_that_never_answers_times_out_while_connecting() -> None:
     assert _mcp_threads() == []
 
 
+@pytest.mark.slow
 def test_mcp_close_from_another_thread_stops_the_connecting() -> None:
     server = MCPServerStdio(sys.executable, ["-c", "import time; time.sleep(60)"], timeout=60)
     outcome: list[BaseException] = []
@@ -328,6 +361,7 @@ def test_mcp_close_from_another_thread_stops_the_connecting() -> None:
     assert _mcp_threads() == []
 
 
+@pytest.mark.slow
 def test_mcp_works_inside_a_running_event_loop() -> None:
     async def inside() -> str:
         with _stdio() as server:
@@ -392,6 +426,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_mcp_without_the_sdk_says_which_extra_to_install() -> None:
     done = _python("""\
         import sys
@@ -405,6 +440,7 @@ def test_mcp_without_the_sdk_says_which_extra_to_install() -> None:
         0, "agentcore.mcp needs the 'mcp' extra: pip install 'agentcore[mcp]'\n", "")
 
 
+@pytest.mark.slow
 def test_mcp_import_agentcore_does_not_import_the_sdk() -> None:
     done = _python("""\
         import sys

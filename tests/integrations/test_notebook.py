@@ -510,6 +510,7 @@ def test_example_notebook_is_clean() -> None:
     assert "run.display()" in code[1].source
 
 
+@pytest.mark.slow
 def test_example_notebook_runs_and_updates_its_display_in_place(jupyter_env: str) -> None:
     nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (test extra)")
     nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (test extra)")

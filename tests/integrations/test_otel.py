@@ -442,6 +442,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=60, check=False)
 
 
+@pytest.mark.slow
 def test_otel_import_agentcore_does_not_import_opentelemetry() -> None:
     done = _python("""
         import sys
@@ -452,6 +453,7 @@ def test_otel_import_agentcore_does_not_import_opentelemetry() -> None:
     assert done.stdout.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_otel_without_the_extra_instrument_names_the_extra() -> None:
     done = _python("""
         import sys
@@ -467,6 +469,7 @@ def test_otel_without_the_extra_instrument_names_the_extra() -> None:
         "agentcore.otel needs the 'otel' extra: pip install 'agentcore[otel]'")
 
 
+@pytest.mark.slow
 def test_otel_readme_tracing_example_runs_as_written() -> None:
     readme = (paths.ROOT / "README.md").read_text(encoding="utf-8")
     code = readme.split("## Tracing", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]

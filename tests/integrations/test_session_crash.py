@@ -43,7 +43,8 @@ from agentcore.providers.faux import (
     faux_tool_call,
 )
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
+              pytest.mark.slow, pytest.mark.alone]
 
 CHILD = paths.TESTS / "session_child.py"
 CONCURRENCY = 6

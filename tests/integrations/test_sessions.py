@@ -279,6 +279,7 @@ def test_sessions_jsonl_durable_fsyncs_each_append(tmp_path: Path,
     assert len(synced) == 3  # the new file's directory, then one per append
 
 
+@pytest.mark.slow
 def test_sessions_importing_agentcore_does_not_import_sqlite3() -> None:
     probe = ("import sys, agentcore, agentcore.sessions; "
              "print('sqlite3' in sys.modules, '_sqlite3' in sys.modules)")
@@ -443,6 +444,7 @@ def test_sessions_agent_loads_a_clean_transcript_as_is(faux: FauxProvider) -> No
     assert memory.calls == [("load", 4)]
 
 
+@pytest.mark.slow
 def test_sessions_two_processes_append_to_one_sqlite_session(tmp_path: Path) -> None:
     path = tmp_path / "shared.db"
     count = 150

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT")
+pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="sends SIGINT"),
+              pytest.mark.slow]
 
 CHILD = textwrap.dedent('''
     import signal, sys, threading, time

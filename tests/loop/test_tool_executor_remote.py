@@ -30,21 +30,19 @@ TIMEOUT = 30  # the first call on a fresh worker imports agentcore there
 MARGIN = 1.0
 
 
-@pytest.fixture(scope="module", params=["process", "dask"])
+@pytest.fixture(scope="module", params=[pytest.param("process", marks=pytest.mark.slow),
+                                        pytest.param("dask", marks=pytest.mark.slow)])
 def executor(request: pytest.FixtureRequest) -> Iterator[Executor]:
-    """A `ProcessPoolExecutor` (spawn) or a Dask `ClientExecutor` over two worker processes."""
+    """A `ProcessPoolExecutor` (spawn) or a Dask `ClientExecutor` over two worker processes
+    (the session's cluster, see `dask_client` in the conftest)."""
     if request.param == "process":
         with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
             assert list(pool.map(abs, [-1, -2])) == [1, 2]
             yield pool
         return
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, processes=True, threads_per_worker=1,
-                                  dashboard_address=":0") as cluster, \
-            distributed.Client(cluster) as client:
-        dask_executor = client.get_executor()
-        assert dask_executor.submit(abs, -1).result(TIMEOUT) == 1
-        yield dask_executor
+    dask_executor = request.getfixturevalue("dask_client").get_executor()
+    assert dask_executor.submit(abs, -1).result(TIMEOUT) == 1
+    yield dask_executor
 
 
 def _results(messages: list[ac.AgentMessage]) -> list[tuple[str, str, bool]]:

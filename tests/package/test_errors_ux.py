@@ -8,15 +8,12 @@ name gets `get_model`, a tool's name the tool itself, dicts for messages `from_d
 from __future__ import annotations
 
 import ast
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 from typing import Any
 
 import attrs
 import paths
 import pytest
+from mypy_report import MypyReport
 
 import agentcore as ac
 from agentcore.providers.faux import FauxProvider
@@ -261,33 +258,11 @@ def test_errors_ux_decoding_errors_are_short() -> None:
     assert len(str(info.value)) < 300
 
 
-def test_errors_ux_serde_of_lists_type_checks(tmp_path: Path) -> None:
-    """mypy --strict infers `from_json(list[AgentMessage], ...)` and `to_dict(list)` types."""
-    good = tmp_path / "good.py"
-    good.write_text(textwrap.dedent("""
-        import agentcore as ac
-
-        def save(agent: ac.Agent) -> tuple[str, list[dict[str, object]]]:
-            return ac.to_json(agent.state.messages), ac.to_dict(agent.state.messages)
-
-        def load(model: ac.Model, text: str) -> ac.Agent:
-            messages: list[ac.AgentMessage] = ac.from_json(list[ac.AgentMessage], text)
-            first: ac.UserMessage = ac.from_dict(ac.UserMessage, {"content": "hi"})
-            return ac.Agent(model, messages=[first, *messages])
-    """))
-    bad = tmp_path / "bad.py"
-    bad.write_text(textwrap.dedent("""
-        import agentcore as ac
-
-        def load(text: str) -> int:
-            return ac.from_json(list[ac.AgentMessage], text)
-    """))
-    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental",
-               "--config-file", str(ROOT / "pyproject.toml")]
-    ok = subprocess.run([*command, str(good)], capture_output=True, text=True, cwd=ROOT,
-                        timeout=300, check=False)
-    assert ok.returncode == 0, ok.stdout
-    failing = subprocess.run([*command, str(bad)], capture_output=True, text=True, cwd=ROOT,
-                             timeout=300, check=False)
-    assert failing.returncode == 1, failing.stdout
-    assert 'Incompatible return value type (got "list[UserMessage | ' in failing.stdout
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_errors_ux_serde_of_lists_type_checks(mypy_report: MypyReport) -> None:
+    """mypy --strict infers `from_json(list[AgentMessage], ...)` and `to_dict(list)` types:
+    tests/typing/serde_of_lists_{pass,fail}.py."""
+    assert mypy_report.errors("tests/typing/serde_of_lists_pass.py") == [], mypy_report.output
+    [error] = mypy_report.errors("tests/typing/serde_of_lists_fail.py")
+    assert 'Incompatible return value type (got "list[UserMessage | ' in error

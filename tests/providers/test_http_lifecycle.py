@@ -18,6 +18,7 @@ from typing import Any
 import paths
 import pytest
 import requests
+from prompt_shutdown import PromptShutdown
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -87,7 +88,7 @@ def never_accepts() -> Iterator[str]:
 # --- a server that counts connections -----------------------------------------------------------
 
 
-class CountingServer(ThreadingHTTPServer):
+class CountingServer(PromptShutdown, ThreadingHTTPServer):
     """Answers every POST with `body` as a chunked event stream; counts connections."""
 
     daemon_threads = False
@@ -99,8 +100,7 @@ class CountingServer(ThreadingHTTPServer):
         self.closed = 0
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _CountingHandler)
-        self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.02},
-                                       name="counting-server")
+        self.thread = threading.Thread(target=self.serve_forever, name="counting-server")
         self.thread.start()
 
     @property
@@ -120,6 +120,8 @@ class _CountingHandler(BaseHTTPRequestHandler):
 
     def setup(self) -> None:
         super().setup()
+        # the body's last chunk goes at once, not after the client's delayed ACK (~40 ms)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         with self.server.lock:
             self.server.accepted += 1
 

@@ -398,6 +398,7 @@ def test_catalogue_concurrent_first_calls_agree_then_it_is_cached(
     assert len(loads) == read  # later calls use the cache
 
 
+@pytest.mark.slow
 def test_import_agentcore_does_not_read_the_catalogue() -> None:
     probe = textwrap.dedent(
         """

@@ -147,6 +147,7 @@ json_values = st.recursive(
 json_objects = st.dictionaries(st.text(max_size=8), json_values, max_size=5)
 
 
+@pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
 @parsers
 @settings(deadline=None)  # one example parses every prefix: hundreds of parses
 @given(value=json_objects, compact=st.booleans())

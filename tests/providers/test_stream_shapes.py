@@ -71,6 +71,7 @@ def big_arguments(size: int) -> dict[str, Any]:
             "mode": "overwrite"}
 
 
+@pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
 def test_stream_long_tool_call_arguments_are_exact_and_parsed_in_linear_work(
         sse_server, monkeypatch, partial_parser) -> None:
     value = big_arguments(256 * 1024)
@@ -233,6 +234,7 @@ def test_stream_event_over_the_default_limit_is_an_error_reply(sse_server) -> No
         f"server-sent event exceeds max_event_bytes ({limit} bytes)")
 
 
+@pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
 def test_sse_junk_lines_are_not_accumulated() -> None:
     decoder = SSEDecoder()
     junk = b"<html>this is no event stream, just noise noise noise noise noise</html>\n" * 900
