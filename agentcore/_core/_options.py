@@ -219,7 +219,8 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             if len(args) > len(positional):
                 raise TypeError(f"{cls.__name__}() takes {len(positional)} positional "
-                                f"argument(s) but {len(args)} were given")
+                                f"argument(s) but {len(args)} were given; pass the others by "
+                                "keyword (system_prompt=..., tools=...)")
             for name, value in zip(positional, args, strict=False):
                 if name in kwargs:
                     raise TypeError(f"{cls.__name__}() got multiple values for {name!r}")

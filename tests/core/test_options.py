@@ -224,3 +224,12 @@ def test_options_a_bad_options_value_is_not_hidden_by_flat_keywords(faux: FauxPr
         ac.AgentLoopConfig(model=faux.get_model(), options={"max_tokens": 5}, max_tokens=5)
     with pytest.raises(TypeError, match="'options' must be a StreamOptions"):
         ac.Agent(faux.get_model(), options="fast", timeout=1.0)
+
+
+def test_options_agent_takes_only_the_model_by_position(faux: FauxProvider) -> None:
+    """Everything after the model is a keyword; a second positional names the fix."""
+    with pytest.raises(TypeError, match=r"^Agent\(\) takes 1 positional argument\(s\) but 2 "
+                       r"were given; pass the others by keyword \(system_prompt=\.\.\., "):
+        ac.Agent(faux.get_model(), "Be brief.")  # type: ignore[misc]
+    agent = ac.Agent(faux.get_model(), system_prompt="Be brief.")
+    assert agent.system_prompt == "Be brief."
