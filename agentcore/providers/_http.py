@@ -237,11 +237,12 @@ def open_stream(request: HttpRequest) -> Response:
         if 200 <= status < 300:
             return response
         body = redact(_read_body(response, signal), secrets)
+        invalid = invalid_request(body) if status >= 500 else None  # parsed once, used thrice
         asked = server_delay(headers)
-        if asked and _ratelimit.shares(status, headers, body):
+        if asked and _ratelimit.shares(status, headers, invalid is not None):
             key = key or request.pause_key()
             _ratelimit.pause(key, asked, status)
-        if policy.retries_status(attempt, status, headers, body):
+        if policy.retries_status(attempt, status, headers, invalid is not None):
             refusal = policy.refusal(asked)
             if refusal is not None:
                 raise HttpError(f"{refusal.text} {body}".rstrip(), status, body, headers,
@@ -250,7 +251,6 @@ def open_stream(request: HttpRequest) -> Response:
                 _sleep(policy.capped(_backoff(attempt)), signal)
             attempt += 1
             continue
-        invalid = invalid_request(body) if status >= 500 else None
         raise HttpError(f"{status} {body}".rstrip(), status, body, headers, invalid=invalid)
 
 

@@ -142,13 +142,13 @@ class _Registry:
 _REGISTRY = _Registry()
 
 
-def shares(status: int, headers: Mapping[str, str], body: str = "") -> bool:
+def shares(status: int, headers: Mapping[str, str], invalid: bool = False) -> bool:
     """Whether an answer's server delay pauses every run with its key: a 429 or retryable answer.
 
-    A 429 always does, whatever its `x-should-retry`: it is the rate limit speaking. `body` is
-    the answer's text (a server error saying the request was invalid is not retryable).
+    A 429 always does, whatever its `x-should-retry`: it is the rate limit speaking. `invalid`:
+    the answer says the request was invalid (a server error that is then not retryable).
     """
-    return status == 429 or _ONE_RETRY.retries_status(0, status, headers, body)
+    return status == 429 or _ONE_RETRY.retries_status(0, status, headers, invalid)
 
 
 def paused() -> bool:

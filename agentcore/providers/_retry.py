@@ -77,12 +77,13 @@ class RetryPolicy:
                    DEFAULT_MAX_RETRY_DELAY_MS if max_delay_ms is None else max_delay_ms)
 
     def retries_status(self, attempt: int, status: int, headers: Mapping[str, str],
-                       body: str = "") -> bool:
+                       invalid: bool = False) -> bool:
         """Whether the answer `status` to try number `attempt` (from 0) is tried again.
 
-        `body` is the answer's text: a 5xx whose body is a validation error is not.
+        `invalid`: the answer's body says the request was invalid (`invalid_request`); such a
+        5xx is not.
         """
-        return attempt < self.max_retries and _should_retry(status, headers, body)
+        return attempt < self.max_retries and _should_retry(status, headers, invalid)
 
     def refusal(self, asked_s: float | None) -> RetryRefusal | None:
         """A `RetryRefusal` when the server's delay is longer than the cap, else None."""
@@ -148,12 +149,12 @@ def backoff(attempt: int) -> float:
     return float(min(0.5 * 2**attempt, 8.0) * (1 - random.random() * 0.25))
 
 
-def _should_retry(status: int, headers: Mapping[str, str], body: str) -> bool:
+def _should_retry(status: int, headers: Mapping[str, str], invalid: bool) -> bool:
     override = {k.lower(): v for k, v in headers.items()}.get("x-should-retry")
     if override in ("true", "false"):
         return override == "true"
     if status >= 500:
-        return invalid_request(body) is None
+        return not invalid
     return status in _RETRY_STATUSES
 
 

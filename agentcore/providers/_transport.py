@@ -211,14 +211,9 @@ class _Threaded:
 
     def open(self, session: requests.Session, request: Outgoing,
              timeouts: tuple[float, float], signal: AbortSignal | None) -> Response:
-        def send() -> Response:
-            response = session.post(request.url, data=request.body, headers=request.headers,
-                                    stream=True, timeout=timeouts)
-            return Urllib3Response(response.raw, response.headers)
-
         if signal is None:
-            return send()
-        opener = Opener(send)
+            return _requests_post(session, request, timeouts)
+        opener = Opener(functools.partial(_requests_post, session, request, timeouts))
         opener.start()
         remove = signal.add_listener(opener.abandon)
         try:
@@ -257,11 +252,15 @@ def _send(session: requests.Session, request: Outgoing, timeouts: tuple[float, f
     url = request.url
     raw = lean_post(session, session.get_adapter(url), settings["verify"], settings["cert"],
                     url, request.body, request.headers, timeouts)
-    if raw is None:
-        response = session.post(url, data=request.body, headers=request.headers, stream=True,
-                                timeout=timeouts)
-        return Urllib3Response(response.raw, response.headers)
-    return Urllib3Response(raw)
+    return _requests_post(session, request, timeouts) if raw is None else Urllib3Response(raw)
+
+
+def _requests_post(session: requests.Session, request: Outgoing,
+                   timeouts: tuple[float, float]) -> Response:
+    """Post through `session.post` (hooks, auth, cookies, redirects, proxies), on this thread."""
+    response = session.post(request.url, data=request.body, headers=request.headers,
+                            stream=True, timeout=timeouts)
+    return Urllib3Response(response.raw, response.headers)
 
 
 THREADED: Transport = _Threaded()
