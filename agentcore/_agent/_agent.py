@@ -182,6 +182,7 @@ class Agent:
     timeout: float | None = OPTION
     http_session: requests.Session | None = OPTION
     max_event_bytes: int = OPTION
+    tool_choice: str | None = OPTION
 
     # Private state: never converted or validated on assignment (`_KEEP`); see the docstring.
     _loop: AgentLoopConfig = attrs.field(init=False, on_setattr=_KEEP)  # set by flat_fields

@@ -75,6 +75,17 @@ def _budgets(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
             raise ValueError(f"'{attribute.name}'[{name!r}] must be >= 0, got {tokens!r}")
 
 
+def _tool_choice(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and (not isinstance(value, str) or not value):
+        raise type_error(attribute.name, "None, 'auto', 'none', 'required' or a tool's name",
+                         value)
+
+
+def _schema(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not isinstance(value, dict):
+        raise type_error(attribute.name, "a JSON Schema dict or None", value)
+
+
 def _transport(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if value != "sse":
         raise ValueError(f"'{attribute.name}' must be 'sse' (the only transport agentcore "
@@ -91,6 +102,9 @@ class StreamOptions:
     `http_session`, a `requests.Session` of the caller's (proxies, certificates, adapters), is
     used for the requests and never closed by agentcore. `max_event_bytes` bounds one
     server-sent event (or one line of a non-SSE body): a bigger one ends the reply as an error.
+    `tool_choice` is None (the provider's default), `"auto"`, `"none"`, `"required"` or the name
+    of one tool (API §18). `output_schema`, a JSON Schema, asks for a reply whose text is JSON
+    of that schema (the provider's native structured output; `output_mode="native"` sets it).
     """
 
     api_key: str | None = attrs.field(default=None, validator=secret_str, repr=False)
@@ -123,6 +137,8 @@ class StreamOptions:
     http_session: requests.Session | None = attrs.field(default=None, validator=_http_session)
     max_event_bytes: int = attrs.field(default=DEFAULT_MAX_EVENT_BYTES,
                                        validator=and_(count, ge(1)))
+    tool_choice: str | None = attrs.field(default=None, validator=_tool_choice)
+    output_schema: dict[str, Any] | None = attrs.field(default=None, validator=_schema)
 
 
 class FlatAlias:

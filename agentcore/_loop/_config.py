@@ -261,6 +261,7 @@ class AgentLoopConfig:
     timeout: float | None = OPTION
     http_session: requests.Session | None = OPTION
     max_event_bytes: int = OPTION
+    tool_choice: str | None = OPTION
     api_key: str | None = OPTION
 
     def stream_options(

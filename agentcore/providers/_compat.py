@@ -47,6 +47,7 @@ class Compat:
     requires_thought_signatures: bool = False  # google-generative-ai
     images_in_function_responses: bool = False  # google-generative-ai
     function_call_ids: bool = False  # google-generative-ai
+    supports_native_output: bool | None = None  # every API; None: the API's default (_choice)
     # OpenAI-compatible servers (openai-completions); `_openai` detects them from the server.
     supports_store: bool = True
     supports_developer_role: bool = True
@@ -84,6 +85,8 @@ _NOT_BOOL: dict[str, _Check] = {
     "thinking_levels_family": _choice("pro", "flash", None),
     "reasoning_effort_map": (_effort_map, "None or a dict of str to str"),
     "max_tokens_field": _choice("max_completion_tokens", "max_tokens"),
+    "supports_native_output": (lambda value: value is None or type(value) is bool,
+                               "None or a bool"),
     "thinking_format": _choice(*get_args(ThinkingFormat)),
 }
 _CHECKS: dict[str, _Check] = {field.name: _NOT_BOOL.get(field.name, _BOOL)

@@ -65,6 +65,8 @@ _BUILTIN = {
     "openai-responses": ("openai_responses", "stream_openai_responses"),
     "anthropic-messages": ("anthropic", "stream_anthropic"),
     "google-generative-ai": ("google", "stream_google"),
+    "google-vertex": ("vertex", "stream_vertex"),
+    "bedrock-converse-stream": ("bedrock", "stream_bedrock"),
 }
 """Built-in providers, imported on first use so that `import agentcore` stays light."""
 

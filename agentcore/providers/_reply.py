@@ -94,6 +94,10 @@ class WireApi:
             and every header applied, the exact body bytes) and returns it signed, e.g. with
             headers added; called again for every retry. Credential headers it adds are
             redacted from error text like the API key.
+        api_key: The credential handed to `headers`, looked up when the stream is made (before
+            any request): `api_key_for` by default; an API with other credentials (a cloud's
+            token, say) brings its own, raising `MissingApiKeyError` naming what to set. What
+            it returns is redacted from error text.
     """
 
     url: Callable[[Model], str]
@@ -104,6 +108,8 @@ class WireApi:
     auto_close: bool = True
     decode: Decode = decode_sse
     sign: Callable[[Outgoing], Outgoing] | None = None
+    api_key: Callable[[Model, StreamOptions], str] = attrs.field(
+        default=attrs.Factory(lambda: api_key_for))
 
 
 def api_key_for(model: Model, options: StreamOptions) -> str:
@@ -263,7 +269,7 @@ def stream_http_reply(
     event carrying what arrived so far. The request goes through `options.http_session`, never
     closed here; without one, through a session of its own, closed when the reply ends.
     """
-    api_key = api_key_for(model, options)
+    api_key = wire.api_key(model, options)
     signal = options.signal
 
     def events() -> Iterator[AssistantMessageEvent]:

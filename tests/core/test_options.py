@@ -22,9 +22,11 @@ def _aliases(cls: type) -> set[str]:
 
 
 def test_options_every_stream_option_has_one_alias_on_config_and_agent() -> None:
-    assert _aliases(ac.AgentLoopConfig) == OPTION_NAMES - {"signal"}
-    # The Agent's reasoning is its thinking_level; its runs bring their own signal.
-    assert _aliases(ac.Agent) & OPTION_NAMES == OPTION_NAMES - {"signal", "reasoning"}
+    # Runs bring their own signal; output_mode="native" sets output_schema from output_type.
+    assert _aliases(ac.AgentLoopConfig) == OPTION_NAMES - {"signal", "output_schema"}
+    # The Agent's reasoning is its thinking_level.
+    assert _aliases(ac.Agent) & OPTION_NAMES == OPTION_NAMES - {"signal", "reasoning",
+                                                                 "output_schema"}
 
 
 @pytest.mark.parametrize(("cls", "held"), [(ac.AgentLoopConfig, "options"), (ac.Agent, "_loop")])

@@ -262,15 +262,15 @@ def test_registry_faux_provider_is_served_by_agentcore_stream(faux):
 
 
 BUILT_IN_APIS = ["openai-completions", "openai-responses", "anthropic-messages",
-                 "google-generative-ai"]
+                 "google-generative-ai", "google-vertex", "bedrock-converse-stream"]
 
 
 def test_registry_get_apis_lists_the_built_in_apis_first():
-    assert agentcore.providers.get_apis()[:4] == BUILT_IN_APIS
+    assert agentcore.providers.get_apis()[:len(BUILT_IN_APIS)] == BUILT_IN_APIS
 
 
 def test_registry_get_apis_adds_registered_apis_sorted_once(api):
-    others = agentcore.providers.get_apis()[4:]  # faux providers other tests left registered
+    others = agentcore.providers.get_apis()[len(BUILT_IN_APIS):]  # faux providers other tests left registered
     register_provider(f"z-{api}", lambda m, c, o: _done_stream(_reply(m, "z")))
     register_provider(api, lambda m, c, o: _done_stream(_reply(m, "a")))
     register_provider("openai-responses", lambda m, c, o: _done_stream(_reply(m, "r")))
@@ -278,7 +278,7 @@ def test_registry_get_apis_adds_registered_apis_sorted_once(api):
         apis = agentcore.providers.get_apis()
         assert apis == [*BUILT_IN_APIS, *sorted([*others, api, f"z-{api}"])]
         apis.clear()  # a fresh list each time
-        assert len(agentcore.providers.get_apis()) == 6 + len(others)
+        assert len(agentcore.providers.get_apis()) == len(BUILT_IN_APIS) + 2 + len(others)
     finally:
         unregister_provider(f"z-{api}")
         unregister_provider("openai-responses")
