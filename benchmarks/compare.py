@@ -19,9 +19,13 @@ run by run, so that a noisy moment of the machine hits them alike):
 - import_time: `-X importtime` cumulative of each top-level package, fresh interpreter each.
 - abort_latency (agentcore only): `abort()` -> `agent_end` while streaming from a slow local
   OpenAI-compatible server.
+- eventstream: eventstream.py's Bedrock `ConverseStream` body (20,000 text deltas) decoded by
+  agentcore's event-stream decoder and by botocore's `EventStreamBuffer`, in 16 KiB reads and
+  one frame per read.
 
-The peers (`agents`, `pydantic_ai`, `openai`) are imported lazily; a missing one skips its
-variants with a note. See README.md beside this file for the figures and what each variant does.
+The peers (`agents`, `pydantic_ai`, `openai`, `botocore`) are imported lazily; a missing one
+skips its variants with a note. See README.md beside this file for the figures and what each
+variant does.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from importlib import metadata
 from typing import Any
 
 import agent_latency
+import eventstream
 import loop_overhead
 import sse_throughput
 
@@ -71,15 +76,18 @@ TARGET_SSE_RATIO = sse_throughput.TARGET_SDK_RATIO  # 10
 TARGET_BYTES_PER_MESSAGE = 600.0
 TARGET_IMPORT_MS = loop_overhead.TARGET_IMPORT_MS  # 300
 TARGET_ABORT_MS = agent_latency.TARGET_ABORT_MS  # 20
+TARGET_EVENTSTREAM_RATIO = eventstream.TARGET_RATIO  # 1.5
 
 AGENTCORE = "agentcore"
 AGENTS_SDK = "openai-agents"
 PYDANTIC_AI = "pydantic-ai"
 OPENAI_SDK = "openai SDK"
+BOTOCORE = "botocore"
 PEER_MODULES = {AGENTS_SDK: "agents", PYDANTIC_AI: "pydantic_ai"}
-PEERS = {AGENTS_SDK, PYDANTIC_AI, OPENAI_SDK}  # variants that may fail without stopping the run
+# variants that may fail without stopping the run
+PEERS = {AGENTS_SDK, PYDANTIC_AI, OPENAI_SDK, BOTOCORE}
 CASES = ("loop_overhead", "parallel_fanout", "sse_throughput", "memory", "import_time",
-         "abort_latency")
+         "abort_latency", "eventstream")
 
 clock = time.perf_counter
 
@@ -893,6 +901,41 @@ def case_abort_latency(runs: int, warmup: int) -> tuple[list[Variant], list[Targ
                              "ms")]
 
 
+# --- case 7: AWS event-stream decoding ----------------------------------------------------------
+
+
+def case_eventstream(runs: int, warmup: int) -> tuple[list[Variant], list[Target]]:
+    frames = eventstream.converse_stream(eventstream.EVENTS)
+    readings = {"16 KiB reads": eventstream.reads(frames, "16k"),
+                "one frame per read": eventstream.reads(frames, "frame")}
+
+    def timed(decode: Callable[[list[bytes]], tuple[float, int]]) -> Runner:
+        def run() -> dict[str, float]:
+            out = {}
+            for metric, chunks in readings.items():
+                wall, count = decode(chunks)
+                assert count == len(frames), f"{count} of {len(frames)} messages decoded"
+                out[metric] = wall * 1000
+            return out
+
+        return run
+
+    runners: dict[str, Runner | str] = {
+        AGENTCORE: timed(eventstream.time_ours),
+        BOTOCORE: (timed(eventstream.time_botocore) if importlib.util.find_spec("botocore")
+                   else "botocore not installed (pip install -e '.[bedrock]'): skipped"),
+    }
+    variants = _drive("eventstream", dict.fromkeys(readings, "ms"), runners, runs, warmup)
+    ours = _find(variants, AGENTCORE)
+    theirs = _find(variants, BOTOCORE)
+    assert ours is not None
+    return variants, [
+        Target("eventstream", f"agentcore / botocore EventStreamBuffer (time, {metric})",
+               None if theirs is None else ours.median(metric) / theirs.median(metric), "<=",
+               TARGET_EVENTSTREAM_RATIO, "x", None if theirs else "botocore not installed")
+        for metric in readings]
+
+
 # --- output -------------------------------------------------------------------------------------
 
 CASE_FUNCTIONS: dict[str, Callable[[int, int], tuple[list[Variant], list[Target]]]] = {
@@ -902,6 +945,7 @@ CASE_FUNCTIONS: dict[str, Callable[[int, int], tuple[list[Variant], list[Target]
     "memory": case_memory,
     "import_time": case_import_time,
     "abort_latency": case_abort_latency,
+    "eventstream": case_eventstream,
 }
 
 
@@ -981,7 +1025,7 @@ def _json_lines(results: list[tuple[list[Variant], list[Target]]],
 
 def _versions() -> str:
     parts = []
-    for dist in ("agentcore", "openai-agents", "pydantic-ai-slim", "openai"):
+    for dist in ("agentcore", "openai-agents", "pydantic-ai-slim", "openai", "botocore"):
         try:
             parts.append(f"{dist} {metadata.version(dist)}")
         except metadata.PackageNotFoundError:
