@@ -8,6 +8,7 @@ provider's structured-output format.
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -20,8 +21,10 @@ __all__ = [
     "NATIVE_OUTPUT_APIS",
     "OUTPUT_NAME",
     "Choice",
+    "anthropic_schema",
     "check_native_output",
     "check_tool_choice",
+    "json_schema_format",
     "strict_schema",
     "supports_native_output",
     "tool_choice",
@@ -60,18 +63,17 @@ def check_tool_choice(choice: str | None, names: Sequence[str]) -> None:
                      f"names no tool of the run (its tools: {known})")
 
 
-def tool_choice(options: StreamOptions, tools: Sequence[Tool]) -> Choice | None:
+def tool_choice(options: StreamOptions, tools: Sequence[Tool] | None) -> Choice | None:
     """What the request says about tools: None to say nothing (the provider's default).
 
-    A `"required"` or a tool's name with no tools at all says nothing either: there is nothing
-    to call. Raises `ValueError` naming `tool_choice` for a name that is no tool of `tools`.
+    A request without tools says nothing either, whatever the choice: there is nothing to call
+    or to refuse, and servers reject a tool choice without tools. Raises `ValueError` naming
+    `tool_choice` for a name that is no tool of `tools`.
     """
     choice = options.tool_choice
-    if choice is None:
+    if choice is None or not tools:
         return None
     check_tool_choice(choice, [tool.name for tool in tools])
-    if not tools and choice != "none":
-        return None
     if choice in _MODES:
         return Choice(choice)  # type: ignore[arg-type]
     return Choice("tool", choice)
@@ -99,11 +101,21 @@ def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """`schema` as OpenAI's strict mode wants it, or None when it cannot be strict.
 
     Strict mode wants every object closed (`additionalProperties: false`) with every property
-    required; an object that allows other properties or leaves one out, or a keyword strict
-    mode rejects, keeps the schema non-strict. `schema` itself is not changed.
+    required; an object that allows other properties or leaves one out, an object that lists no
+    `properties` (any object: closing it would allow only `{}`), or a keyword strict mode
+    rejects, keeps the schema non-strict. `schema` itself is not changed.
     """
     out = copy.deepcopy(schema)
     return out if _close(out) else None
+
+
+def json_schema_format(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """The schema to send as OpenAI's `json_schema` format, and whether it is `strict`.
+
+    The strict version of `schema` (`strict_schema`) when there is one, else `schema` as given.
+    """
+    strict = strict_schema(schema)
+    return (schema, False) if strict is None else (strict, True)
 
 
 _SUBSCHEMA_MAPS = ("properties", "$defs", "definitions")
@@ -118,6 +130,8 @@ def _close(node: Any) -> bool:
         return False
     properties = node.get("properties")
     if node.get("type") == "object" or isinstance(properties, dict):
+        if not isinstance(properties, dict):
+            return False
         if node.get("additionalProperties", False) is not False:
             return False
         if set(node.get("required", ())) != set(properties or ()):
@@ -129,3 +143,64 @@ def _close(node: Any) -> bool:
     for key in _SUBSCHEMA_LISTS:
         children.extend(node.get(key) or ())
     return all(_close(child) for child in children)
+
+
+_ANTHROPIC_FORMATS = frozenset({"date-time", "time", "date", "duration", "email", "hostname",
+                                "uri", "ipv4", "ipv6", "uuid"})
+_ANTHROPIC_DROPPED = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+                      "multipleOf", "minLength", "maxLength", "maxItems", "uniqueItems",
+                      "minProperties", "maxProperties")
+"""Constraints Anthropic's structured outputs reject (a 400): moved into the description."""
+
+
+def anthropic_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` as Anthropic's structured outputs take it (their "JSON Schema limitations").
+
+    Every object is closed (`additionalProperties: false`, which Anthropic requires) and keeps
+    its optional properties; `oneOf` becomes `anyOf`; constraints Anthropic rejects (`minimum`,
+    `maxLength`, `minItems` above 1, a `format` it does not know, ...) move into the
+    description, where the model still reads them (the reply is validated against the full
+    schema anyway). `schema` itself is not changed.
+
+    Raises:
+        ValueError: An object open to other properties (a dict type, or an object listing no
+            `properties`): closing it would allow only `{}`, so it cannot be sent natively.
+    """
+    out = copy.deepcopy(schema)
+    _fit_anthropic(out, "")
+    return out
+
+
+def _fit_anthropic(node: Any, path: str) -> None:
+    """Make the schema `node` (at `path`) fit Anthropic's limits in place."""
+    if isinstance(node, list):
+        for i, child in enumerate(node):
+            _fit_anthropic(child, f"{path}/{i}")
+        return
+    if not isinstance(node, dict):
+        return
+    if "oneOf" in node and "anyOf" not in node:
+        node["anyOf"] = node.pop("oneOf")
+    properties = node.get("properties")
+    if node.get("type") == "object" or isinstance(properties, dict):
+        if not isinstance(properties, dict) or node.get("additionalProperties", False) is not False:
+            raise ValueError(
+                f"'output_schema' has an object open to other properties at {path or '/'!r} "
+                "(a dict, or an object without 'properties'): Anthropic's structured outputs "
+                "take closed objects only; use output_mode='tool' for this type")
+        node["additionalProperties"] = False
+    moved = {key: node.pop(key) for key in _ANTHROPIC_DROPPED if key in node}
+    if node.get("minItems", 0) not in (0, 1):
+        moved["minItems"] = node.pop("minItems")
+    if "format" in node and node["format"] not in _ANTHROPIC_FORMATS:
+        moved["format"] = node.pop("format")
+    if moved:
+        said = ", ".join(f"{key}: {json.dumps(value)}" for key, value in moved.items())
+        description = node.get("description")
+        node["description"] = f"{description} ({said})" if description else f"({said})"
+    for key in _SUBSCHEMA_MAPS:
+        for name, child in (node.get(key) or {}).items():
+            _fit_anthropic(child, f"{path}/{key}/{name}")
+    for key in (*_SUBSCHEMA_LISTS, "allOf", "items"):
+        if key in node:
+            _fit_anthropic(node[key], f"{path}/{key}")

@@ -7,6 +7,7 @@ results travel in one user message; prompt caching follows `cache_retention`.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,6 +30,7 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
+from ._choice import Choice, anthropic_schema, check_native_output, tool_choice
 from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
@@ -37,6 +39,8 @@ from ._text import dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
 
 __all__ = ["build_body", "headers_for", "stream_anthropic"]
+
+_log = logging.getLogger(__name__)
 
 API_VERSION = "2023-06-01"
 _STOP = {
@@ -145,8 +149,12 @@ def _mark_cache(messages: list[dict[str, Any]], control: dict[str, str]) -> None
 
 
 def _thinking(body: dict[str, Any], model: Model, compat: Compat,
-              options: StreamOptions) -> bool:
-    """Add the thinking parameters; True when thinking is on."""
+              options: StreamOptions, forced: bool) -> bool:
+    """Add the thinking parameters; True when thinking is on.
+
+    With a `forced` tool call, extended thinking (a token budget) stays off: Anthropic rejects
+    a forced tool choice with it. Adaptive thinking takes one (the model then skips thinking).
+    """
     level = options.reasoning
     if not model.reasoning or level is None or level is ThinkingLevel.OFF:
         return False
@@ -155,6 +163,11 @@ def _thinking(body: dict[str, Any], model: Model, compat: Compat,
         body["thinking"] = {"type": "adaptive"}
         body["output_config"] = {"effort": effort}
         return True
+    if forced:
+        _log.debug("%s: thinking left off for this request: its tool_choice %r forces a tool "
+                   "call, which Anthropic rejects with extended thinking", model.id,
+                   options.tool_choice)
+        return False
     budgets = {**_DEFAULT_BUDGETS, **(options.thinking_budgets or {})}
     budget = budgets["high" if level is ThinkingLevel.XHIGH else level.value]
     max_tokens = min(body["max_tokens"] + budget, model.max_tokens)
@@ -165,9 +178,28 @@ def _thinking(body: dict[str, Any], model: Model, compat: Compat,
     return True
 
 
+def _tool_choice(choice: Choice) -> dict[str, str]:
+    """Anthropic's `tool_choice` for `choice`: `"required"` is `any`, a tool's name `tool`."""
+    if choice.name is not None:
+        return {"type": "tool", "name": choice.name}
+    return {"type": "any" if choice.mode == "required" else choice.mode}
+
+
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The request body for `context`."""
+    """The request body for `context`.
+
+    `options.tool_choice` becomes `tool_choice` (`auto`, `none`, `any` for `"required"`, or
+    `{"type": "tool", "name": ...}`), sent only with tools. A forced choice (`any`, `tool`)
+    leaves extended thinking off for that request (Anthropic rejects the two together; a debug
+    log says so); adaptive thinking stays on. `options.output_schema` becomes structured
+    output, `output_config.format` `{"type": "json_schema", "schema": ...}` (generally
+    available, no beta header: https://platform.claude.com/docs/en/build-with-claude/structured-outputs),
+    the schema fitted to Anthropic's limits by `_choice.anthropic_schema`. Raises `ValueError`
+    for a `tool_choice` naming no tool, an `output_schema` for a model without native output
+    (`compat` `supports_native_output`), or one with an object open to other properties.
+    """
     compat = resolve(model)
+    choice = tool_choice(options, context.tools)
     control = _cache_control(model, options)
     max_tokens = options.max_tokens or min(model.max_tokens, 32_000)
     body: dict[str, Any] = {"model": model.id,
@@ -184,7 +216,14 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["tools"] = [{"name": t.name, "description": t.description, "input_schema": {
             "type": "object", "properties": t.parameters.get("properties", {}),
             "required": t.parameters.get("required", [])}} for t in context.tools]
-    thinking = _thinking(body, model, compat, options)
+    if choice is not None:
+        body["tool_choice"] = _tool_choice(choice)
+    forced = choice is not None and choice.mode in ("required", "tool")
+    thinking = _thinking(body, model, compat, options, forced)
+    if options.output_schema is not None:
+        check_native_output(model)
+        body.setdefault("output_config", {})["format"] = {
+            "type": "json_schema", "schema": anthropic_schema(options.output_schema)}
     if options.temperature is not None and not thinking:
         body["temperature"] = options.temperature
     user_id = (options.metadata or {}).get("user_id")

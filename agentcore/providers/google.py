@@ -31,6 +31,7 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
+from ._choice import check_native_output, tool_choice
 from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
@@ -51,6 +52,8 @@ _LEVELS = {  # Gemini 3: `thinkingLevel` per level, by `thinking_levels_family`
     "pro": {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH"},
     "flash": {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH"},
 }
+_MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY", "tool": "ANY"}
+"""`functionCallingConfig.mode` per tool choice (a tool's name adds `allowedFunctionNames`)."""
 
 
 def _normalize_id(compat: Compat) -> Any:
@@ -176,7 +179,14 @@ def _thinking_config(model: Model, compat: Compat,
 
 
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The request body for `context`."""
+    """The request body for `context`.
+
+    `options.tool_choice` becomes `toolConfig.functionCallingConfig`: mode `AUTO`, `NONE` or
+    `ANY` (`"required"`), and for a tool's name `ANY` with `allowedFunctionNames` (sent only
+    with tools); `options.output_schema` becomes `responseJsonSchema` with `responseMimeType`
+    `application/json`. Raises `ValueError` for a `tool_choice` naming no tool, or an
+    `output_schema` for a model without native output.
+    """
     compat = resolve(model)
     body: dict[str, Any] = {"contents": _contents(context, model, compat)}
     if context.system_prompt:
@@ -187,11 +197,21 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     thinking = _thinking_config(model, compat, options)
     if thinking is not None:
         config["thinkingConfig"] = thinking
+    if options.output_schema is not None:
+        check_native_output(model)
+        config["responseMimeType"] = "application/json"
+        config["responseJsonSchema"] = options.output_schema
     body["generationConfig"] = config
     if context.tools:
         body["tools"] = [{"functionDeclarations": [
             {"name": t.name, "description": t.description, "parametersJsonSchema": t.parameters}
             for t in context.tools]}]
+    choice = tool_choice(options, context.tools)
+    if choice is not None:
+        calling: dict[str, Any] = {"mode": _MODES[choice.mode]}
+        if choice.name is not None:
+            calling["allowedFunctionNames"] = [choice.name]
+        body["toolConfig"] = {"functionCallingConfig": calling}
     return body
 
 

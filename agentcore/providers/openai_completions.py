@@ -28,6 +28,7 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
+from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_choice
 from ._compat import Compat
 from ._openai import error_text, http_error_text, loads_or_none, resolve_compat
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
@@ -176,8 +177,27 @@ def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
             body["reasoning_effort"] = effort
 
 
+def _response_format(model: Model, compat: Compat, schema: dict[str, Any]) -> dict[str, Any]:
+    """`response_format` asking for JSON of `schema`: strict when the schema allows it.
+
+    A server without strict mode (`supports_strict_mode` false) gets no `strict` at all.
+    """
+    check_native_output(model)
+    sent, strict = json_schema_format(schema)
+    spec: dict[str, Any] = {"name": OUTPUT_NAME, "schema": sent}
+    if compat.supports_strict_mode:
+        spec["strict"] = strict
+    return {"type": "json_schema", "json_schema": spec}
+
+
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The request body for `context`, as the server expects it."""
+    """The request body for `context`, as the server expects it.
+
+    `options.tool_choice` becomes `tool_choice` (`"auto"`, `"none"`, `"required"`, or
+    `{"type": "function", "function": {"name": ...}}`), sent only with tools;
+    `options.output_schema` becomes a `json_schema` `response_format`. Raises `ValueError` for
+    a `tool_choice` naming no tool, or an `output_schema` for a model without native output.
+    """
     compat = resolve_compat(model)
     body: dict[str, Any] = {"model": model.id, "messages": _messages(context, model, compat),
                             "stream": True}
@@ -195,6 +215,12 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     elif any(isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and m.tool_calls)
              for m in context.messages):
         body["tools"] = []
+    choice = tool_choice(options, context.tools)
+    if choice is not None:
+        body["tool_choice"] = (choice.mode if choice.name is None else
+                               {"type": "function", "function": {"name": choice.name}})
+    if options.output_schema is not None:
+        body["response_format"] = _response_format(model, compat, options.output_schema)
     level = options.reasoning if options.reasoning is not ThinkingLevel.OFF else None
     _reasoning(body, model, compat, level)
     if "api.openai.com" in model.base_url and options.session_id and (

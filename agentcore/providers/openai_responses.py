@@ -31,6 +31,7 @@ from .._core import (
     UserMessage,
 )
 from ._builder import ReplyBuilder
+from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_choice
 from ._compat import resolve
 from ._openai import error_text, http_error_text
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
@@ -148,7 +149,13 @@ def _input(context: Context, model: Model) -> list[dict[str, Any]]:
 
 
 def build_body(model: Model, context: Context, options: StreamOptions) -> dict[str, Any]:
-    """The request body for `context`."""
+    """The request body for `context`.
+
+    `options.tool_choice` becomes `tool_choice` (`"auto"`, `"none"`, `"required"`, or
+    `{"type": "function", "name": ...}`), sent only with tools; `options.output_schema` becomes
+    the `json_schema` format of `text`. Raises `ValueError` for a `tool_choice` naming no tool,
+    or an `output_schema` for a model without native output.
+    """
     compat = resolve(model)
     body: dict[str, Any] = {"model": model.id, "input": _input(context, model), "stream": True,
                             "store": False,
@@ -162,6 +169,15 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     if context.tools:
         body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
                           "parameters": t.parameters, "strict": False} for t in context.tools]
+    choice = tool_choice(options, context.tools)
+    if choice is not None:
+        body["tool_choice"] = (choice.mode if choice.name is None else
+                               {"type": "function", "name": choice.name})
+    if options.output_schema is not None:
+        check_native_output(model)
+        schema, strict = json_schema_format(options.output_schema)
+        body["text"] = {**body.get("text", {}), "format": {
+            "type": "json_schema", "name": OUTPUT_NAME, "schema": schema, "strict": strict}}
     level = options.reasoning if options.reasoning is not ThinkingLevel.OFF else None
     if model.reasoning:
         if level is not None:

@@ -52,6 +52,8 @@ READ_BY = {
     "requires_thought_signatures": {"google-generative-ai"},
     "images_in_function_responses": {"google-generative-ai"},
     "function_call_ids": {"google-generative-ai"},
+    "supports_native_output": {"openai-completions", "openai-responses", "anthropic-messages",
+                               "google-generative-ai"},
     **{key: {"openai-completions"} for key in [
         "supports_store", "supports_developer_role", "supports_reasoning_effort",
         "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",

@@ -1,0 +1,210 @@
+"""`StreamOptions.tool_choice` on every wire API (API §18), read back from the local server.
+
+Each API gets each choice in its own form; a request without tools says nothing; a name that is
+no tool of the request ends the reply as an error event before anything is sent; Anthropic keeps
+extended thinking off when the choice forces a call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from sse_server import SSEServer
+from test_handoff import anthropic_reply, completions_reply, google_reply, responses_reply
+
+import agentcore as ac
+from agentcore.providers import anthropic, google, openai_completions, openai_responses
+
+KEY = "sk-test"
+WEATHER = ac.Tool("get_weather", "Current weather for a city.", {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+TIME = ac.Tool("get_time", "The time in a city.", {
+    "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+WITH_TOOLS = ac.Context("Be brief.", [ac.UserMessage("Weather in Paris?")], [WEATHER, TIME])
+NO_TOOLS = ac.Context("Be brief.", [ac.UserMessage("Weather in Paris?")])
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One wire API: a model of it on the local server, a text reply, and its body builder."""
+
+    api: str
+    model: Callable[[str], ac.Model]
+    reply: Callable[[str], bytes]
+    build_body: Callable[[ac.Model, ac.Context, ac.StreamOptions], dict[str, Any]]
+
+
+WIRES = {
+    "openai-completions": Wire(
+        "openai-completions",
+        lambda url: ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai", url),
+        lambda text: completions_reply(text=text), openai_completions.build_body),
+    "openai-responses": Wire(
+        "openai-responses",
+        lambda url: ac.Model("gpt-4.1", "GPT-4.1", "openai-responses", "openai", url),
+        responses_reply, openai_responses.build_body),
+    "anthropic-messages": Wire(
+        "anthropic-messages",
+        lambda url: ac.Model("claude-sonnet-4-5", "Claude", "anthropic-messages", "anthropic",
+                             url, compat={"supports_native_output": True}),
+        lambda text: anthropic_reply(text=text), anthropic.build_body),
+    "google-generative-ai": Wire(
+        "google-generative-ai",
+        lambda url: ac.Model("gemini-2.5-flash", "Gemini", "google-generative-ai", "google",
+                             url),
+        lambda text: google_reply(text=text), google.build_body),
+}
+"""The four HTTP wire APIs; `test_native_output` runs its cases on them too."""
+
+FIELD = {"openai-completions": "tool_choice", "openai-responses": "tool_choice",
+         "anthropic-messages": "tool_choice", "google-generative-ai": "toolConfig"}
+"""Where each API's body says what it asks of the tools."""
+
+FORMS: dict[str, dict[str, Any]] = {
+    "openai-completions": {
+        "auto": "auto", "none": "none", "required": "required",
+        "get_time": {"type": "function", "function": {"name": "get_time"}}},
+    "openai-responses": {
+        "auto": "auto", "none": "none", "required": "required",
+        "get_time": {"type": "function", "name": "get_time"}},
+    "anthropic-messages": {
+        "auto": {"type": "auto"}, "none": {"type": "none"}, "required": {"type": "any"},
+        "get_time": {"type": "tool", "name": "get_time"}},
+    "google-generative-ai": {
+        "auto": {"functionCallingConfig": {"mode": "AUTO"}},
+        "none": {"functionCallingConfig": {"mode": "NONE"}},
+        "required": {"functionCallingConfig": {"mode": "ANY"}},
+        "get_time": {"functionCallingConfig": {"mode": "ANY",
+                                               "allowedFunctionNames": ["get_time"]}}},
+}
+"""Each API's own form of each choice (the name of a tool: `get_time`)."""
+
+CASES = [(api, choice) for api in WIRES for choice in FORMS[api]]
+
+
+def options(**fields: Any) -> ac.StreamOptions:
+    return ac.StreamOptions(api_key=KEY, **fields)
+
+
+def sent(server: SSEServer, api: str, context: ac.Context = WITH_TOOLS,
+         model: ac.Model | None = None, **opts: Any) -> tuple[dict[str, Any], ac.AssistantMessage]:
+    """The body the server received for one reply, and the reply."""
+    wire = WIRES[api]
+    server.sse(wire.reply("Sunny."))
+    message = ac.complete(model or wire.model(server.url), context, options(**opts))
+    assert message.stop_reason == "stop", message.error_message
+    [request] = server.requests
+    return request.json, message
+
+
+@pytest.mark.parametrize(("api", "choice"), CASES)
+def test_tool_choice_is_sent_in_each_apis_form(sse_server, api: str, choice: str) -> None:
+    body, message = sent(sse_server, api, tool_choice=choice)
+    assert body[FIELD[api]] == FORMS[api][choice]
+    assert message.text == "Sunny."
+
+
+@pytest.mark.parametrize(("api", "choice"), CASES)
+def test_tool_choice_changes_nothing_else_in_the_body(api: str, choice: str) -> None:
+    wire = WIRES[api]
+    model = wire.model("http://127.0.0.1:1")
+    plain = wire.build_body(model, WITH_TOOLS, options())
+    chosen = wire.build_body(model, WITH_TOOLS, options(tool_choice=choice))
+    assert FIELD[api] not in plain
+    assert chosen == {**plain, FIELD[api]: FORMS[api][choice]}
+
+
+@pytest.mark.parametrize("api", WIRES)
+def test_tool_choice_none_by_default_sends_nothing(sse_server, api: str) -> None:
+    body, _ = sent(sse_server, api)
+    assert FIELD[api] not in body
+
+
+@pytest.mark.parametrize("choice", ["auto", "none", "required", "get_time"])
+@pytest.mark.parametrize("api", WIRES)
+def test_tool_choice_without_tools_sends_nothing(sse_server, api: str, choice: str) -> None:
+    body, _ = sent(sse_server, api, NO_TOOLS, tool_choice=choice)
+    assert FIELD[api] not in body
+    assert "tools" not in body
+
+
+def test_tool_choice_not_sent_with_the_empty_tools_of_a_history_with_calls(sse_server) -> None:
+    call = ac.AssistantMessage([ac.ToolCall("call_1", "get_weather", {"city": "Paris"})],
+                               "openai-completions", "openai", "gpt-4o-mini", ac.Usage(),
+                               "toolUse")
+    result = ac.ToolResultMessage("call_1", "get_weather", [ac.TextContent("21C")])
+    context = ac.Context("Be brief.", [ac.UserMessage("Weather in Paris?"), call, result])
+    body, _ = sent(sse_server, "openai-completions", context, tool_choice="required")
+    assert body["tools"] == []  # servers want the calls' tools declared, even none
+    assert "tool_choice" not in body  # ...and reject a choice among no tools
+
+
+@pytest.mark.parametrize("api", WIRES)
+def test_tool_choice_unknown_name_ends_the_reply_before_sending(sse_server, api: str) -> None:
+    model = WIRES[api].model(sse_server.url)
+    events = list(ac.stream(model, WITH_TOOLS, options(tool_choice="get_weather_now")))
+    [error] = events
+    assert isinstance(error, ac.ErrorEvent)
+    assert error.reason == "error"
+    assert error.error.error_message == (
+        "'tool_choice' 'get_weather_now' is neither 'auto', 'none' nor 'required' and names no "
+        "tool of the run (its tools: 'get_weather', 'get_time')")
+    assert sse_server.requests == []
+
+
+@pytest.mark.parametrize("api", WIRES)
+def test_tool_choice_unknown_name_raises_from_build_body(api: str) -> None:
+    wire = WIRES[api]
+    with pytest.raises(ValueError, match="'tool_choice' 'nope'"):
+        wire.build_body(wire.model("http://127.0.0.1:1"), WITH_TOOLS, options(tool_choice="nope"))
+
+
+# --- Anthropic: a forced choice and extended thinking ------------------------------------------
+
+
+def claude(url: str, **compat: Any) -> ac.Model:
+    return ac.Model("claude-sonnet-4-5", "Claude", "anthropic-messages", "anthropic", url,
+                    reasoning=True, max_tokens=64_000, compat=compat or None)
+
+
+@pytest.mark.parametrize("choice", ["required", "get_time"])
+def test_tool_choice_forced_leaves_anthropic_extended_thinking_off(
+        sse_server, caplog, choice: str) -> None:
+    caplog.set_level(logging.DEBUG, logger="agentcore.providers.anthropic")
+    body, _ = sent(sse_server, "anthropic-messages", model=claude(sse_server.url),
+                   reasoning="high", temperature=0.5, tool_choice=choice)
+    assert body["tool_choice"] == FORMS["anthropic-messages"][choice]
+    assert "thinking" not in body
+    assert body["temperature"] == 0.5  # allowed again: thinking is off
+    assert body["max_tokens"] == 32_000  # no thinking budget added
+    [record] = [r for r in caplog.records if "thinking left off" in r.getMessage()]
+    assert record.levelno == logging.DEBUG
+    assert repr(choice) in record.getMessage()
+
+
+@pytest.mark.parametrize("choice", ["auto", "none"])
+def test_tool_choice_not_forced_keeps_anthropic_extended_thinking(sse_server, choice) -> None:
+    body, _ = sent(sse_server, "anthropic-messages", model=claude(sse_server.url),
+                   reasoning="high", tool_choice=choice)
+    assert body["tool_choice"] == FORMS["anthropic-messages"][choice]
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384}
+
+
+def test_tool_choice_forced_keeps_anthropic_adaptive_thinking(sse_server) -> None:
+    body, _ = sent(sse_server, "anthropic-messages",
+                   model=claude(sse_server.url, adaptive_thinking=True), reasoning="high",
+                   tool_choice="required")
+    assert body["tool_choice"] == {"type": "any"}
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["output_config"] == {"effort": "high"}
+
+
+def test_tool_choice_forced_without_tools_keeps_anthropic_thinking(sse_server) -> None:
+    body, _ = sent(sse_server, "anthropic-messages", NO_TOOLS, model=claude(sse_server.url),
+                   reasoning="low", tool_choice="required")
+    assert "tool_choice" not in body
+    assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
