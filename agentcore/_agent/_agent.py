@@ -342,12 +342,15 @@ class Agent:
                 raise ValueError("cannot continue: the agent has no messages")
             if not isinstance(self.messages[-1], AssistantMessage):
                 return start(self, None, False)
-            steering = self._steering.take_now(self.steering_mode)
-            if steering:
-                return start(self, steering, True)
-            follow_ups = self._follow_up.take_now(self.follow_up_mode)
-            if follow_ups:
-                return start(self, follow_ups, False)
+            for queue, mode, skip in ((self._steering, self.steering_mode, True),
+                                      (self._follow_up, self.follow_up_mode, False)):
+                taken = queue.take_now(mode)
+                if taken:
+                    try:
+                        return start(self, taken, skip)
+                    except BaseException:  # no run: the messages wait in their queue again
+                        queue.put_back(taken)
+                        raise
         raise ValueError("cannot continue from an assistant message: no steering or follow-up "
                          "message is queued")
 

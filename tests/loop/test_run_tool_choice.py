@@ -15,7 +15,13 @@ import attrs
 import pytest
 
 import agentcore as ac
-from agentcore.testing import ScriptedModel, record_events, scripted_model, tool_call
+from agentcore.testing import (
+    ScriptedModel,
+    faux_assistant_message,
+    record_events,
+    scripted_model,
+    tool_call,
+)
 
 WAIT = 5.0
 
@@ -214,3 +220,16 @@ def test_a_swapped_context_keeping_the_output_tool_is_fine() -> None:
         run = ac.Agent(fake.model, tools=[lookup], prepare_next_turn=same).prompt(
             "n", output_type=int)
         assert run.output == 4
+
+
+def test_continue_refused_for_its_tool_choice_keeps_the_queued_message() -> None:
+    with scripted_model(["answered"]) as fake:
+        agent = ac.Agent(fake.model, tools=[lookup], tool_choice="lokup",
+                         messages=[ac.UserMessage("x"), faux_assistant_message("y")])
+        agent.steer("and now?")
+        with pytest.raises(ValueError, match="'tool_choice' 'lokup'"):
+            agent.continue_()
+        assert agent.has_queued_messages()
+        agent.tool_choice = None
+        agent.continue_().raise_for_error()
+        assert fake.last_call.messages[-1].text == "and now?"  # type: ignore[union-attr]
