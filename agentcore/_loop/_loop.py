@@ -104,7 +104,7 @@ class Run:
                        and config.should_stop_after_turn is None)
         self._llm_only = sole_writer and LLM_TYPES.issuperset(map(type, self.context.messages))
         if config.limits is not None:
-            self._limits = LimitCounter(config.limits, config.output_type is not None)
+            self._limits = LimitCounter(config.limits, self._answers_by_tool)
         self._choice = config.tool_choice or self._default_choice()
         if self.output is not None and self.output.native:
             self._schema = self.output.tool.parameters
@@ -217,13 +217,18 @@ class Run:
             self._options_for = wanted
         return self._options
 
+    @property
+    def _answers_by_tool(self) -> bool:
+        """Whether the run's output comes through the `final_result` tool (API §14)."""
+        return self.output is not None and not self.output.native
+
     def _default_choice(self) -> str | None:
         """The tool choice when none is set (or it was reset): `"required"` if a tool answers.
 
         A run whose output comes through `final_result` must call a tool, that one included,
         to end; any other run leaves the choice to the provider.
         """
-        return "required" if self.output is not None and not self.output.native else None
+        return "required" if self._answers_by_tool else None
 
     def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         if not reply.tool_calls:

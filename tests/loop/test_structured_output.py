@@ -378,6 +378,22 @@ def test_native_a_model_switch_to_one_without_it_ends_the_run_in_error(
     assert faux.call_count == 0
 
 
+def test_native_a_tool_may_be_named_final_result_and_is_an_ordinary_tool() -> None:
+    @ac.tool
+    def final_result() -> str:
+        """Mine."""
+        return "mine"
+
+    with scripted_model([tool_call("final_result", {}), '{"response": 1}']) as fake:
+        agent = ac.Agent(fake.model, tools=[final_result])
+        assert agent.prompt("n", output_type=int, output_mode="native").output == 1
+        assert fake.call(1).tool_results[0].text == "mine"
+        fake.add_replies([tool_call("final_result", {})])
+        agent.limits = ac.UsageLimits(max_tool_calls=0)  # and counts as a tool call
+        run = agent.prompt("n", output_type=int, output_mode="native")
+        assert run.error == "usage limit reached: max_tool_calls=0"
+
+
 def test_native_a_run_ending_without_an_answer_has_no_output() -> None:
     with scripted_model(["not json"]) as fake:
         agent = ac.Agent(fake.model, should_stop_after_turn=lambda turn: True)
