@@ -7,10 +7,12 @@ depends on the last user message and the declared tools:
 - `weather <city>`, with no tool result yet: a `get_weather` tool call for `<city>`; once the
   request carries the tool result: `"weather: <result>"`;
 - a request declaring `final_result`: a call of it, `{"response": <text>}` when the schema
-  wraps the value, else `{"name": <text>, "population": <len(text)>}`;
+  wraps the value, else `{"name": <text>, "population": <len(text)>}`; a request with a
+  `json_schema` `response_format`: the same JSON as its text;
 - anything else: `"echo: <text>"` in a few chunks, `delay_s` apart.
 
-It counts connections and requests and the most streams ever open at once, and runs in a thread
+It counts connections and requests and the most streams ever open at once, keeps the bodies
+it was sent (`bodies`), and runs in a thread
 of the test process or (`python tests/chat_server.py`) on its own, printing its port.
 """
 
@@ -44,6 +46,7 @@ class ChatServer(PromptShutdown, ThreadingHTTPServer):
         self.streaming = 0
         self.max_streaming = 0
         self.prompts: list[str] = []
+        self.bodies: list[dict[str, Any]] = []
         self.stopping = threading.Event()  # set by close(): paced streams end at once
         self.connections: set[socket.socket] = set()
         super().__init__(("127.0.0.1", 0), _Handler)
@@ -104,13 +107,21 @@ def answer(request: dict[str, Any]) -> list[bytes] | None:
     last = messages[-1]
     if text.startswith("fail"):
         return None
-    if "final_result" in tools:
-        wrapped = "response" in tools["final_result"]["parameters"].get("properties", {})
+    schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("schema")
+    if "final_result" in tools or schema is not None:
+        schema = schema or tools["final_result"]["parameters"]
+        wrapped = "response" in schema.get("properties", {})
         arguments = {"response": text} if wrapped else {"name": text, "population": len(text)}
-        return _tool_call("final_result", arguments)
+        if "final_result" in tools:
+            return _tool_call("final_result", arguments)
+        return _text(json.dumps(arguments))
     if text.startswith("weather ") and last.get("role") == "user":
         return _tool_call("get_weather", {"city": text.removeprefix("weather ")})
-    reply = (f"weather: {_text_of(last)}" if last.get("role") == "tool" else f"echo: {text}")
+    return _text(f"weather: {_text_of(last)}" if last.get("role") == "tool" else f"echo: {text}")
+
+
+def _text(reply: str) -> list[bytes]:
+    """`reply` streamed in chunks of 4 characters."""
     pieces = [reply[i:i + 4] for i in range(0, len(reply), 4)]
     return ([_chunk({"role": "assistant", "content": ""})]
             + [_chunk({"content": piece}) for piece in pieces]
@@ -146,6 +157,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.requests += 1
             users = [m for m in request["messages"] if m.get("role") == "user"]
             self.server.prompts.append(_text_of(users[-1]) if users else "")
+            self.server.bodies.append(request)
         if chunks is None:
             body = json.dumps({"error": {"message": "bad prompt", "type": "invalid_request_error"}
                                }).encode()

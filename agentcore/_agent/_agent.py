@@ -55,13 +55,14 @@ from .._loop import (
     BeforeToolCall,
     ConvertToLlm,
     GetApiKey,
+    OutputMode,
     PrepareNextTurn,
     ShouldStopAfterTurn,
     TransformContext,
 )
 from ..providers import StreamFn
 from ._compact import CompactionSettings
-from ._drive import SessionWriter, load_transcript, start
+from ._drive import Output, SessionWriter, load_transcript, start
 from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
 from ._live import AgentState, LiveState
 from ._queue import MessageQueue
@@ -183,6 +184,7 @@ class Agent:
     http_session: requests.Session | None = OPTION
     max_event_bytes: int = OPTION
     tool_choice: str | None = OPTION
+    reset_tool_choice: bool = OPTION
 
     # Private state: never converted or validated on assignment (`_KEEP`); see the docstring.
     _loop: AgentLoopConfig = attrs.field(init=False, on_setattr=_KEEP)  # set by flat_fields
@@ -282,16 +284,18 @@ class Agent:
     def prompt(
         self, input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-        *, output_type: Any = None, output_retries: int = 2,
+        *, output_type: Any = None, output_retries: int = 2, output_mode: OutputMode = "tool",
     ) -> AgentRun:
         """Start a run on `input` (a str, a message or a list of messages) and return it.
 
         With `output_type` (an attrs class, a dataclass, a `TypedDict`, a primitive, an enum, a
         `Literal`, or containers of them) the model answers through a `final_result` tool and
         `run.output` is that answer; `output_retries` invalid answers (default 2) are sent back
-        before the run ends in error (API §14). Raises `AgentClosedError` once the agent is
-        closed (checked first), `AgentBusyError` while a run is active, `TypeError` for an
-        unsupported type.
+        before the run ends in error (API §14). `output_mode="native"` asks the model for the
+        answer as its reply's JSON text instead (API §18). Raises `AgentClosedError` once the
+        agent is closed (checked first), `AgentBusyError` while a run is active, `TypeError`
+        for an unsupported type, `ValueError` for a `tool_choice` naming no tool of the run or
+        a model without native output.
         """
         self._check_open()
         prompts = prompt_messages(input, images)
@@ -299,12 +303,12 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
                                      "follow_up() to queue messages, or wait for completion")
-            return start(self, prompts, False, output_type, output_retries)
+            return start(self, prompts, False, Output(output_type, output_retries, output_mode))
 
     async def prompt_async(
         self, input: str | AgentMessage | Sequence[AgentMessage],
         images: Sequence[ImageContent] | None = None,
-        *, output_type: Any = None, output_retries: int = 2,
+        *, output_type: Any = None, output_retries: int = 2, output_mode: OutputMode = "tool",
     ) -> AgentRun:
         """`prompt`, awaited: start a run on `input` and return it once it has ended.
 
@@ -313,7 +317,8 @@ class Agent:
         as nothing else holds it; the agent is idle again once the run's thread has ended.
         Raises what `prompt` raises.
         """
-        run = self.prompt(input, images, output_type=output_type, output_retries=output_retries)
+        run = self.prompt(input, images, output_type=output_type, output_retries=output_retries,
+                          output_mode=output_mode)
         try:
             await run.wait_async()
         except BaseException:  # cancelled (or interrupted): stop the run nobody will await
@@ -337,12 +342,15 @@ class Agent:
                 raise ValueError("cannot continue: the agent has no messages")
             if not isinstance(self.messages[-1], AssistantMessage):
                 return start(self, None, False)
-            steering = self._steering.take_now(self.steering_mode)
-            if steering:
-                return start(self, steering, True)
-            follow_ups = self._follow_up.take_now(self.follow_up_mode)
-            if follow_ups:
-                return start(self, follow_ups, False)
+            for queue, mode, skip in ((self._steering, self.steering_mode, True),
+                                      (self._follow_up, self.follow_up_mode, False)):
+                taken = queue.take_now(mode)
+                if taken:
+                    try:
+                        return start(self, taken, skip)
+                    except BaseException:  # no run: the messages wait in their queue again
+                        queue.put_back(taken)
+                        raise
         raise ValueError("cannot continue from an assistant message: no steering or follow-up "
                          "message is queued")
 

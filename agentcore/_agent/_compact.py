@@ -295,7 +295,10 @@ def auto_compactor(
         budget = max(1, settings.reserve_tokens * 4 // 5)
         if model.max_tokens:
             budget = min(budget, model.max_tokens)
-        options = attrs.evolve(call.options, max_tokens=budget)
+        # The summary is plain text from a call without tools: the run's choice and format
+        # (API §18) are not for it
+        options = attrs.evolve(call.options, max_tokens=budget, tool_choice=None,
+                               output_schema=None)
         summary = CompactionSummaryMessage(
             _summarise(plan, model, None, options, stream_fn), estimate_tokens(messages))
         compacted: list[AgentMessage] = [summary, *plan.recent]

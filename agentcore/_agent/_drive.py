@@ -37,7 +37,8 @@ from .._core import (
     error_reply,
     unanswered_tool_calls,
 )
-from .._loop import AgentLoopConfig, carry_context, in_flight, run_agent_loop
+from .._function_tools import output_tool
+from .._loop import AgentLoopConfig, OutputMode, carry_context, check_run, in_flight, run_agent_loop
 from .._loop import run_agent_loop_continue as run_continue
 from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
 from ._compact import auto_compactor
@@ -47,17 +48,29 @@ from ._run import AgentRun
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["SessionWriter", "load_transcript", "prompt_here", "start"]
+__all__ = ["NO_OUTPUT", "Output", "SessionWriter", "load_transcript", "prompt_here", "start"]
 
 _log = logging.getLogger(__name__)
 _session_log = logging.getLogger("agentcore.sessions")
 _run_numbers = itertools.count(1)
 
 
+@attrs.frozen
+class Output:
+    """What a prompt asks for its answer: `output_type`, `output_retries`, `output_mode`."""
+
+    type: Any = None
+    retries: int = 2
+    mode: OutputMode = "tool"
+
+
+NO_OUTPUT = Output()
+
+
 def start(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-          output_type: Any = None, output_retries: int = 2) -> AgentRun:
+          output: Output = NO_OUTPUT) -> AgentRun:
     """Start a run of `agent` on its own thread (under the agent's lock)."""
-    run, main = _prepare(agent, prompts, skip_first_steering, output_type, output_retries)
+    run, main = _prepare(agent, prompts, skip_first_steering, output)
     try:
         run.start(main, name=f"agentcore-run-{next(_run_numbers)}")
     except BaseException:  # no thread to be had: the agent stays idle and usable
@@ -68,9 +81,10 @@ def start(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering:
 
 
 def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage], *,
-                output_type: Any = None, on_start: Callable[[AgentRun], object] = lambda run: None,
+                output_type: Any = None, output_mode: OutputMode = "tool",
+                on_start: Callable[[AgentRun], object] = lambda run: None,
                 http_session: Any = None) -> AgentRun:
-    """`agent.prompt(input, output_type=...)` run to its end on the calling thread.
+    """`agent.prompt(input, output_type=..., output_mode=...)` run to its end on this thread.
 
     For pools that already give each run a thread of its own (`run_batch`, its only user): the
     run needs no thread start, which under load costs more than the rest of starting a run.
@@ -83,7 +97,8 @@ def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage]
     with agent._lock:
         if agent._run is not None:
             raise AgentBusyError("the agent is already processing a prompt")
-        run, main = _prepare(agent, prompts, False, output_type, 2, http_session)
+        run, main = _prepare(agent, prompts, False, Output(output_type, 2, output_mode),
+                             http_session)
     try:
         on_start(run)
     finally:  # the agent is marked busy: only the run's own end makes it idle again
@@ -92,7 +107,7 @@ def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage]
 
 
 def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-             output_type: Any, output_retries: int, http_session: Any = None,
+             output: Output, http_session: Any = None,
              ) -> tuple[AgentRun, Callable[[], None]]:
     """Mark `agent` busy with a new run (under its lock); return the run and its main.
 
@@ -109,16 +124,19 @@ def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steeri
         if http_session is None and agent._http_session is None:
             agent._http_session = new_http_session()  # kept alive across runs
         session = http_session or agent._http_session
-    config = _config(agent, loop, skip_first_steering, output_type, output_retries, session)
+    config = _config(agent, loop, skip_first_steering, output, session)
     context = AgentContext(agent.system_prompt, list(agent.messages), list(agent.tools))
+    check_run(config, config.model, context.tools)  # raises here, not in the run
     run = AgentRun(AbortController(), max_events=agent.max_events)
+    if config.output_mode == "native":
+        run._native = output_tool(config.output_type)
     agent._run = run
     agent._live.begin()
     return run, carry_context(lambda: _main(agent, run, prompts, context, config, stream_fn))
 
 
-def _config(agent: Agent, loop: AgentLoopConfig, skip_first_steering: bool, output_type: Any,
-            output_retries: int, http_session: Any) -> AgentLoopConfig:
+def _config(agent: Agent, loop: AgentLoopConfig, skip_first_steering: bool, output: Output,
+            http_session: Any) -> AgentLoopConfig:
     """`loop` with the parts that belong to one run: queues, compaction, output, session."""
     skip = [skip_first_steering]
 
@@ -134,8 +152,9 @@ def _config(agent: Agent, loop: AgentLoopConfig, skip_first_steering: bool, outp
     compact = None if agent.auto_compact is None else auto_compactor(
         agent.auto_compact, agent.stream_fn, functools.partial(_replace_transcript, agent))
     return attrs.evolve(loop, get_steering_messages=steering, get_follow_up_messages=follow_ups,
-                        before_model_call=compact, output_type=output_type,
-                        output_retries=output_retries, http_session=http_session)
+                        before_model_call=compact, output_type=output.type,
+                        output_retries=output.retries, output_mode=output.mode,
+                        http_session=http_session)
 
 
 def _replace_transcript(agent: Agent, messages: list[AgentMessage]) -> None:

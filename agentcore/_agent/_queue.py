@@ -42,6 +42,11 @@ class MessageQueue:
             self._in_flight.extend(taken)
             return taken
 
+    def put_back(self, messages: list[Any]) -> None:
+        """Queue `messages` again at the front (taken for a run that could not start)."""
+        with self._lock:
+            self._queued.extendleft(reversed(messages))
+
     def take_now(self, mode: QueueMode) -> list[Any]:
         """Hand over messages per `mode` as accepted at once (for `Agent.continue_`)."""
         with self._lock:

@@ -9,6 +9,7 @@ run's `EventLog` (`_log`), which asyncio tasks await too.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import threading
@@ -23,6 +24,7 @@ from .._core import (
     AgentcoreError,
     AgentEvent,
     AgentMessage,
+    AgentTool,
     AssistantMessage,
     MessageUpdateEvent,
     StopReason,
@@ -33,7 +35,7 @@ from .._core import (
     run_markdown,
 )
 from .._function_tools import FINAL_RESULT
-from .._loop import serving
+from .._loop import native_output, serving
 from ._log import EventLog
 
 __all__ = ["AgentRun"]
@@ -80,6 +82,7 @@ class AgentRun:
         self._name = "agentcore-run"
         self._thread: threading.Thread | None = None
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
+        self._native: AgentTool | None = None  # output_mode="native": what reads the answer
 
     @property
     def signal(self) -> AbortSignal:
@@ -162,15 +165,23 @@ class AgentRun:
 
         Blocks until the run has ended, like `result()`. Raises what `raise_for_error()`
         raises when the run failed (`OutputValidationError` when no valid answer came within
-        the retries), and `AgentcoreError` when the run had no `output_type`.
+        the retries), and `AgentcoreError` when the run had no `output_type` (or ended
+        without an answer, say by `should_stop_after_turn`). With `output_mode="native"` the
+        answer is the last reply's text, read again as the run read it.
         """
-        self.raise_for_error()
-        for message in reversed(self._messages):
-            if (isinstance(message, ToolResultMessage) and message.tool_name == FINAL_RESULT
-                    and not message.is_error):
-                return message.details
-        raise AgentcoreError("this run has no structured output: start it with "
-                             "agent.prompt(..., output_type=T)")
+        replies = self._replies()
+        if (outcome := self._failure(replies)) is not None:
+            raise run_error(*outcome)
+        if self._native is not None:
+            with contextlib.suppress(ValueError, IndexError):
+                return native_output(self._native, replies[-1])
+        else:
+            for message in reversed(self._messages):
+                if (isinstance(message, ToolResultMessage) and message.tool_name == FINAL_RESULT
+                        and not message.is_error):
+                    return message.details
+        raise AgentcoreError("this run has no structured output: it ended without an answer, "
+                             "or was started without agent.prompt(..., output_type=T)")
 
     def text_stream(self, timeout: float | None = None) -> Iterator[str]:
         """Iterate the assistant text deltas of the run as they arrive, across all its turns.

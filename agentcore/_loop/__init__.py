@@ -18,22 +18,26 @@ from ._config import (
     BeforeToolCallResult,
     ConvertToLlm,
     GetApiKey,
+    OutputMode,
     PrepareNextTurn,
     PrepareNextTurnContext,
     ShouldStopAfterTurn,
     TransformContext,
+    check_output_mode,
     executor,
     hook,
 )
 from ._entry import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._exit import in_flight
 from ._observe import Observer, RunStart, RunTrace, carry_context, observe
+from ._output import check_run, native_output
 from ._tool_messages import serving
 
 __all__ = ["AfterToolCall", "AfterToolCallContext", "AfterToolCallResult", "AgentLoopConfig",
            "AgentLoopTurnUpdate", "BeforeModelCall", "BeforeModelCallContext", "BeforeToolCall",
            "BeforeToolCallContext", "BeforeToolCallResult", "ConvertToLlm", "GetApiKey",
-           "Observer", "PrepareNextTurn", "PrepareNextTurnContext", "RunStart", "RunTrace",
-           "ShouldStopAfterTurn", "TransformContext", "agent_loop", "agent_loop_continue",
-           "carry_context", "executor", "hook", "in_flight", "observe", "run_agent_loop",
+           "Observer", "OutputMode", "PrepareNextTurn", "PrepareNextTurnContext", "RunStart",
+           "RunTrace", "ShouldStopAfterTurn", "TransformContext", "agent_loop",
+           "agent_loop_continue", "carry_context", "check_output_mode", "check_run", "executor",
+           "hook", "in_flight", "native_output", "observe", "run_agent_loop",
            "run_agent_loop_continue", "serving"]

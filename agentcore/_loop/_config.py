@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 from attrs.validators import and_, ge
@@ -34,6 +34,7 @@ from .._core import (
     UsageLimits,
     default_convert_to_llm,
     flat_fields,
+    instance_of,
     is_callable,
     is_model,
     is_optional_model,
@@ -64,10 +65,12 @@ __all__ = [
     "BeforeToolCallResult",
     "ConvertToLlm",
     "GetApiKey",
+    "OutputMode",
     "PrepareNextTurn",
     "PrepareNextTurnContext",
     "ShouldStopAfterTurn",
     "TransformContext",
+    "check_output_mode",
     "executor",
     "hook",
 ]
@@ -180,12 +183,32 @@ def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> Non
     if value.signal is not None:
         raise ValueError(f"'{attribute.name}.signal' must be None: each run has its own "
                          "(run_agent_loop(signal=...), agent.signal)")
+    if value.output_schema is not None:
+        raise ValueError(f"'{attribute.name}.output_schema' must be None: a run asks for "
+                         "native structured output with output_type=T, output_mode='native'")
 
 
 def _output_type(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     """Attrs validator: None, or a type `final_result` can give (its schema is built now)."""
     if value is not None:
         output_tool(value)  # raises TypeError naming the part it cannot describe
+
+
+OutputMode = Literal["tool", "native"]
+"""How a run with an `output_type` gets its answer: a `final_result` tool, or the reply's JSON."""
+
+
+def check_output_mode(mode: object, output_type: object) -> None:
+    """Raise `ValueError` unless `mode` is `"tool"` or `"native"` (the latter with a type)."""
+    if mode not in ("tool", "native"):
+        raise ValueError(f"'output_mode' must be 'tool' or 'native', got {mode!r}")
+    if mode == "native" and output_type is None:
+        raise ValueError("'output_mode' 'native' needs an 'output_type': the JSON Schema of "
+                         "that type is what the model is asked to answer in")
+
+
+def _output_mode(config: Any, _: attrs.Attribute[Any], value: object) -> None:
+    check_output_mode(value, config.output_type if value == "native" else None)
 
 
 @attrs.frozen(kw_only=True)
@@ -201,7 +224,11 @@ class AgentLoopConfig:
     timeout still ends the wait. `tool_timeout` (seconds) bounds every call whose tool sets no
     `timeout`; `deps` reaches every `@tool` function with a `deps` parameter. With an
     `output_type` the model answers through a `final_result` tool within `output_retries`
-    retries (default 2: at most 3 attempts; API §14). `limits` bounds the run's turns, calls,
+    retries (default 2: at most 3 attempts; API §14), every model call with `tool_choice`
+    `"required"` unless one is set; `output_mode="native"` asks instead for a final reply whose
+    text is JSON of the type's schema (the call's `output_schema`; API §18), for models that
+    take one. `reset_tool_choice` sends the set `tool_choice` only until a turn has called
+    tools: later calls of the run use the default. `limits` bounds the run's turns, calls,
     tokens and cost. `before_model_call(call, emit, signal)`, the seam of `auto_compact`, runs
     before every model call and once after an error reply: messages it returns replace the
     context (an error reply's call is then retried once). The provider options are one
@@ -232,6 +259,8 @@ class AgentLoopConfig:
     deps: Any = None
     output_type: Any = attrs.field(default=None, validator=_output_type)
     output_retries: int = attrs.field(default=2, validator=and_(strict_int, ge(0)))
+    output_mode: OutputMode = attrs.field(default="tool", validator=_output_mode)
+    reset_tool_choice: bool = attrs.field(default=False, validator=instance_of(bool))
     limits: UsageLimits | None = attrs.field(default=None,
                                              validator=optional_instance_of(UsageLimits))
     before_tool_call: BeforeToolCall | None = attrs.field(
@@ -265,8 +294,10 @@ class AgentLoopConfig:
     api_key: str | None = OPTION
 
     def stream_options(
-        self, signal: AbortSignal, api_key: str | None, reasoning: ThinkingLevel | None
+        self, signal: AbortSignal, api_key: str | None, reasoning: ThinkingLevel | None,
+        tool_choice: str | None = None, output_schema: dict[str, Any] | None = None,
     ) -> StreamOptions:
         """The provider options for one model call of a run."""
         return attrs.evolve(self.options, signal=signal, api_key=api_key,
-                            reasoning=None if reasoning is ThinkingLevel.OFF else reasoning)
+                            reasoning=None if reasoning is ThinkingLevel.OFF else reasoning,
+                            tool_choice=tool_choice, output_schema=output_schema)

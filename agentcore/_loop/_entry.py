@@ -1,6 +1,7 @@
 """The loop's entry points: `run_agent_loop` blocks the caller; `agent_loop` streams its events.
 
-Each checks its arguments on the caller's thread, raising at once, and gives a `Run` its own
+Each checks its arguments on the caller's thread, raising at once (`check_run`: the tool
+choice and the output settings against the run's tools and model), and gives a `Run` its own
 snapshot of the context. `agent_loop` runs it on a new thread behind an `EventStream`, which
 the thread holds only weakly: a consumer that closes the stream or drops it aborts the run,
 the provider's request included, instead of leaving it going with nobody listening.
@@ -29,7 +30,7 @@ from ..providers import StreamFn, stream
 from ._config import AgentLoopConfig
 from ._loop import Run
 from ._observe import carry_context
-from ._output import OutputState
+from ._output import OutputState, check_run
 
 __all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
 
@@ -50,13 +51,13 @@ def _start(context: AgentContext, config: AgentLoopConfig, emit: EventSink,
     if stream_fn is None:
         stream_fn = stream
     tools = list(context.tools)
+    check_run(config, config.model, tools)
     output = None
     if config.output_type is not None:
-        output = OutputState(output_tool(config.output_type), config.output_retries)
-        if any(tool.name == output.tool.name for tool in tools):
-            raise ValueError(f"a tool is named {output.tool.name!r}, the name of the tool "
-                             "that gives the output of a run with an output_type")
-        tools.append(output.tool)
+        native = config.output_mode == "native"
+        output = OutputState(output_tool(config.output_type), config.output_retries, native)
+        if not native:
+            tools.append(output.tool)
     snapshot = AgentContext(context.system_prompt, list(context.messages), tools)
     return Run(snapshot, config, emit, signal or AbortController().signal, stream_fn, output,
                detached)
@@ -82,7 +83,9 @@ def run_agent_loop(
     """Run the agent on `prompts` until it is done; return the messages it added.
 
     Blocks the calling thread, which emits every event into `emit`. `context` is not mutated.
-    `stream_fn` defaults to `agentcore.stream`.
+    `stream_fn` defaults to `agentcore.stream`. Raises `ValueError` before the run for a
+    `tool_choice` naming no tool of the run, or `output_mode="native"` with a model that
+    cannot give native output.
     """
     checked = check_messages("prompts", prompts)
     return _start(context, config, emit, signal, stream_fn).execute(checked)

@@ -43,7 +43,7 @@ from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContex
 from ._exit import ABORT_GRACE_S, in_flight
 from ._limits import LimitCounter
 from ._observe import RunStart, RunTrace, start_trace
-from ._output import OutputState, Verdict
+from ._output import OutputState, Verdict, check_run
 from ._reply import ModelCall, SinkError
 from ._tool_exec import Submitter, ToolBatch
 from ._tool_messages import Inbox, tool_inbox
@@ -80,6 +80,8 @@ class Run:
     turn_open: bool = False
     turns: int = 0  # turn_start events so far
     _options: StreamOptions | None = None
+    _choice: str | None = None  # the tool choice of the next model call
+    _schema: dict[str, Any] | None = None  # in native output mode, the answer's JSON Schema
     _options_for: tuple[Any, ...] = ()
     _executor: Submitter | None = None
     _pool: WorkerPool | None = None  # the run's own, when the config names no executor
@@ -102,7 +104,10 @@ class Run:
                        and config.should_stop_after_turn is None)
         self._llm_only = sole_writer and LLM_TYPES.issuperset(map(type, self.context.messages))
         if config.limits is not None:
-            self._limits = LimitCounter(config.limits, config.output_type is not None)
+            self._limits = LimitCounter(config.limits, self._answers_by_tool)
+        self._choice = config.tool_choice or self._default_choice()
+        if self.output is not None and self.output.native:
+            self._schema = self.output.tool.parameters
 
     def execute(self, prompts: list[AgentMessage] | None) -> list[AgentMessage]:
         """Run on this thread until done (observed, if anything observes runs); the new messages."""
@@ -172,6 +177,8 @@ class Run:
                     self._emit(TurnEndEvent(reply, []))
                     return self._end()
                 results, terminate = self._run_tools(reply)
+                if results and self.config.reset_tool_choice:  # a forced choice was obeyed
+                    self._choice = self._default_choice()
                 self._emit(TurnEndEvent(reply, results))
                 more_tools = bool(results) and not terminate
                 nudge: list[AgentMessage] = []
@@ -204,11 +211,24 @@ class Run:
     def _call_options(self) -> StreamOptions:
         """The provider options of the next model call."""
         key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
-        wanted = (key or self.config.api_key, self.reasoning)
+        wanted = (key or self.config.api_key, self.reasoning, self._choice)
         if self._options is None or self._options_for != wanted:  # rebuilt only on a change
-            self._options = self.config.stream_options(self.signal, *wanted)
+            self._options = self.config.stream_options(self.signal, *wanted, self._schema)
             self._options_for = wanted
         return self._options
+
+    @property
+    def _answers_by_tool(self) -> bool:
+        """Whether the run's output comes through the `final_result` tool (API §14)."""
+        return self.output is not None and not self.output.native
+
+    def _default_choice(self) -> str | None:
+        """The tool choice when none is set (or it was reset): `"required"` if a tool answers.
+
+        A run whose output comes through `final_result` must call a tool, that one included,
+        to end; any other run leaves the choice to the provider.
+        """
+        return "required" if self._answers_by_tool else None
 
     def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
         if not reply.tool_calls:
@@ -235,6 +255,9 @@ class Run:
                 self.model = self.model if update.model is None else update.model
                 level = update.thinking_level
                 self.reasoning = self.reasoning if level is None else level
+                if update.context is not None or update.model is not None:
+                    own = None if self.output is None else self.output.tool
+                    check_run(config, self.model, [t for t in self.context.tools if t is not own])
         if config.should_stop_after_turn is not None:
             turn = PrepareNextTurnContext(reply, results, self.context, list(self.new_messages))
             return bool(config.should_stop_after_turn(turn))

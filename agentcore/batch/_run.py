@@ -16,6 +16,7 @@ from typing import Any
 from .._agent import Agent
 from .._core import AgentMessage
 from .._function_tools import output_tool
+from .._loop import OutputMode, check_output_mode
 from ..providers import new_http_session
 from ._progress import Progress, progress_for
 from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_input
@@ -37,6 +38,7 @@ def run_batch(
     executor: Executor | None = None,
     max_concurrency: int = 8,
     output_type: Any = None,
+    output_mode: OutputMode = "tool",
     store: str | os.PathLike[str] | None = None,
     progress: bool | Callable[[int, int, BatchResult], object] | None = None,
 ) -> Iterator[BatchResult]:
@@ -56,7 +58,8 @@ def run_batch(
     runs side by side; then `make_agent`, its tools and `output_type` must be picklable, and
     results travel back as JSON-ready data.
 
-    `output_type`: every run answers with a value of that type (`BatchResult.output`; API §14).
+    `output_type`: every run answers with a value of that type (`BatchResult.output`; API §14),
+    through a `final_result` tool or, with `output_mode="native"`, as its reply's JSON (§18).
     `store`: the path of a SQLite file; results without error are written to it as they
     complete, and a later call with the same store yields the stored result for every
     `(index, input)` already there (inputs compared as JSON) without running it again.
@@ -67,12 +70,13 @@ def run_batch(
     that is wrong.
     """
     items = _check(make_agent, inputs, executor, max_concurrency, output_type, store, progress)
+    check_output_mode(output_mode, output_type)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
         _check_picklable(executor, make_agent, output_type)
     if store is not None:  # a file that is not SQLite raises here, not at the first next()
         ResultStore(store).close()
     return _Batch(make_agent, items, executor, max_concurrency, output_type, store,
-                  progress).results()
+                  progress, output_mode).results()
 
 
 def _check(make_agent: object, inputs: object, executor: object, max_concurrency: object,
@@ -142,12 +146,14 @@ class _Batch:
 
     def __init__(self, make_agent: Callable[[], Agent], items: list[Any],
                  executor: Executor | None, max_concurrency: int, output_type: Any,
-                 store: str | os.PathLike[str] | None, progress: object) -> None:
+                 store: str | os.PathLike[str] | None, progress: object,
+                 output_mode: OutputMode) -> None:
         self.make_agent = make_agent
         self.items = items
         self.executor = executor
         self.max_concurrency = max_concurrency
         self.output_type = output_type
+        self.output_mode = output_mode
         self.store_path = store
         self.progress = progress
         self.done = 0
@@ -244,7 +250,7 @@ class _Batch:
         index, input, _ = item
         try:
             future = pool.submit(run_one, self.make_agent, index, input, self.output_type,
-                                 live, session)
+                                 live, session, self.output_mode)
         except Exception as exc:  # a pool that was shut down
             future = Future()
             future.set_result(failed(index, input, exc))
@@ -286,7 +292,8 @@ class _Batch:
             return False
         wire = [(index, wire_input(input)) for index, input, _ in group]
         try:
-            future = executor.submit(run_group, self.make_agent, wire, self.output_type)
+            future = executor.submit(run_group, self.make_agent, wire, self.output_type,
+                                     self.output_mode)
         except Exception as exc:  # say, make_agent cannot be pickled
             future = Future()
             future.set_exception(exc)

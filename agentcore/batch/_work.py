@@ -10,6 +10,7 @@ from typing import Any
 
 from .._agent import Agent, AgentRun, prompt_here
 from .._core import describe
+from .._loop import OutputMode
 from ..providers import new_http_session
 from ._result import BatchResult, failed, from_wire_input, to_wire
 
@@ -52,7 +53,7 @@ class Live:
 
 
 def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type: Any,
-            live: Live, http_session: Any) -> BatchResult:
+            live: Live, http_session: Any, output_mode: OutputMode = "tool") -> BatchResult:
     """Make an agent, run `input` on it to the end on this thread, and close the agent.
 
     `http_session` serves an agent that speaks HTTP and has no session of its own, so that the
@@ -65,8 +66,8 @@ def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type
         if not isinstance(agent, Agent):
             raise TypeError(f"make_agent() returned {agent!r}, expected an Agent")
         try:
-            run = prompt_here(agent, input, output_type=output_type, on_start=live.add,
-                              http_session=http_session)
+            run = prompt_here(agent, input, output_type=output_type, output_mode=output_mode,
+                              on_start=live.add, http_session=http_session)
             live.discard(run)
         finally:
             agent.close()
@@ -101,7 +102,7 @@ def _process_session() -> Any:
 
 
 def run_group(make_agent: Callable[[], Agent], items: Sequence[tuple[int, Any]],
-              output_type: Any) -> list[dict[str, Any]]:
+              output_type: Any, output_mode: OutputMode = "tool") -> list[dict[str, Any]]:
     """Run every `(index, JSON-ready input)` of `items` at once, on a worker process.
 
     The function a remote executor (a Dask cluster, a process pool) runs: its arguments are
@@ -112,8 +113,8 @@ def run_group(make_agent: Callable[[], Agent], items: Sequence[tuple[int, Any]],
     if len(items) == 1:
         index, data = items[0]
         return [to_wire(run_one(make_agent, index, from_wire_input(data), output_type, live,
-                                session))]
+                                session, output_mode))]
     with ThreadPoolExecutor(len(items), thread_name_prefix="agentcore-batch") as pool:
         futures = [pool.submit(run_one, make_agent, index, from_wire_input(data), output_type,
-                               live, session) for index, data in items]
+                               live, session, output_mode) for index, data in items]
         return [to_wire(future.result()) for future in as_completed(futures)]

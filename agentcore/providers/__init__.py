@@ -22,7 +22,9 @@ Private modules, used only inside this package:
   shuts down, threads it abandons), `_lean` (a POST straight to urllib3).
 - `_framing` (the `Decoder` protocol a wire API's body is decoded with), `_sse` (Server-Sent
   Events, the default decoder).
-- `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
+- `_choice` (tool choice and native structured output, decided once for every wire API;
+  the loop checks a run's settings with `check_tool_choice` and `check_native_output`),
+  `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
   `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
 
@@ -35,6 +37,7 @@ Importing this package loads neither the wire modules nor requests.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from ._registry import (
@@ -58,8 +61,12 @@ from .models import (
 if TYPE_CHECKING:
     import requests
 
+    from .._core import Model
+
 __all__ = [
     "StreamFn",
+    "check_native_output",
+    "check_tool_choice",
     "complete",
     "env_var_for",
     "get_apis",
@@ -89,3 +96,18 @@ def new_http_session(pool_size: int = 10) -> requests.Session:
     from ._transport import new_http_session as new
 
     return new(pool_size)
+
+
+def check_tool_choice(choice: str | None, names: Sequence[str]) -> None:
+    """Raise `ValueError` naming `tool_choice` when it names none of the tools in `names`."""
+    if choice is not None:  # the common case loads nothing
+        from ._choice import check_tool_choice as check
+
+        check(choice, names)
+
+
+def check_native_output(model: Model) -> None:
+    """Raise `ValueError` naming `output_mode` when `model` cannot give native output."""
+    from ._choice import check_native_output as check
+
+    check(model)

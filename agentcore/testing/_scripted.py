@@ -60,8 +60,9 @@ class ScriptedModel:
 
         Args:
             replies: The replies, in the order the model will give them.
-            model: A model id (provider `"faux"`), or a `Model` whose fields (provider, context
-                window, cost, ...) to keep; its `api` is replaced by the fresh one.
+            model: A model id (provider `"faux"`; the model takes `output_mode="native"`), or
+                a `Model` whose fields (provider, context window, cost, `compat`, ...) to keep;
+                its `api` is replaced by the fresh one.
             tokens_per_second: Pace the streamed replies (None: as fast as possible).
             token_size: Replies stream in chunks of this many tokens (min, max), 4 chars each.
         """
@@ -76,6 +77,8 @@ class ScriptedModel:
             [model], provider=provider, tokens_per_second=tokens_per_second,
             token_size=token_size)
         self.model: Model = self.provider.get_model()
+        if isinstance(model, str):  # it answers in any format asked for: JSON, if scripted so
+            self.model = attrs.evolve(self.model, compat={"supports_native_output": True})
         register_provider(self.provider.api, self._stream)  # record, then serve
         try:
             self.add_replies(replies)

@@ -624,6 +624,17 @@ def test_agent_compaction_gives_the_summary_call_a_bounded_reply() -> None:
     assert reply_call.options.max_tokens == 3_000
 
 
+def test_agent_compaction_summary_call_has_no_tool_choice_or_output_format() -> None:
+    model = attrs.evolve(small_model(1_000), compat={"supports_native_output": True})
+    with scripted_model([SUMMARY, '{"response": 7}'], model=model) as fake:
+        agent = Agent(fake.model, messages=HISTORY, auto_compact=SETTINGS, tool_choice="auto")
+        assert agent.prompt("next", output_type=int, output_mode="native").output == 7
+        summary_call, reply_call = fake.calls
+    assert (summary_call.options.tool_choice, summary_call.options.output_schema) == (None, None)
+    assert reply_call.options.tool_choice == "auto"
+    assert reply_call.options.output_schema is not None
+
+
 def test_agent_compaction_replaces_the_sessions_transcript() -> None:
     if "session" not in attrs.fields_dict(Agent):
         pytest.skip("Agent(session=...) is not there yet")

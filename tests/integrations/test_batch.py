@@ -33,6 +33,7 @@ from chat_server import ChatServer
 
 import agentcore as ac
 from agentcore.batch import BatchResult, run_batch
+from agentcore.testing import scripted_model
 
 WAIT_S = 10.0
 EXAMPLE = paths.EXAMPLES / "batch.py"
@@ -225,6 +226,32 @@ def test_run_batch_output_type_gives_typed_outputs(server: ChatServer) -> None:
     assert all(r.ok for r in cities.values())
     assert (names[0].output, names[0].error) == ("Rome", None)
     assert (names[1].output, names[1].error) == (None, "400 bad prompt")
+
+
+def test_run_batch_native_output_mode_gives_typed_outputs() -> None:
+    with scripted_model(['{"response": 1}', '{"response": 2}']) as fake:
+        results = list(run_batch(lambda: ac.Agent(fake.model), ["a", "b"], output_type=int,
+                                 output_mode="native"))
+        assert sorted(r.output for r in results) == [1, 2]
+        assert [c.options.output_schema for c in fake.calls] == [{
+            "type": "object", "properties": {"response": {"type": "integer"}},
+            "required": ["response"], "additionalProperties": False}] * 2
+
+
+@pytest.mark.xfail(reason="needs the wire side of API §18 (branch i23-choice): on this branch "
+                   "the requests carry neither tool_choice nor response_format", strict=True)
+def test_run_batch_tool_choice_and_native_format_reach_the_server(server: ChatServer) -> None:
+    tool = by_index(list(run_batch(agents(server), ["Rome"], output_type=City)))
+    assert tool[0].output == City("Rome", 4)
+    assert [b.get("tool_choice") for b in server.bodies] == ["required"]
+    native = by_index(list(run_batch(agents(server), ["Oslo"], output_type=City,
+                                     output_mode="native")))
+    assert native[0].output == City("Oslo", 4)
+    body = server.bodies[-1]
+    assert "tool_choice" not in body
+    assert [t["function"]["name"] for t in body["tools"]] == ["get_weather"]
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["name",
+                                                                           "population"]
 
 
 # --- the store ---------------------------------------------------------------------------------
@@ -495,6 +522,11 @@ _URL = "http://127.0.0.1:9/v1"  # never called: every case raises before anythin
                      id="max_concurrency-float"),
         pytest.param({"output_type": set[int]}, TypeError, "^'output_type' set",
                      id="output_type-unsupported"),
+        pytest.param({"output_mode": "json"}, ValueError, "^'output_mode' must be 'tool' or",
+                     id="output_mode-unknown"),
+        pytest.param({"output_mode": "native"}, ValueError,
+                     "^'output_mode' 'native' needs an 'output_type'",
+                     id="output_mode-native-without-output_type"),
         pytest.param({"store": 42}, TypeError, "^'store' must be a path",
                      id="store-not-a-path"),
         pytest.param({"progress": "yes"}, TypeError, "^'progress' must be",

@@ -3,16 +3,21 @@ tool through each of the four wire APIs over real HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import enum
+import json
 from typing import Any, Literal, TypedDict
 
 import attrs
 import paths
 import pytest
+from mypy_report import MypyReport
 from sse_server import SSEServer
 
 import agentcore as ac
+from agentcore._agent import prompt_here
+from agentcore._function_tools import output_tool
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -81,6 +86,14 @@ def test_every_supported_shape_comes_back_as_its_type(output_type: Any, args: di
         assert type(run.output) is type(expected)
         tools = fake.call(0).tools
     assert [t.name for t in tools] == ["final_result"]
+    with scripted_model([json.dumps(args)]) as fake:  # the same JSON as a native answer
+        run = ac.Agent(fake.model).prompt("answer", output_type=output_type,
+                                          output_mode="native")
+        assert run.output == expected
+        assert type(run.output) is type(expected)
+        [call] = fake.calls
+    assert call.options.output_schema == output_tool(output_type).parameters
+    assert (call.tools, call.options.tool_choice) == ([], None)
 
 
 def test_object_types_are_the_schema_and_others_are_wrapped_as_response() -> None:
@@ -258,6 +271,167 @@ def test_tools_take_dataclasses_and_typed_dicts_too(faux: FauxProvider) -> None:
     assert out[2].text == "1,0 Alien"  # type: ignore[union-attr]
 
 
+# --- output_mode="native" (API §18) -----------------------------------------------------------
+
+
+def test_native_invalid_text_is_answered_with_what_was_wrong_within_the_budget() -> None:
+    script = ["Rome, I think", '{"name": "Rome", "population": "many"}', "[1, 2]",
+              '{"name": "Rome", "population": 3}']
+    with scripted_model(script) as fake:
+        run = ac.Agent(fake.model).prompt("c", output_type=City, output_mode="native",
+                                          output_retries=3)
+        assert run.output == City("Rome", 3)
+        nudges = [fake.call(i).messages[-1] for i in (1, 2, 3)]
+    assert all(isinstance(n, ac.UserMessage) for n in nudges)
+    assert [n.text.split("\n")[0] for n in nudges] == [
+        "Your reply is not a valid answer: the reply text is not JSON (Expecting value: line 1 "
+        "column 1 (char 0))",
+        "Your reply is not a valid answer: validation failed for tool 'final_result':",
+        "Your reply is not a valid answer: the reply text is JSON but not an object, which the "
+        "schema's root is: '[1, 2]'"]
+    assert "population: 'many' is not of type 'integer'" in nudges[1].text
+    assert nudges[0].text.endswith("Reply with only the JSON answer, as the response format's "
+                                   "schema describes it.")
+
+
+def test_native_past_the_budget_the_run_ends_in_output_validation_error() -> None:
+    with scripted_model(["no", "still no", '{"response": "x"}']) as fake:
+        run = ac.Agent(fake.model).prompt("n", output_type=int, output_mode="native")
+        with pytest.raises(ac.OutputValidationError) as caught:
+            run.output  # noqa: B018
+        fake.assert_called(times=3)
+    assert caught.value.message.startswith(
+        "no valid output: the reply was not a valid JSON answer in 3 attempts "
+        "(output_retries=2); last: validation failed for tool 'final_result'")
+    last = run.result()[-1]
+    assert isinstance(last, ac.AssistantMessage)
+    assert last.stop_reason == "error"
+
+
+def test_native_conversion_errors_and_cut_replies_use_the_retries() -> None:
+    cut = faux_assistant_message('{"name": "Ro', stop_reason="length")
+    with scripted_model([cut, '{"x": 1, "y": 2}']) as fake:
+        run = ac.Agent(fake.model).prompt("p", output_type=Point, output_mode="native")
+        assert run.output == Point(1, 2)
+        assert fake.call(1).messages[-1].text.startswith(
+            "Your reply is not a valid answer: the reply hit the output token limit")
+
+
+def test_native_other_tools_run_and_every_call_carries_the_schema() -> None:
+    def lookup(city: str) -> int:
+        """Population of a city."""
+        return {"Rome": 2800000}[city]
+
+    script = [tool_call("lookup", {"city": "Rome"}), '{"name": "Rome", "population": 2800000}']
+    with scripted_model(script) as fake:
+        run = ac.Agent(fake.model, tools=[lookup]).prompt("c", output_type=City,
+                                                          output_mode="native")
+        assert run.output == City("Rome", 2800000)
+        assert [c.tool_names for c in fake.calls] == [["lookup"], ["lookup"]]
+        assert [c.options.output_schema for c in fake.calls] == [output_tool(City).parameters] * 2
+        assert fake.call(1).tool_results[0].text == "2800000"
+
+
+def test_native_from_the_low_level_loop_prompt_async_and_prompt_here() -> None:
+    with scripted_model(['{"response": "blue"}', '{"response": "red"}',
+                         '{"response": "blue"}']) as fake:
+        config = ac.AgentLoopConfig(model=fake.model, output_type=Color, output_mode="native")
+        out = ac.run_agent_loop([ac.UserMessage("color?")], ac.AgentContext("", []), config,
+                                lambda e: None)
+        assert [m.role for m in out] == ["user", "assistant"]  # the answer is the reply
+        assert out[-1].text == '{"response": "blue"}'  # type: ignore[union-attr]
+        run = asyncio.run(ac.Agent(fake.model).prompt_async("c", output_type=Color,
+                                                            output_mode="native"))
+        assert run.output is Color.RED
+        run = prompt_here(ac.Agent(fake.model), "c", output_type=Color, output_mode="native")
+        assert run.output is Color.BLUE
+
+
+def test_native_refused_at_the_call_for_a_model_without_it(faux: FauxProvider) -> None:
+    model = faux.get_model()  # a faux API: not one of the APIs that take a schema
+    agent = ac.Agent(model)
+    match = r"^'output_mode' 'native' is not supported by model 'faux-1' \(faux:"
+    with pytest.raises(ValueError, match=match):
+        agent.prompt("c", output_type=int, output_mode="native")
+    assert not agent.state.is_streaming
+    config = ac.AgentLoopConfig(model=model, output_type=int, output_mode="native")
+    with pytest.raises(ValueError, match=match):
+        ac.run_agent_loop([ac.UserMessage("c")], ac.AgentContext("", []), config, lambda e: None)
+    with pytest.raises(ValueError, match=match):
+        ac.agent_loop([ac.UserMessage("c")], ac.AgentContext("", []), config)
+    assert faux.call_count == 0
+    yes = attrs.evolve(model, compat={"supports_native_output": True})
+    faux.set_responses([faux_assistant_message('{"response": 5}')])
+    assert ac.Agent(yes).prompt("c", output_type=int, output_mode="native").output == 5
+
+
+def test_native_a_model_switch_to_one_without_it_ends_the_run_in_error(
+        faux: FauxProvider) -> None:
+    def switch(ctx: ac.PrepareNextTurnContext, signal: ac.AbortSignal) -> Any:
+        return ac.AgentLoopTurnUpdate(model=faux.get_model())
+
+    with scripted_model(["not yet"]) as fake:
+        run = ac.Agent(fake.model, prepare_next_turn=switch).prompt(
+            "n", output_type=int, output_mode="native")
+        assert run.error is not None
+        assert run.error.startswith("'output_mode' 'native' is not supported by model 'faux-1'")
+    assert faux.call_count == 0
+
+
+def test_native_a_tool_may_be_named_final_result_and_is_an_ordinary_tool() -> None:
+    @ac.tool
+    def final_result() -> str:
+        """Mine."""
+        return "mine"
+
+    with scripted_model([tool_call("final_result", {}), '{"response": 1}']) as fake:
+        agent = ac.Agent(fake.model, tools=[final_result])
+        assert agent.prompt("n", output_type=int, output_mode="native").output == 1
+        assert fake.call(1).tool_results[0].text == "mine"
+        fake.add_replies([tool_call("final_result", {})])
+        agent.limits = ac.UsageLimits(max_tool_calls=0)  # and counts as a tool call
+        run = agent.prompt("n", output_type=int, output_mode="native")
+        assert run.error == "usage limit reached: max_tool_calls=0"
+
+
+def test_native_a_run_ending_without_an_answer_has_no_output() -> None:
+    with scripted_model(["not json"]) as fake:
+        agent = ac.Agent(fake.model, should_stop_after_turn=lambda turn: True)
+        run = agent.prompt("n", output_type=int, output_mode="native")
+        run.raise_for_error()  # stopped by the hook, not failed
+        with pytest.raises(ac.AgentcoreError, match="no structured output: it ended without"):
+            run.output  # noqa: B018
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"output_type": int, "output_mode": "json"}, "^'output_mode' must be 'tool' or 'native', "
+                                                  "got 'json'"),
+    ({"output_mode": "native"}, "^'output_mode' 'native' needs an 'output_type'"),
+])
+def test_native_bad_output_modes_are_refused_naming_the_field(kwargs: dict[str, Any],
+                                                              match: str) -> None:
+    with scripted_model() as fake:
+        with pytest.raises(ValueError, match=match):
+            ac.AgentLoopConfig(model=fake.model, **kwargs)
+        agent = ac.Agent(fake.model)
+        with pytest.raises(ValueError, match=match):
+            agent.prompt("x", **kwargs)
+        assert not agent.state.is_streaming
+        fake.assert_called(times=0)
+
+
+def test_native_output_schema_is_not_an_option_of_its_own(faux: FauxProvider) -> None:
+    options = ac.StreamOptions(output_schema={"type": "object"})
+    match = r"^'options.output_schema' must be None: .* output_type=T, output_mode='native'"
+    with pytest.raises(ValueError, match=match):
+        ac.AgentLoopConfig(model=faux.get_model(), options=options)
+    with pytest.raises(ValueError, match=match):
+        ac.Agent(faux.get_model(), options=options)
+    agent = ac.Agent(faux.get_model())
+    with pytest.raises(ValueError, match=match):
+        agent.options = options
+
+
 # --- the four wire APIs over real HTTP ---------------------------------------------------------
 
 
@@ -306,3 +480,37 @@ def _declared_tools(api: str, body: dict[str, Any]) -> dict[str, Any]:
         return {t["name"]: t["input_schema"] for t in body["tools"]}
     return {d["name"]: d.get("parameters") or d.get("parametersJsonSchema")
             for t in body["tools"] for d in t["functionDeclarations"]}
+
+
+def _native_answer(api: str) -> bytes:
+    """The recorded text stream of `api`, its text `{"city": "Paris"}` in three deltas."""
+    folder = {"openai-completions": "openai_completions", "openai-responses": "openai_responses",
+              "anthropic-messages": "anthropic", "google-generative-ai": "google"}[api]
+    body = (FIXTURES / folder / "text.sse").read_bytes()
+    for old, new in ((b"Hello", b'{\\"city\\": '), (b" test", b'\\"Paris\\"'),
+                     (b" successful", b"}")):
+        body = body.replace(old, new)
+    return body
+
+
+@pytest.mark.parametrize(("api", "provider", "prefix"), [w[:3] for w in WIRES],
+                         ids=[w[0] for w in WIRES])
+def test_each_wire_api_gives_a_native_answer(sse_server: SSEServer, api: str, provider: str,
+                                             prefix: str) -> None:
+    sse_server.sse(_native_answer(api), chunking="random")
+    model = ac.Model("m", "M", api, provider, sse_server.url + prefix,
+                     compat={"supports_native_output": True})
+    with ac.Agent(model, api_key="sk-test") as agent:
+        run = agent.prompt("Where?", output_type=Weather, output_mode="native")
+        assert run.output == Weather("Paris")
+    assert "tools" not in sse_server.requests[0].json
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_output_mode_type_checks(mypy_report: MypyReport) -> None:
+    """tests/typing/output_mode_{pass,fail}.py: `output_mode` is a `Literal` for mypy."""
+    assert mypy_report.errors("tests/typing/output_mode_pass.py") == [], mypy_report.output
+    [error] = mypy_report.errors("tests/typing/output_mode_fail.py")
+    assert error == ('Argument "output_mode" to "prompt" of "Agent" has incompatible type '
+                     '"Literal[\'json\']"; expected "Literal[\'tool\', \'native\']"')
