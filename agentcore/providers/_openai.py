@@ -129,7 +129,21 @@ def _payload_text(payload: Any) -> str | None:
         return error_text(payload["error"])
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
         return str(payload["message"])
+    if isinstance(payload, dict) and isinstance(payload.get("message"), dict):
+        return _detail_text(payload["message"].get("detail"))
     return None
+
+
+def _detail_text(detail: Any) -> str | None:
+    """Pydantic's validation errors as Mistral's 422 carries them, one `loc: msg` each.
+
+    E.g. `body.store: Extra inputs are not permitted`.
+    """
+    if not isinstance(detail, list):
+        return None
+    parts = [f"{'.'.join(str(p) for p in d.get('loc') or ())}: {d.get('msg')}"
+             for d in detail if isinstance(d, dict)]
+    return "; ".join(parts) or None
 
 
 def http_error_text(error: HttpError) -> str:

@@ -149,12 +149,17 @@ def test_mistral_model_length_is_a_length_stop(sse_server: SSEServer) -> None:
     assert message.stop_reason == ac.StopReason.LENGTH
 
 
-def test_mistral_errors_are_readable(sse_server: SSEServer) -> None:
-    sse_server.status(400, fixture("http_400_message_order.json"))
+@pytest.mark.parametrize(("status", "name", "text"), [
+    (400, "http_400_message_order.json", "400 Unexpected role 'user' after role 'tool'"),
+    (422, "http_422_extra_forbidden.json", "422 body.store: Extra inputs are not permitted"),
+])
+def test_mistral_errors_are_readable(sse_server: SSEServer, status: int, name: str,
+                                     text: str) -> None:
+    sse_server.status(status, fixture(name))
     with to_server(sse_server) as session:
         message = run(ac.get_model("mistral", "mistral-large-latest"),
                       ac.Context(None, [ac.UserMessage("Weather?")]), session)
-    assert message.error_message == "400 Unexpected role 'user' after role 'tool'"
+    assert message.error_message == text
 
 
 # --- tool-call ids, both ways -------------------------------------------------------------------
