@@ -44,10 +44,12 @@ __all__ = [
 
 _NON_STANDARD_PROVIDERS = {"cerebras", "xai", "opencode", "zai", "nvidia", "together", "moonshot"}
 _NON_STANDARD_HOSTS = ("cerebras.ai", "api.x.ai", "chutes.ai", "deepseek.com", "api.z.ai",
-                       "opencode.ai", "together.xyz", "moonshot", "nvidia.com", "api.mistral.ai")
+                       "opencode.ai", "together.xyz", "moonshot", "nvidia.com")
 _MISTRAL = {
     # Mistral answers a field it does not know with a 422, a user message right after tool
     # results with a 400, and a tool-call id that is not 9 letters and digits with a 400.
+    "supports_store": False,
+    "supports_developer_role": False,
     "supports_usage_in_streaming": False,  # usage comes in the last chunk anyway
     "requires_assistant_after_tool_result": True,
     "tool_call_id_format": "mistral",
@@ -89,7 +91,7 @@ def _detected(model: Model) -> dict[str, Any]:
         # OpenRouter passes the developer role on to OpenAI's and Anthropic's models only:
         # their catalogue rows turn it back on.
         detected["supports_developer_role"] = False
-    elif "api.mistral.ai" in url:
+    if provider == "mistral" or "api.mistral.ai" in url:  # also behind a gateway of one's own
         detected.update(_MISTRAL)
     return detected
 

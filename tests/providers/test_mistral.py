@@ -1,8 +1,8 @@
 """Mistral (`mistral`) over Chat Completions, over real HTTP to the local server.
 
-Mistral's API is told apart by its host (`api.mistral.ai`), so the catalogue's models keep their
-real `base_url` here and a session of the test's own delivers their requests to the local
-server: the body is what Mistral would receive. The rules: no field Mistral does not know
+Mistral's rules come with its provider or its host (`api.mistral.ai`); the catalogue's models
+keep their real `base_url` here and a session of the test's own delivers their requests to the
+local server: the body is what Mistral would receive. The rules: no field Mistral does not know
 (`store`, `stream_options`, `max_completion_tokens`), no `developer` role, an assistant line
 between tool results and a user message, and tool-call ids of exactly 9 letters and digits
 (compat `tool_call_id_format`), other providers' ids rewritten both ways of a call and its
@@ -101,6 +101,18 @@ def test_mistral_body_has_only_fields_mistral_knows(sse_server: SSEServer,
     assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (160, 11,
                                                                                        171)
     assert message.usage.cost.total == pytest.approx((160 * 0.5 + 11 * 1.5) / 1e6)
+
+
+def test_mistral_rules_follow_the_provider_through_a_gateway() -> None:
+    gateway = ac.Model("mistral-large-latest", "Mistral Large via a gateway", "openai-completions",
+                       "mistral", "https://llm-gateway.example.com/mistral/v1")
+    context = ac.Context(None, list(FOREIGN), [WEATHER])
+    body = body_of(gateway, context)
+    assert {"store", "stream_options", "max_completion_tokens"}.isdisjoint(body)
+    assert all(MISTRAL_ID.fullmatch(call["id"]) for m in body["messages"]
+               for call in m.get("tool_calls") or ())
+    own = attrs.evolve(gateway, compat={"tool_call_id_format": None})  # compat wins
+    assert body_of(own, context)["messages"][1]["tool_calls"][0]["id"].startswith("call_k3JH")
 
 
 def test_mistral_reasoning_model_gets_system_role_and_mistral_efforts() -> None:
