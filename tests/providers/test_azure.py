@@ -202,6 +202,21 @@ def test_azure_endpoint_is_read_from_the_environment_at_request_time(
     assert message.text == "Hello from Azure."
 
 
+def test_azure_agent_on_a_catalogue_row_finds_the_endpoint_when_it_runs(
+        sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("AZURE_OPENAI_RESOURCE_NAME", "contoso")  # the endpoint wins
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", f"{sse_server.url}/openai/v1/")
+    sse_server.sse(fixture("chat_text.sse"))
+
+    with ac.Agent(ac.get_model("azure-openai", "gpt-4.1")) as agent:  # the key checked up front
+        text = agent.prompt("Say hello").text
+
+    assert text == "Hello from Azure."
+    assert sse_server.requests[-1].path == "/openai/v1/chat/completions"
+    assert sse_server.requests[-1].header("api-key") == KEY
+
+
 def test_azure_missing_endpoint_names_both_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
     with pytest.raises(ac.MissingApiKeyError) as raised:
