@@ -61,6 +61,7 @@ class Compat:
     requires_thinking_as_text: bool = False
     thinking_format: ThinkingFormat = "openai"
     supports_strict_mode: bool = True
+    tool_call_id_format: Literal["mistral"] | None = None
 
 
 def _word(value: Any) -> bool:
@@ -88,6 +89,7 @@ _NOT_BOOL: dict[str, _Check] = {
     "supports_native_output": (lambda value: value is None or type(value) is bool,
                                "None or a bool"),
     "thinking_format": _choice(*get_args(ThinkingFormat)),
+    "tool_call_id_format": _choice("mistral", None),
 }
 _CHECKS: dict[str, _Check] = {field.name: _NOT_BOOL.get(field.name, _BOOL)
                               for field in attrs.fields(Compat)}

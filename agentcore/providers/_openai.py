@@ -6,32 +6,54 @@ False, "max_tokens_field": "max_tokens"}`, or camelCase as the reference writes 
 
 Errors follow the official SDK's messages, so that overflow and retry patterns written for it
 keep matching: `"<status> <error.message>"` for an HTTP error, the bare message for an error
-inside the stream.
+inside the stream. An Azure content-filter error names the categories that filtered first
+(`"400 content filtered by Azure (hate: high; jailbreak: detected): <message>"`).
+
+Mistral's API (and a Mistral model on vLLM) takes only tool-call ids of exactly 9 letters and
+digits: `compat.tool_call_id_format == "mistral"` rewrites every other id in a request with
+`mistral_ids`, the same id for a call and its result, and leaves ids of that form (Mistral's
+own) as they are.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import string
+from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._core import Model
+from .._core import AssistantMessage, Message, Model
+from ._azure import filter_text, is_azure, is_azure_host
 from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import http_status_text
 from ._text import dumps
+from ._transform import NormalizeId
 
 __all__ = [
     "error_text",
     "http_error_text",
     "is_openai",
     "loads_or_none",
+    "mistral_ids",
     "resolve_compat",
 ]
 
 _NON_STANDARD_PROVIDERS = {"cerebras", "xai", "opencode", "zai", "nvidia", "together", "moonshot"}
 _NON_STANDARD_HOSTS = ("cerebras.ai", "api.x.ai", "chutes.ai", "deepseek.com", "api.z.ai",
                        "opencode.ai", "together.xyz", "moonshot", "nvidia.com")
+_MISTRAL = {
+    # Mistral answers a field it does not know with a 422, a user message right after tool
+    # results with a 400, and a tool-call id that is not 9 letters and digits with a 400.
+    "supports_store": False,
+    "supports_developer_role": False,
+    "supports_usage_in_streaming": False,  # usage comes in the last chunk anyway
+    "requires_assistant_after_tool_result": True,
+    "tool_call_id_format": "mistral",
+}
 _NO_REASONING_EFFORT = {"xai", "zai", "moonshot", "together", "ollama"}
 
 
@@ -41,7 +63,7 @@ def is_openai(base_url: str) -> bool:
         host = urlsplit(base_url).hostname or ""
     except ValueError:
         return False
-    return host == "api.openai.com" or host.endswith(".openai.azure.com")
+    return host == "api.openai.com" or is_azure_host(base_url)
 
 
 def _detected(model: Model) -> dict[str, Any]:
@@ -49,7 +71,7 @@ def _detected(model: Model) -> dict[str, Any]:
     url = model.base_url.lower()
     provider = model.provider
     non_standard = provider in _NON_STANDARD_PROVIDERS or any(h in url for h in _NON_STANDARD_HOSTS)
-    openai = is_openai(model.base_url)
+    openai = is_openai(model.base_url) or is_azure(model)  # Azure's URL may come from the env
     detected: dict[str, Any] = {
         "supports_store": not non_standard,
         "supports_developer_role": not non_standard and provider != "ollama",
@@ -69,6 +91,8 @@ def _detected(model: Model) -> dict[str, Any]:
         # OpenRouter passes the developer role on to OpenAI's and Anthropic's models only:
         # their catalogue rows turn it back on.
         detected["supports_developer_role"] = False
+    if provider == "mistral" or "api.mistral.ai" in url:  # also behind a gateway of one's own
+        detected.update(_MISTRAL)
     return detected
 
 
@@ -94,6 +118,9 @@ def error_text(error: Any) -> str:
         return str(error)
     message = error.get("message")
     text = message if isinstance(message, str) else dumps(message if message else error)
+    words = filter_text(error) if error.get("code") == "content_filter" else None
+    if words:
+        text = f"{words}: {text}"
     metadata = error.get("metadata")
     raw = metadata.get("raw") if isinstance(metadata, dict) else None
     return f"{text}\n{raw}" if raw else text
@@ -104,9 +131,69 @@ def _payload_text(payload: Any) -> str | None:
         return error_text(payload["error"])
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
         return str(payload["message"])
+    if isinstance(payload, dict) and isinstance(payload.get("message"), dict):
+        return _detail_text(payload["message"].get("detail"))
     return None
+
+
+def _detail_text(detail: Any) -> str | None:
+    """Pydantic's validation errors as Mistral's 422 carries them, one `loc: msg` each.
+
+    E.g. `body.store: Extra inputs are not permitted`.
+    """
+    if not isinstance(detail, list):
+        return None
+    parts = [f"{'.'.join(str(p) for p in d.get('loc') or ())}: {d.get('msg')}"
+             for d in detail if isinstance(d, dict)]
+    return "; ".join(parts) or None
 
 
 def http_error_text(error: HttpError) -> str:
     """`"<status> <message>"` for a non-2xx answer."""
     return http_status_text(error, _payload_text)
+
+
+_MISTRAL_ID = re.compile(r"[A-Za-z0-9]{9}")
+_BASE62 = string.ascii_letters + string.digits
+
+
+def _mistral_id(call_id: str, attempt: int) -> str:
+    """9 letters and digits from a hash of `call_id` (and the attempt, after a collision)."""
+    digest = hashlib.sha256(f"{call_id}\x00{attempt}".encode("utf-8", "surrogatepass")).digest()
+    n = int.from_bytes(digest, "big")
+    out = []
+    for _ in range(9):
+        n, r = divmod(n, 62)
+        out.append(_BASE62[r])
+    return "".join(out)
+
+
+def mistral_ids(messages: Sequence[Message]) -> NormalizeId:
+    """A `normalize_id` for `transform_messages`: every tool-call id as 9 letters and digits.
+
+    An id of that form (Mistral's own) is kept; any other becomes a hash of it, so the same
+    transcript always gives the same request. Within the conversation no two calls share an
+    id: a hash that meets an id kept or given already is taken again with a counter, and an id
+    repeated by another turn (some servers number calls per reply) gets a new one. The caller
+    renames each call's result with its call.
+    """
+    taken = {call.id for message in messages if isinstance(message, AssistantMessage)
+             for call in message.tool_calls if _MISTRAL_ID.fullmatch(call.id)}
+    given: dict[tuple[int, str], str] = {}
+
+    def normalize(call_id: str, message: AssistantMessage) -> str:
+        if _MISTRAL_ID.fullmatch(call_id):
+            return call_id
+        key = (id(message), call_id)
+        new_id = given.get(key)
+        if new_id is None:
+            attempt = 0
+            new_id = _mistral_id(call_id, attempt)
+            while new_id in taken:
+                attempt += 1
+                new_id = _mistral_id(call_id, attempt)
+            taken.add(new_id)
+            given[key] = new_id
+        return new_id
+
+    return normalize

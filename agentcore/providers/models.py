@@ -8,6 +8,10 @@ needs it and then cached (two threads racing on the first call may both read it,
 importing agentcore never touches it. Its top-level `_source` field says when and how the prices
 were gathered: they drift, so treat them as estimates.
 
+The `azure-openai` rows have an empty `base_url`: the endpoint comes from the environment when a
+request is made (`AZURE_OPENAI_ENDPOINT` or `AZURE_OPENAI_RESOURCE_NAME`, see `_azure`), and
+their ids are deployment names (a deployment named after its model).
+
 Every call returns fresh `Model` values and fresh lists, so callers may change what they get (the
 `input` list, the `compat` and `headers` dicts) without affecting later calls.
 
@@ -59,7 +63,8 @@ _ENV_VARS: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_OAUTH_TOKEN", "ANTHROPIC_API_KEY"),
     "google": ("GEMINI_API_KEY",),
     "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
-    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),
+    "azure-openai": ("AZURE_OPENAI_API_KEY",),
+    "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),  # the reference's name for it
     "github-copilot": ("COPILOT_GITHUB_TOKEN",),
     "huggingface": ("HF_TOKEN",),
     "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
@@ -178,7 +183,8 @@ def require_api_key(
     Args:
         provider: The model's provider, which picks the environment variable.
         api_key: An explicit key; wins over the environment. An empty string counts as absent.
-        base_url: The model's base URL, used only to recognise local servers.
+        base_url: The model's base URL, used only to recognise local servers (empty: one
+            found in the environment at request time, as Azure's catalogue rows have).
 
     Returns:
         The key to send (never logged by agentcore).
@@ -191,8 +197,8 @@ def require_api_key(
     if api_key is not None and not isinstance(api_key, str):
         # Name the type only: the value may be a secret.
         raise TypeError(f"require_api_key: 'api_key' must be a str or None, got {type(api_key)!r}")
-    if base_url is not None:
-        _check_str("require_api_key", "base_url", base_url)
+    if base_url is not None and not isinstance(base_url, str):
+        raise TypeError(f"require_api_key: 'base_url' must be a str or None, got {base_url!r}")
     if api_key:
         return api_key
     found = get_env_api_key(provider)

@@ -1,8 +1,9 @@
 """OpenAI Chat Completions (`openai-completions`): OpenAI and every compatible server.
 
-The same code serves OpenAI, OpenRouter, Groq, xAI, DeepSeek, Ollama, vLLM and llama.cpp's
-server; their differences are `Compat` flags detected from the server and set by the model's
-`compat` (see `_openai` and `_compat`).
+The same code serves OpenAI, Azure OpenAI, Mistral, OpenRouter, Groq, xAI, DeepSeek, Ollama,
+vLLM and llama.cpp's server; their differences are `Compat` flags detected from the server and
+set by the model's `compat` (see `_openai` and `_compat`), and Azure's endpoint and credential
+(`_azure`).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from .._core import (
     Usage,
     UserMessage,
 )
+from ._azure import AZURE_PROVIDER, azure_wire, filter_text, is_azure
 from ._builder import ReplyBuilder
 from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_choice
 from ._compat import Compat
-from ._openai import error_text, http_error_text, loads_or_none, resolve_compat
+from ._openai import error_text, http_error_text, loads_or_none, mistral_ids, resolve_compat
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
 from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
@@ -41,8 +43,12 @@ __all__ = ["build_body", "stream_openai_completions"]
 _FINISH = {
     "stop": StopReason.STOP, "end": StopReason.STOP, "length": StopReason.LENGTH,
     "tool_calls": StopReason.TOOL_USE, "function_call": StopReason.TOOL_USE,
+    "model_length": StopReason.LENGTH,  # Mistral: the model's context is full
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_CHUNKS = "content"
+"""The thinking signature of reasoning that came as `thinking` chunks of a `content` list
+(Mistral's reasoning models): it is replayed as such chunks."""
 
 
 def _normalize_id(model: Model) -> Any:
@@ -53,7 +59,7 @@ def _normalize_id(model: Model) -> Any:
             if len(joined) <= 40:
                 return joined
             return f"{safe_id(call)[:31]}_{short_hash(call_id)[:8]}"
-        return call_id[:40] if model.provider == "openai" else call_id
+        return call_id[:40] if model.provider in ("openai", AZURE_PROVIDER) else call_id
 
     return normalize
 
@@ -94,6 +100,11 @@ def _assistant(message: AssistantMessage, compat: Compat) -> dict[str, Any] | No
             field = thinking[0].thinking_signature
             if field in _REASONING_FIELDS:
                 out[field] = "\n".join(sanitize(b.thinking) for b in thinking)
+            elif field == _CHUNKS:
+                joined = "\n".join(sanitize(b.thinking) for b in thinking)
+                out["content"] = [{"type": "thinking",
+                                   "thinking": [{"type": "text", "text": joined}]},
+                                  *({"type": "text", "text": t} for t in texts)]
     calls = message.tool_calls
     if calls:
         out["tool_calls"] = [{"id": c.id, "type": "function",
@@ -134,7 +145,9 @@ def _messages(context: Context, model: Model, compat: Compat) -> list[dict[str, 
     if context.system_prompt:
         role = "developer" if model.reasoning and compat.supports_developer_role else "system"
         out.append({"role": role, "content": sanitize(context.system_prompt)})
-    messages: list[Message] = transform_messages(context.messages, model, _normalize_id(model))
+    normalize = (mistral_ids(context.messages) if compat.tool_call_id_format == "mistral"
+                 else _normalize_id(model))
+    messages: list[Message] = transform_messages(context.messages, model, normalize)
     i = 0
     while i < len(messages):
         message = messages[i]
@@ -175,6 +188,9 @@ def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
             body["reasoning"] = {"effort": effort}
         else:
             body["reasoning_effort"] = effort
+    elif (level is None and compat.lowest_effort and compat.supports_reasoning_effort
+          and fmt == "openai"):
+        body["reasoning_effort"] = compat.lowest_effort  # a model that would reason anyway
 
 
 def _response_format(model: Model, compat: Compat, schema: dict[str, Any]) -> dict[str, Any]:
@@ -299,7 +315,9 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         if finish:
             reason = _FINISH.get(finish)
             if reason is None:
-                raise ProviderError(f"Provider finish_reason: {finish}")
+                # Azure names the categories of a `content_filter` on the choice
+                words = filter_text(choice) if finish == "content_filter" else None
+                raise ProviderError(words or f"Provider finish_reason: {finish}")
             builder.stop_reason = reason
         delta = choice.get("delta") or {}
         content = delta.get("content")
@@ -313,6 +331,17 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         if isinstance(content, str) and content:
             text_key = last = _block_key(builder, text_key, last)
             yield from builder.text(text_key, content)
+        elif isinstance(content, list):  # Mistral's reasoning: thinking and text chunks
+            for part in content:
+                kind = part.get("type") if isinstance(part, dict) else None
+                if kind == "thinking":
+                    value = "".join(p.get("text") or "" for p in part.get("thinking") or ()
+                                    if isinstance(p, dict))
+                    thinking_key = last = _block_key(builder, thinking_key, last)
+                    yield from builder.thinking(thinking_key, value, signature=_CHUNKS)
+                elif kind == "text" and part.get("text"):
+                    text_key = last = _block_key(builder, text_key, last)
+                    yield from builder.text(text_key, part["text"])
         for entry in delta.get("tool_calls") or ():
             index = entry.get("index", 0)
             call_id = entry.get("id")
@@ -336,10 +365,12 @@ _WIRE = WireApi(
     http_error_text=http_error_text,
 )
 """Chat Completions as a `WireApi`."""
+_AZURE_WIRE = azure_wire(_WIRE, "/chat/completions")
+"""Chat Completions on Azure OpenAI: its v1 endpoint, its key or Entra token header."""
 
 
 def stream_openai_completions(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
-    """Stream a reply from `{base_url}/chat/completions`."""
-    return stream_http_reply(_WIRE, model, context, options)
+    """Stream a reply from `{base_url}/chat/completions` (Azure's v1 endpoint for Azure)."""
+    return stream_http_reply(_AZURE_WIRE if is_azure(model) else _WIRE, model, context, options)

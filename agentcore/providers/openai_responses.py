@@ -1,7 +1,8 @@
 """OpenAI Responses (`openai-responses`): `{base_url}/responses` with typed stream events.
 
 Reasoning items are kept whole (as JSON in `thinking_signature`) and replayed verbatim, tool-call
-ids are `call_id|item_id`, and text blocks remember their message item id.
+ids are `call_id|item_id`, and text blocks remember their message item id. Azure OpenAI serves
+the same API at its v1 endpoint (`_azure`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .._core import (
     Usage,
     UserMessage,
 )
+from ._azure import AZURE_PROVIDER, azure_wire, filter_text, is_azure
 from ._builder import ReplyBuilder
 from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_choice
 from ._compat import resolve
@@ -46,7 +48,8 @@ _TIER_MULTIPLIER = {"flex": 0.5, "priority": 2.0}
 
 def _normalize_id(model: Model) -> Any:
     def normalize(call_id: str, _: AssistantMessage) -> str:
-        if model.provider not in ("openai", "openai-codex", "opencode") or "|" not in call_id:
+        if (model.provider not in ("openai", "openai-codex", "opencode", AZURE_PROVIDER)
+                or "|" not in call_id):
             return call_id
         call, item = call_id.split("|", 1)
         call = safe_id(call)[:64].rstrip("_")
@@ -308,8 +311,9 @@ def _finish(builder: ReplyBuilder, response: dict[str, Any]) -> None:
         reason = (response.get("incomplete_details") or {}).get("reason")
         if reason == "max_output_tokens":
             builder.stop_reason = StopReason.LENGTH
-        else:
-            raise ProviderError(f"Response incomplete: {reason}")
+        else:  # Azure names the categories of a `content_filter` in `content_filters`
+            words = filter_text(response) if reason == "content_filter" else None
+            raise ProviderError(words or f"Response incomplete: {reason}")
     elif status in ("failed", "cancelled"):
         error = response.get("error") or {}
         raise ProviderError(f"{error.get('code') or status}: {error.get('message') or status}")
@@ -326,10 +330,12 @@ _WIRE = WireApi(
     auto_close=False,  # items may interleave (by output_index): each closes at its .done
 )
 """Responses as a `WireApi`."""
+_AZURE_WIRE = azure_wire(_WIRE, "/responses")
+"""Responses on Azure OpenAI: its v1 endpoint, its key or Entra token header."""
 
 
 def stream_openai_responses(
     model: Model, context: Context, options: StreamOptions
 ) -> AssistantMessageEventStream:
-    """Stream a reply from `{base_url}/responses`."""
-    return stream_http_reply(_WIRE, model, context, options)
+    """Stream a reply from `{base_url}/responses` (Azure's v1 endpoint for Azure)."""
+    return stream_http_reply(_AZURE_WIRE if is_azure(model) else _WIRE, model, context, options)

@@ -26,9 +26,9 @@ import agentcore as ac
 from agentcore.providers import _registry
 
 EXAMPLES = paths.EXAMPLES
-ALL_EXAMPLES = ["abort.py", "assistant.py", "batch.py", "callback_events.py",
+ALL_EXAMPLES = ["abort.py", "assistant.py", "azure.py", "batch.py", "callback_events.py",
                 "custom_stream_fn.py", "local_server.py", "loop.py", "mcp_tools.py",
-                "quickstart.py", "steering.py", "structured_output.py", "tools.py"]
+                "mistral.py", "quickstart.py", "steering.py", "structured_output.py", "tools.py"]
 
 
 def _env(**changes: str) -> dict[str, str]:
@@ -143,6 +143,31 @@ def test_tools_example_runs_a_parallel_then_a_sequential_batch() -> None:
         "assistant: Both noted.",
         "notes: ['Tokyo: 24°C', 'Lima: 16°C']",
     ]
+
+
+def test_azure_example_sends_a_key_then_an_entra_token(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    for name in ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_RESOURCE_NAME", "AZURE_OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    load_example("azure.py").main(["--deployment", "my-gpt"])
+    out = capsys.readouterr().out.splitlines()
+    assert re.fullmatch(r"endpoint: stand-in at http://127\.0\.0\.1:\d+/openai/v1", out[0])
+    assert out[1:] == ["assistant: Hello from deployment my-gpt (api-key header).",
+                       "assistant: Hello from deployment my-gpt (Entra ID token)."]
+
+
+def test_mistral_example_continues_another_provider_s_transcript(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("MISTRAL_API_KEY", raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    load_example("mistral.py").main([])
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("server: stand-in for Mistral at http://127.0.0.1:")
+    ids = ast.literal_eval(out[1].split("(ids I got: ", 1)[1][:-1])
+    assert len(ids) == 2
+    assert ids[0] == ids[1]  # the call and its result: one id
+    assert re.fullmatch(r"[A-Za-z0-9]{9}", ids[0])
 
 
 def test_tools_example_builds_its_tools_with_the_decorator() -> None:

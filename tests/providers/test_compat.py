@@ -30,6 +30,9 @@ _OPENROUTER_SYSTEM = ("high", True, False, True, None, True, False, False, False
 _GROQ = ("high", True, True, True, None, True, False, False, False, "openai", True)
 _XAI = ("high", False, False, False, None, True, False, False, False, "openai", True)
 _OLLAMA = ("high", True, False, False, None, True, False, False, False, "openai", True)
+_AZURE = ("high", True, True, True, None, True, False, False, False, "openai", True)
+_MISTRAL = ("high", False, False, True, None, False, False, True, False, "openai", True)
+_MISTRAL_EFFORT = dict.fromkeys(("minimal", "low", "medium", "high", "xhigh"), "high")
 
 OLD_DECISIONS: dict[tuple[str, str], tuple[Any, ...]] = {
     # anthropic-messages: (adaptive, the effort for xhigh when adaptive)
@@ -86,6 +89,19 @@ OLD_DECISIONS: dict[tuple[str, str], tuple[Any, ...]] = {
     ("xai", "grok-4"): _XAI,
     ("xai", "grok-code-fast-1"): _XAI,
     ("xai", "grok-3-mini"): _XAI,
+    # Rows added since (issue 23): what they are meant to decide. Azure is OpenAI's service;
+    # Mistral's API refuses `store` and `stream_options` and wants an assistant line between
+    # tool results and a user message.
+    ("azure-openai", "gpt-4.1"): _AZURE,
+    ("azure-openai", "gpt-4.1-mini"): _AZURE,
+    ("azure-openai", "gpt-5"): ("high", "minimal"),
+    ("azure-openai", "gpt-5-mini"): ("high", "minimal"),
+    ("azure-openai", "o4-mini"): ("high", None),
+    ("mistral", "mistral-large-latest"): _MISTRAL,
+    ("mistral", "mistral-medium-latest"): (*_MISTRAL[:4], _MISTRAL_EFFORT, *_MISTRAL[5:]),
+    ("mistral", "mistral-small-latest"): (*_MISTRAL[:4], _MISTRAL_EFFORT, *_MISTRAL[5:]),
+    ("mistral", "codestral-latest"): _MISTRAL,
+    ("mistral", "devstral-medium-latest"): _MISTRAL,
 }
 
 
@@ -120,10 +136,12 @@ def test_compat_catalogue_decides_as_the_id_sniffing_did(model: ac.Model) -> Non
     assert decisions(model) == OLD_DECISIONS[model.provider, model.id]
 
 
-@pytest.mark.parametrize("model", [m for m in CATALOGUE if m.api == "openai-completions"],
+@pytest.mark.parametrize("model", [m for m in CATALOGUE if m.api == "openai-completions"
+                                   and m.provider != "azure-openai"],
                          ids=lambda m: f"{m.provider}/{m.id}")
 def test_compat_catalogue_servers_that_are_not_openai(model: ac.Model) -> None:
-    # What API.md §17 changed on purpose: no catalogued openai-completions server is OpenAI's.
+    # What API.md §17 changed on purpose: no catalogued openai-completions server but Azure's
+    # is OpenAI's.
     compat = resolve_compat(model)
     assert not is_openai(model.base_url)
     assert (compat.max_tokens_field, compat.supports_null_content) == ("max_tokens", False)

@@ -46,7 +46,7 @@ BUILTIN_APIS = {
 READ_BY = {
     "adaptive_thinking": {"anthropic-messages"},
     "xhigh_effort": {"openai-completions", "openai-responses", "anthropic-messages"},
-    "lowest_effort": {"openai-responses"},
+    "lowest_effort": {"openai-responses", "openai-completions"},
     "thinking_budgets_family": {"google-generative-ai"},
     "thinking_levels_family": {"google-generative-ai"},
     "requires_thought_signatures": {"google-generative-ai"},
@@ -59,7 +59,7 @@ READ_BY = {
         "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",
         "supports_null_content", "requires_tool_result_name",
         "requires_assistant_after_tool_result", "requires_thinking_as_text", "thinking_format",
-        "supports_strict_mode"]},
+        "supports_strict_mode", "tool_call_id_format"]},
 }
 """Every `compat` key and the wire APIs that read it."""
 
@@ -72,6 +72,8 @@ BASE_URLS = {
     "xai": "https://api.x.ai/v1",
     "deepseek": "https://api.deepseek.com",
     "ollama": "http://localhost:11434/v1",
+    "azure-openai": "",  # from the environment at request time (AZURE_OPENAI_ENDPOINT)
+    "mistral": "https://api.mistral.ai/v1",
 }
 
 REQUIRED_MODELS = [
@@ -110,6 +112,16 @@ REQUIRED_MODELS = [
     ("ollama", "gpt-oss:20b"),
     ("ollama", "llama3.1:8b"),
     ("ollama", "qwen3:8b"),
+    ("azure-openai", "gpt-4.1"),
+    ("azure-openai", "gpt-4.1-mini"),
+    ("azure-openai", "gpt-5"),
+    ("azure-openai", "gpt-5-mini"),
+    ("azure-openai", "o4-mini"),
+    ("mistral", "mistral-large-latest"),
+    ("mistral", "mistral-medium-latest"),
+    ("mistral", "mistral-small-latest"),
+    ("mistral", "codestral-latest"),
+    ("mistral", "devstral-medium-latest"),
 ]
 
 KEY_VARIABLES = [
