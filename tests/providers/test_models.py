@@ -41,6 +41,7 @@ BUILTIN_APIS = {
     "openai-responses",
     "anthropic-messages",
     "google-generative-ai",
+    "bedrock-converse-stream",
 }
 
 READ_BY = {
@@ -52,6 +53,8 @@ READ_BY = {
     "requires_thought_signatures": {"google-generative-ai"},
     "images_in_function_responses": {"google-generative-ai"},
     "function_call_ids": {"google-generative-ai"},
+    "cache_points": {"bedrock-converse-stream"},
+    "thinking_fields": {"bedrock-converse-stream"},
     **{key: {"openai-completions"} for key in [
         "supports_store", "supports_developer_role", "supports_reasoning_effort",
         "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",
@@ -70,6 +73,7 @@ BASE_URLS = {
     "xai": "https://api.x.ai/v1",
     "deepseek": "https://api.deepseek.com",
     "ollama": "http://localhost:11434/v1",
+    "amazon-bedrock": "https://bedrock-runtime.{region}.amazonaws.com",
 }
 
 REQUIRED_MODELS = [
@@ -108,6 +112,15 @@ REQUIRED_MODELS = [
     ("ollama", "gpt-oss:20b"),
     ("ollama", "llama3.1:8b"),
     ("ollama", "qwen3:8b"),
+    ("amazon-bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    ("amazon-bedrock", "us.anthropic.claude-opus-4-1-20250805-v1:0"),
+    ("amazon-bedrock", "us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+    ("amazon-bedrock", "amazon.nova-pro-v1:0"),
+    ("amazon-bedrock", "amazon.nova-lite-v1:0"),
+    ("amazon-bedrock", "amazon.nova-micro-v1:0"),
+    ("amazon-bedrock", "us.meta.llama4-maverick-17b-instruct-v1:0"),
+    ("amazon-bedrock", "us.deepseek.r1-v1:0"),
+    ("amazon-bedrock", "openai.gpt-oss-120b-1:0"),
 ]
 
 KEY_VARIABLES = [
