@@ -1,6 +1,7 @@
 """Shared fixtures: every test must leave no thread behind, and gets a fresh faux provider.
 
-`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`). A test that
+`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`); `aws_env` an
+isolated AWS environment with static test credentials (Bedrock's tests). A test that
 starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
 `mypy_report` (one mypy run) and `dask_client` (one cluster per session) are shared, and
 made by the first test that asks.
@@ -151,6 +152,33 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(_http, "_backoff", instant)
     return calls
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
+    """Static AWS test credentials (`bedrock_replies`) and region us-east-1, isolated.
+
+    Every `AWS_*` variable of the machine is unset and the config files are empty temporary
+    files, so neither the machine's profiles nor instance metadata are ever consulted.
+    """
+    from bedrock_replies import ACCESS_KEY, SECRET_KEY, SESSION_TOKEN
+
+    from agentcore.providers import _aws
+
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    for name in ("config", "credentials"):
+        (tmp_path / f"aws-{name}").write_text("")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_KEY)
+    monkeypatch.setenv("AWS_SESSION_TOKEN", SESSION_TOKEN)
+    yield monkeypatch
+    _aws.forget_credentials()  # no botocore session of this test's environment stays behind
 
 
 @pytest.fixture

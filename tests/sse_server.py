@@ -1,12 +1,12 @@
 """A local HTTP/1.1 server for provider tests: it replays scripted responses and records requests.
 
-Queue responses with `sse`, `status`, `slow_sse` and `hang_headers`; each request takes the next
-one (an empty queue answers 418). Every request is recorded in `requests` before it is answered,
-so a client holding a response can already see its request there. Event streams are sent with
-`Transfer-Encoding: chunked`, one HTTP chunk per piece, with TCP_NODELAY so that a one-byte chunk
-really travels alone. `close()` stops the server, cuts open connections and joins every thread.
-A new server starts with no shared rate-limit pause for its origin (an earlier test's server on
-the same port may have left one).
+Queue responses with `sse`, `status`, `slow_sse`, `hang_headers` and `custom`; each request
+takes the next one (an empty queue answers 418). Every request is recorded in `requests` before
+it is answered, so a client holding a response can already see its request there. Event streams
+are sent with `Transfer-Encoding: chunked`, one HTTP chunk per piece, with TCP_NODELAY so that a
+one-byte chunk really travels alone. `close()` stops the server, cuts open connections and joins
+every thread. A new server starts with no shared rate-limit pause for its origin (an earlier
+test's server on the same port may have left one).
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ class SSEServer:
             headers: Mapping[str, str] | None = None, cut: bool = False) -> None:
         """Queue a 200 event stream of `body`, split by `chunking`, `delay_s` before each piece.
 
-        With `cut`, the connection is dropped where the terminating chunk should be.
+        `headers` are added (a `Content-Type` among them replaces `text/event-stream`: an AWS
+        event stream is binary). With `cut`, the connection is dropped where the terminating
+        chunk should be.
         """
         pieces = split_body(body, chunking, seed)
 
@@ -178,6 +180,13 @@ class SSEServer:
 
         self._push(run)
         return gone
+
+    def custom(self, run: Callable[[Any], None]) -> None:
+        """Queue a response that `run(handler)` writes, e.g. one built from its request.
+
+        The request is `requests[-1]` by the time `run` is called.
+        """
+        self._push(run)
 
     def pending(self) -> int:
         """How many queued responses no request has taken yet."""
@@ -268,7 +277,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def start_stream(self, headers: Mapping[str, str] | None) -> None:
         self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
+        if "content-type" not in {name.lower() for name in headers or {}}:
+            self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Transfer-Encoding", "chunked")
         for name, value in (headers or {}).items():

@@ -25,10 +25,11 @@ import attrs
 
 from .._core import Model
 
-__all__ = ["Compat", "ThinkingFormat", "check_compat", "resolve"]
+__all__ = ["Compat", "ThinkingFields", "ThinkingFormat", "check_compat", "resolve"]
 
 ThinkingFormat = Literal["openai", "zai", "qwen", "qwen-chat-template", "openrouter", "deepseek"]
 Family = Literal["pro", "flash"]
+ThinkingFields = Literal["anthropic", "reasoning_effort"]
 
 _Check = tuple[Callable[[Any], bool], str]
 """What a key's value must satisfy, and how to say it in an error."""
@@ -48,6 +49,8 @@ class Compat:
     images_in_function_responses: bool = False  # google-generative-ai
     function_call_ids: bool = False  # google-generative-ai
     supports_native_output: bool | None = None  # every API; None: the API's default (_choice)
+    cache_points: bool = False  # bedrock-converse-stream
+    thinking_fields: ThinkingFields | None = None  # bedrock-converse-stream
     # OpenAI-compatible servers (openai-completions); `_openai` detects them from the server.
     supports_store: bool = True
     supports_developer_role: bool = True
@@ -90,6 +93,7 @@ _NOT_BOOL: dict[str, _Check] = {
                                "None or a bool"),
     "thinking_format": _choice(*get_args(ThinkingFormat)),
     "tool_call_id_format": _choice("mistral", None),
+    "thinking_fields": _choice(*get_args(ThinkingFields), None),
 }
 _CHECKS: dict[str, _Check] = {field.name: _NOT_BOOL.get(field.name, _BOOL)
                               for field in attrs.fields(Compat)}

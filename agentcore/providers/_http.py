@@ -2,11 +2,13 @@
 
 `open_stream` sends a request through its session's transport (`_transport`), retrying what
 `_retry` says may be retried (in sleeps that an abort cuts short) but never once the body has
-started, and signing each attempt anew when the wire API signs. With a signal, an abort returns
-at once in any phase. `iter_events` reads the body with the wire API's decoder (Server-Sent
-Events by default); an abort cuts the reply off from the aborting thread, so a blocked read
-returns at once instead of draining the response. `finish_body` ends a reply its handler stopped
-reading, so that its connection can be reused.
+started, and signing each attempt anew when the wire API signs. A wire API whose 2xx bodies
+may open with an error (AWS event streams report throttling there) reads that start first
+(`HttpRequest.opening`): such an error is retried like the HTTP answer it stands for. With a
+signal, an abort returns at once in any phase. `iter_events` reads the body with the wire API's
+decoder (Server-Sent Events by default); an abort cuts the reply off from the aborting thread,
+so a blocked read returns at once instead of draining the response. `finish_body` ends a reply
+its handler stopped reading, so that its connection can be reused.
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from ._retry import RetryPolicy, RetryRefusal, invalid_request, server_delay
 # Looked up here at call time, so that tests can make the waits instant (conftest `backoffs`).
 from ._retry import backoff as _backoff
 from ._sse import decode_sse
-from ._transport import Outgoing, ReadError, Response, transport_of
+from ._transport import Outgoing, ReadError, Replayed, Response, transport_of
 
 if TYPE_CHECKING:
     import requests
@@ -40,7 +42,9 @@ if TYPE_CHECKING:
 __all__ = [
     "HttpError",
     "HttpRequest",
+    "Opening",
     "RequestAborted",
+    "StreamedError",
     "finish_body",
     "iter_events",
     "open_stream",
@@ -78,11 +82,31 @@ class HttpError(Exception):
 
 
 @attrs.frozen
+class StreamedError:
+    """An error that a 2xx body opens with, as the HTTP answer it stands for.
+
+    AWS event streams report throttling inside a 200 reply; read as a 429 with this `body` and
+    these `headers`, it is retried, paused for and worded like one.
+    """
+
+    status: int
+    body: str
+    headers: Mapping[str, str] = attrs.Factory(dict)
+
+
+Opening = Callable[[Iterator[bytes]], tuple[bytes, "StreamedError | None"]]
+"""Reads the start of a 2xx body from its chunks: returns the bytes read (the reply's handler
+reads them again) and the `StreamedError` the body opens with, if any."""
+
+
+@attrs.frozen
 class HttpRequest:
     """One POST of a JSON body that answers with a stream, sent through `session`.
 
     `sign`, when given, sees each attempt as it will be sent (`Outgoing`: URL, headers, the
-    exact body bytes) and returns it signed, e.g. with headers added.
+    exact body bytes) and returns it signed, e.g. with headers added. `opening`, when given,
+    reads the start of each 2xx body; an error it finds there counts as that error's HTTP
+    answer (retried, paused for and reported the same way).
     """
 
     url: str
@@ -97,6 +121,7 @@ class HttpRequest:
     session: requests.Session = attrs.field(kw_only=True, repr=False)
     sign: Callable[[Outgoing], Outgoing] | None = attrs.field(default=None, kw_only=True,
                                                               repr=False)
+    opening: Opening | None = attrs.field(default=None, kw_only=True, repr=False)
 
     def pause_key(self) -> _ratelimit.PauseKey:
         """Whose rate limit this request counts against: its origin and credentials (hashed)."""
@@ -235,8 +260,16 @@ def open_stream(request: HttpRequest) -> Response:
                 response.close()
                 raise
         if 200 <= status < 300:
-            return response
-        body = redact(_read_body(response, signal), secrets)
+            if request.opening is None:
+                return response
+            opened = _read_opening(response, request.opening, signal)
+            if not isinstance(opened, StreamedError):
+                return opened
+            status, text = opened.status, opened.body
+            headers.update(opened.headers)
+        else:
+            text = _read_body(response, signal)
+        body = redact(text, secrets)
         invalid = invalid_request(body) if status >= 500 else None  # parsed once, used thrice
         asked = server_delay(headers)
         if asked and _ratelimit.shares(status, headers, invalid is not None):
@@ -254,13 +287,47 @@ def open_stream(request: HttpRequest) -> Response:
         raise HttpError(f"{status} {body}".rstrip(), status, body, headers, invalid=invalid)
 
 
+def _read_opening(response: Response, opening: Opening,
+                  signal: AbortSignal | None) -> Response | StreamedError:
+    """What a 2xx body opens with: the error it stands for, or the response to read on.
+
+    The response given back replays the bytes `opening` read; an abort cuts the read short.
+    """
+    remove = signal.add_listener(response.cut) if signal is not None else None
+    chunks = response.chunks()
+    try:
+        head, error = opening(chunks)
+    except ReadError as exc:
+        response.close()
+        if signal is not None and signal.aborted:
+            raise RequestAborted(ABORTED_TEXT) from None
+        raise HttpError(str(exc)) from None
+    finally:
+        if remove is not None:
+            remove()
+    if error is not None or (signal is not None and signal.aborted):
+        response.close()
+        if error is None:
+            raise RequestAborted(ABORTED_TEXT)
+        return error
+    return Replayed(response, head, chunks)
+
+
+_AUTH_PARAM = re.compile(r"=([^,\s]+)")
+
+
 def _added_credentials(before: Outgoing, after: Outgoing) -> tuple[str, ...]:
     """The values of the credential headers a signer set or changed, to redact like the key.
 
-    `Authorization`, `X-Amz-Security-Token`...: whatever `is_credential_header` names.
+    `Authorization`, `X-Amz-Security-Token`...: whatever `is_credential_header` names; with
+    the value of each `name=value` parameter in them too (SigV4's `Signature=`), which a
+    server may quote by itself.
     """
-    return tuple(value for name, value in after.headers.items()
-                 if is_credential_header(name) and before.headers.get(name) != value)
+    found: list[str] = []
+    for name, value in after.headers.items():
+        if is_credential_header(name) and before.headers.get(name) != value:
+            found += [value, *_AUTH_PARAM.findall(value)]
+    return tuple(found)
 
 
 def _unreachable(url: str, secrets: tuple[str, ...], exc: BaseException,

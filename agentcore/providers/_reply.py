@@ -33,6 +33,7 @@ from ._framing import Decode
 from ._http import (
     HttpError,
     HttpRequest,
+    Opening,
     RequestAborted,
     finish_body,
     iter_events,
@@ -98,6 +99,9 @@ class WireApi:
             any request): `api_key_for` by default; an API with other credentials (a cloud's
             token, say) brings its own, raising `MissingApiKeyError` naming what to set. What
             it returns is redacted from error text.
+        opening: Reads the start of each 2xx body before the reply is streamed, for an API
+            that reports errors such as throttling inside a 200 reply (`_http.Opening`): an
+            error it finds is retried like the HTTP answer it stands for. None: no such check.
     """
 
     url: Callable[[Model], str]
@@ -110,6 +114,7 @@ class WireApi:
     sign: Callable[[Outgoing], Outgoing] | None = None
     api_key: Callable[[Model, StreamOptions], str] = attrs.field(
         default=attrs.Factory(lambda: api_key_for))
+    opening: Opening | None = None
 
 
 def api_key_for(model: Model, options: StreamOptions) -> str:
@@ -209,10 +214,12 @@ def http_status_text(error: HttpError, from_json: Callable[[Any], str | None]) -
 
 def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
               options: StreamOptions, api_key: str, session: requests.Session, *,
-              sign: Callable[[Outgoing], Outgoing] | None = None) -> Any:
+              sign: Callable[[Outgoing], Outgoing] | None = None,
+              opening: Opening | None = None) -> Any:
     """Apply `on_payload`, check the headers, POST the JSON and return the open 2xx response.
 
-    `sign` signs each attempt (`WireApi.sign`).
+    `sign` signs each attempt (`WireApi.sign`); `opening` reads the start of a 2xx body
+    (`WireApi.opening`).
     """
     if options.on_payload is not None:
         replaced = options.on_payload(body, model)
@@ -227,6 +234,7 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
         timeout=options.timeout, max_retries=options.max_retries,
         max_retry_delay_ms=options.max_retry_delay_ms, on_response=options.on_response,
         secrets=secrets_of(api_key, model, options), session=session, sign=sign,
+        opening=opening,
     )
     return open_stream(request)
 
@@ -282,7 +290,7 @@ def stream_http_reply(
         try:
             response = post_json(wire.url(model), wire.body(model, context, options),
                                  wire.headers(model, api_key), model, options, api_key,
-                                 session, sign=wire.sign)
+                                 session, sign=wire.sign, opening=wire.opening)
             yield builder.start()
             items = iter_events(response, signal, options.max_event_bytes, last, wire.decode)
             reading = True

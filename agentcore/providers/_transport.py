@@ -52,6 +52,7 @@ __all__ = [
     "WATCHED",
     "Outgoing",
     "ReadError",
+    "Replayed",
     "Response",
     "Transport",
     "Urllib3Response",
@@ -194,6 +195,40 @@ class Urllib3Response:
         except AttributeError:
             return None
         return sock  # type: ignore[no-any-return]
+
+
+class Replayed:
+    """A `Response` whose body's first bytes were read already (`_http`'s opening check).
+
+    Its chunks give those bytes (`head`) again, then the rest of the body's `chunks`.
+    """
+
+    __slots__ = ("_chunks", "_head", "_response", "headers", "status")
+
+    def __init__(self, response: Response, head: bytes, chunks: Iterator[bytes]) -> None:
+        self._response = response
+        self._head = head
+        self._chunks = chunks
+        self.status = response.status
+        self.headers = response.headers
+
+    def chunks(self) -> Iterator[bytes]:
+        head, self._head = self._head, b""
+        if head:
+            yield head
+        yield from self._chunks
+
+    def read(self, limit: int) -> bytes:
+        return self._response.read(limit)
+
+    def set_read_timeout(self, seconds: float) -> None:
+        self._response.set_read_timeout(seconds)
+
+    def cut(self) -> None:
+        self._response.cut()
+
+    def close(self) -> None:
+        self._response.close()
 
 
 @functools.cache

@@ -65,6 +65,7 @@ _ENV_VARS: dict[str, tuple[str, ...]] = {
     "google-vertex": ("GOOGLE_CLOUD_API_KEY",),
     "azure-openai": ("AZURE_OPENAI_API_KEY",),
     "azure-openai-responses": ("AZURE_OPENAI_API_KEY",),  # the reference's name for it
+    "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),  # else AWS credentials (`_aws`)
     "github-copilot": ("COPILOT_GITHUB_TOKEN",),
     "huggingface": ("HF_TOKEN",),
     "vercel-ai-gateway": ("AI_GATEWAY_API_KEY",),
@@ -178,7 +179,10 @@ def require_api_key(
 
     Local servers need no key: for a local provider (`"ollama"`, `"vllm"`, `"llama.cpp"`,
     `"lmstudio"`) or a `base_url` on a loopback host (`localhost`, `127.0.0.1`, `[::1]`), the
-    placeholder `"none"` is returned when no key was given or set.
+    placeholder `"none"` is returned when no key was given or set. `"amazon-bedrock"` without
+    a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`) takes AWS credentials from botocore's chain
+    (environment, profiles, SSO, roles): the access key id is returned (the secret stays with
+    botocore), and a missing botocore raises `ImportError` naming the `bedrock` extra.
 
     Args:
         provider: The model's provider, which picks the environment variable.
@@ -204,6 +208,10 @@ def require_api_key(
     found = get_env_api_key(provider)
     if found is not None:
         return found
+    if provider == "amazon-bedrock":  # no Bedrock API key: AWS credentials will do
+        from ._aws import require_credentials
+
+        return require_credentials()
     if provider in _LOCAL_PROVIDERS or (base_url is not None and _is_loopback(base_url)):
         return _NO_KEY
     variables = _env_vars(provider)

@@ -26,8 +26,8 @@ import agentcore as ac
 from agentcore.providers import _registry
 
 EXAMPLES = paths.EXAMPLES
-ALL_EXAMPLES = ["abort.py", "assistant.py", "azure.py", "batch.py", "callback_events.py",
-                "custom_stream_fn.py", "local_server.py", "loop.py", "mcp_tools.py",
+ALL_EXAMPLES = ["abort.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
+                "callback_events.py", "custom_stream_fn.py", "local_server.py", "loop.py", "mcp_tools.py",
                 "mistral.py", "quickstart.py", "steering.py", "structured_output.py", "tools.py"]
 
 
@@ -101,6 +101,17 @@ def test_quickstart_answers_with_the_tool_result() -> None:
 def test_structured_output_example_retries_once_then_answers() -> None:
     assert run_example("structured_output.py").splitlines() == [
         "City(name='Rome', population=2800000)", "5 messages; 2 model calls"]
+
+
+def test_bedrock_example_streams_from_its_stand_in_without_aws_setup(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)  # no region, no credentials: a Bedrock API key is enough
+    monkeypatch.setattr(sys, "argv", ["bedrock.py"])
+    load_example("bedrock.py").main()
+    assert capsys.readouterr().out.splitlines() == [
+        "Hello from a stand-in for Bedrock.", "14 tokens in, 9 out: $0.000065"]
 
 
 def test_quickstart_example_is_the_readme_quickstart() -> None:

@@ -124,7 +124,10 @@ def decisions(model: ac.Model) -> tuple[Any, ...]:
             c.images_in_function_responses, c.function_call_ids)
 
 
-CATALOGUE = [model for provider in ac.get_providers() for model in ac.get_models(provider)]
+OLD_APIS = {"anthropic-messages", "google-generative-ai", "openai-completions", "openai-responses"}
+"""The wire APIs the id sniffing served; rows of APIs added since have no old decisions."""
+CATALOGUE = [model for provider in ac.get_providers() for model in ac.get_models(provider)
+             if model.api in OLD_APIS]
 
 
 def test_compat_old_decisions_cover_the_catalogue() -> None:

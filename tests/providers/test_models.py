@@ -41,6 +41,7 @@ BUILTIN_APIS = {
     "openai-responses",
     "anthropic-messages",
     "google-generative-ai",
+    "bedrock-converse-stream",
 }
 
 READ_BY = {
@@ -53,7 +54,9 @@ READ_BY = {
     "images_in_function_responses": {"google-generative-ai"},
     "function_call_ids": {"google-generative-ai"},
     "supports_native_output": {"openai-completions", "openai-responses", "anthropic-messages",
-                               "google-generative-ai"},
+                               "google-generative-ai", "bedrock-converse-stream"},
+    "cache_points": {"bedrock-converse-stream"},
+    "thinking_fields": {"bedrock-converse-stream"},
     **{key: {"openai-completions"} for key in [
         "supports_store", "supports_developer_role", "supports_reasoning_effort",
         "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",
@@ -74,6 +77,7 @@ BASE_URLS = {
     "ollama": "http://localhost:11434/v1",
     "azure-openai": "",  # from the environment at request time (AZURE_OPENAI_ENDPOINT)
     "mistral": "https://api.mistral.ai/v1",
+    "amazon-bedrock": "https://bedrock-runtime.{region}.amazonaws.com",
 }
 
 REQUIRED_MODELS = [
@@ -122,6 +126,15 @@ REQUIRED_MODELS = [
     ("mistral", "mistral-small-latest"),
     ("mistral", "codestral-latest"),
     ("mistral", "devstral-medium-latest"),
+    ("amazon-bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    ("amazon-bedrock", "us.anthropic.claude-opus-4-1-20250805-v1:0"),
+    ("amazon-bedrock", "us.anthropic.claude-haiku-4-5-20251001-v1:0"),
+    ("amazon-bedrock", "amazon.nova-pro-v1:0"),
+    ("amazon-bedrock", "amazon.nova-lite-v1:0"),
+    ("amazon-bedrock", "amazon.nova-micro-v1:0"),
+    ("amazon-bedrock", "us.meta.llama4-maverick-17b-instruct-v1:0"),
+    ("amazon-bedrock", "us.deepseek.r1-v1:0"),
+    ("amazon-bedrock", "openai.gpt-oss-120b-1:0"),
 ]
 
 KEY_VARIABLES = [
