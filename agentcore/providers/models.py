@@ -173,7 +173,11 @@ def require_api_key(
 
     Local servers need no key: for a local provider (`"ollama"`, `"vllm"`, `"llama.cpp"`,
     `"lmstudio"`) or a `base_url` on a loopback host (`localhost`, `127.0.0.1`, `[::1]`), the
-    placeholder `"none"` is returned when no key was given or set.
+    placeholder `"none"` is returned when no key was given or set. `"google-vertex"` without an
+    express-mode key (`GOOGLE_CLOUD_API_KEY`) takes Application Default Credentials: they and a
+    project are looked up (no token is asked for) and `"<authenticated>"` is returned, the
+    access token being fetched for each stream; a missing google-auth raises `ImportError`
+    naming the `vertex` extra.
 
     Args:
         provider: The model's provider, which picks the environment variable.
@@ -186,6 +190,7 @@ def require_api_key(
     Raises:
         MissingApiKeyError: No key was given or found; the message names the variable to set
             and never contains a key.
+        ImportError: `"google-vertex"` without a key needs google-auth, which is missing.
     """
     _check_str("require_api_key", "provider", provider)
     if api_key is not None and not isinstance(api_key, str):
@@ -198,6 +203,10 @@ def require_api_key(
     found = get_env_api_key(provider)
     if found is not None:
         return found
+    if provider == "google-vertex":  # no express-mode key: Application Default Credentials
+        from ._gcp import require_credentials
+
+        return require_credentials()
     if provider in _LOCAL_PROVIDERS or (base_url is not None and _is_loopback(base_url)):
         return _NO_KEY
     variables = _env_vars(provider)
