@@ -41,17 +41,18 @@ BUILTIN_APIS = {
     "openai-responses",
     "anthropic-messages",
     "google-generative-ai",
+    "google-vertex",
 }
 
 READ_BY = {
     "adaptive_thinking": {"anthropic-messages"},
     "xhigh_effort": {"openai-completions", "openai-responses", "anthropic-messages"},
     "lowest_effort": {"openai-responses"},
-    "thinking_budgets_family": {"google-generative-ai"},
-    "thinking_levels_family": {"google-generative-ai"},
-    "requires_thought_signatures": {"google-generative-ai"},
-    "images_in_function_responses": {"google-generative-ai"},
-    "function_call_ids": {"google-generative-ai"},
+    "thinking_budgets_family": {"google-generative-ai", "google-vertex"},
+    "thinking_levels_family": {"google-generative-ai", "google-vertex"},
+    "requires_thought_signatures": {"google-generative-ai", "google-vertex"},
+    "images_in_function_responses": {"google-generative-ai", "google-vertex"},
+    "function_call_ids": {"google-generative-ai", "google-vertex"},
     **{key: {"openai-completions"} for key in [
         "supports_store", "supports_developer_role", "supports_reasoning_effort",
         "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",
@@ -65,6 +66,7 @@ BASE_URLS = {
     "openai": "https://api.openai.com/v1",
     "anthropic": "https://api.anthropic.com",
     "google": "https://generativelanguage.googleapis.com/v1beta",
+    "google-vertex": "https://aiplatform.googleapis.com/v1",
     "openrouter": "https://openrouter.ai/api/v1",
     "groq": "https://api.groq.com/openai/v1",
     "xai": "https://api.x.ai/v1",
