@@ -28,7 +28,7 @@ from ._http import HttpError
 from ._reply import WireApi, stream_http_reply
 from .google import build_body, handle
 
-__all__ = ["GLOBAL_HOST", "endpoint_host", "stream_vertex"]
+__all__ = ["GLOBAL_HOST", "endpoint_host", "stream_vertex", "url_for"]
 
 GLOBAL_HOST = "aiplatform.googleapis.com"
 _MULTI_REGIONS = frozenset({"us", "eu"})
