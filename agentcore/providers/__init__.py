@@ -5,8 +5,8 @@ modules. Public modules, importable by path:
 
 - `models`: the built-in model catalogue (`models.json`) and API-key lookup.
 - `faux`: a scripted, offline model for tests and demos.
-- `openai_completions`, `openai_responses`, `anthropic`, `google`: one module per wire API,
-  each a `stream_<api>` function that the registry loads on first use.
+- `openai_completions`, `openai_responses`, `anthropic`, `google`, `vertex`: one module per
+  wire API, each a `stream_<api>` function that the registry loads on first use.
 
 Private modules, used only inside this package:
 
@@ -26,7 +26,9 @@ Private modules, used only inside this package:
   the loop checks a run's settings with `check_tool_choice` and `check_native_output`),
   `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
   `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
-  `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire).
+  `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire),
+  `_gcp` (Google Cloud credentials for Vertex AI: an express-mode key or Application Default
+  Credentials, google-auth imported only then).
 
 `new_http_session(pool_size=10)` makes the `requests.Session` an `Agent` owns and passes as
 `http_session` to all its runs (keep-alive; abort cuts a connect or a wait for headers, on

@@ -43,11 +43,11 @@ class Compat:
     adaptive_thinking: bool = False  # anthropic-messages
     xhigh_effort: str = "high"  # openai-completions, openai-responses, anthropic-messages
     lowest_effort: str | None = None  # openai-responses
-    thinking_budgets_family: Family | None = None  # google-generative-ai
-    thinking_levels_family: Family | None = None  # google-generative-ai
-    requires_thought_signatures: bool = False  # google-generative-ai
-    images_in_function_responses: bool = False  # google-generative-ai
-    function_call_ids: bool = False  # google-generative-ai
+    thinking_budgets_family: Family | None = None  # google-generative-ai, google-vertex
+    thinking_levels_family: Family | None = None  # google-generative-ai, google-vertex
+    requires_thought_signatures: bool = False  # google-generative-ai, google-vertex
+    images_in_function_responses: bool = False  # google-generative-ai, google-vertex
+    function_call_ids: bool = False  # google-generative-ai, google-vertex
     supports_native_output: bool | None = None  # every API; None: the API's default (_choice)
     cache_points: bool = False  # bedrock-converse-stream
     thinking_fields: ThinkingFields | None = None  # bedrock-converse-stream

@@ -39,7 +39,7 @@ from ._sse import SseItem, UnframedLines
 from ._text import dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
 
-__all__ = ["build_body", "stream_google"]
+__all__ = ["build_body", "handle", "stream_google"]
 
 _BASE64 = re.compile(r"^[A-Za-z0-9+/]+={0,2}$")
 _SKIP_SIGNATURE = "skip_thought_signature_validator"
@@ -223,8 +223,9 @@ def _error_message(raw: dict[str, Any]) -> str:
     return f"got status: {error.get('status')}. {dumps(raw)}"
 
 
-def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
+def handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         AssistantMessageEvent]:
+    """Read Gemini's events into the builder (`WireApi.handle`; Vertex AI's too)."""
     used_ids: set[str] = set()
     key = 0  # a new block key every time the kind of part changes
     kind: str | None = None
@@ -307,7 +308,7 @@ _WIRE = WireApi(
     url=_url,
     headers=lambda model, key: {"x-goog-api-key": key},
     body=build_body,
-    handle=_handle,
+    handle=handle,
     http_error_text=_http_error_text,
 )
 """Gemini as a `WireApi`."""

@@ -183,6 +183,10 @@ def require_api_key(
     a Bedrock API key (`AWS_BEARER_TOKEN_BEDROCK`) takes AWS credentials from botocore's chain
     (environment, profiles, SSO, roles): the access key id is returned (the secret stays with
     botocore), and a missing botocore raises `ImportError` naming the `bedrock` extra.
+    `"google-vertex"` without an express-mode key (`GOOGLE_CLOUD_API_KEY`) takes Application
+    Default Credentials: they and a project are looked up (no token is asked for) and
+    `"<authenticated>"` is returned, the access token being fetched for each stream; a missing
+    google-auth raises `ImportError` naming the `vertex` extra.
 
     Args:
         provider: The model's provider, which picks the environment variable.
@@ -196,6 +200,7 @@ def require_api_key(
     Raises:
         MissingApiKeyError: No key was given or found; the message names the variable to set
             and never contains a key.
+        ImportError: `"google-vertex"` without a key needs google-auth, which is missing.
     """
     _check_str("require_api_key", "provider", provider)
     if api_key is not None and not isinstance(api_key, str):
@@ -209,7 +214,11 @@ def require_api_key(
     if found is not None:
         return found
     if provider == "amazon-bedrock":  # no Bedrock API key: AWS credentials will do
-        from ._aws import require_credentials
+        from ._aws import require_credentials as aws_credentials
+
+        return aws_credentials()
+    if provider == "google-vertex":  # no express-mode key: Application Default Credentials
+        from ._gcp import require_credentials
 
         return require_credentials()
     if provider in _LOCAL_PROVIDERS or (base_url is not None and _is_loopback(base_url)):

@@ -27,8 +27,9 @@ from agentcore.providers import _registry
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
-                "callback_events.py", "custom_stream_fn.py", "local_server.py", "loop.py", "mcp_tools.py",
-                "mistral.py", "quickstart.py", "steering.py", "structured_output.py", "tools.py"]
+                "callback_events.py", "custom_stream_fn.py", "local_server.py", "loop.py",
+                "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
+                "structured_output.py", "tools.py", "vertex.py"]
 
 
 def _env(**changes: str) -> dict[str, str]:
@@ -112,6 +113,18 @@ def test_bedrock_example_streams_from_its_stand_in_without_aws_setup(
     load_example("bedrock.py").main()
     assert capsys.readouterr().out.splitlines() == [
         "Hello from a stand-in for Bedrock.", "14 tokens in, 9 out: $0.000065"]
+
+
+def test_vertex_example_streams_from_its_stand_in_without_google_cloud_setup(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    for key in [k for k in os.environ if k.startswith(("GOOGLE_", "GCLOUD_"))]:
+        monkeypatch.delenv(key)  # no project, no credentials: an express-mode key is enough
+    monkeypatch.setitem(sys.modules, "google.auth", None)  # nor google-auth
+    monkeypatch.setattr(sys, "argv", ["vertex.py"])
+    load_example("vertex.py").main()
+    assert capsys.readouterr().out.splitlines() == [
+        "Hello from a stand-in for Vertex AI.", "12 tokens in, 9 out: $0.000026"]
 
 
 def test_quickstart_example_is_the_readme_quickstart() -> None:

@@ -53,6 +53,13 @@ OLD_DECISIONS: dict[tuple[str, str], tuple[Any, ...]] = {
     ("google", "gemini-3-pro-preview"): ("pro", None, True, True, False),
     ("google", "gemini-3-flash-preview"): ("flash", None, True, True, False),
     ("google", "gemini-2.0-flash"): (None, None, False, False, False),
+    # google-vertex: Gemini's rows, the same decisions
+    ("google-vertex", "gemini-2.5-pro"): (None, "pro", False, False, False),
+    ("google-vertex", "gemini-2.5-flash"): (None, "flash", False, False, False),
+    ("google-vertex", "gemini-2.5-flash-lite"): (None, "flash", False, False, False),
+    ("google-vertex", "gemini-3-pro-preview"): ("pro", None, True, True, False),
+    ("google-vertex", "gemini-3-flash-preview"): ("flash", None, True, True, False),
+    ("google-vertex", "gemini-2.0-flash"): (None, None, False, False, False),
     # openai-responses: (the effort for xhigh, the effort with thinking off)
     ("openai", "gpt-5"): ("high", "minimal"),
     ("openai", "gpt-5-mini"): ("high", "minimal"),
@@ -119,7 +126,7 @@ def decisions(model: ac.Model) -> tuple[Any, ...]:
         return (c.adaptive_thinking, c.xhigh_effort if c.adaptive_thinking else None)
     if model.api == "openai-responses":
         return (c.xhigh_effort, c.lowest_effort)
-    assert model.api == "google-generative-ai"
+    assert model.api in ("google-generative-ai", "google-vertex")
     return (c.thinking_levels_family, c.thinking_budgets_family, c.requires_thought_signatures,
             c.images_in_function_responses, c.function_call_ids)
 

@@ -574,6 +574,7 @@ SHAPES = [
     ("anthropic-messages", "anthropic", "",
      'event: message_delta\ndata: {"type": "message_delta", "delta": 5}', "AttributeError: "),
     ("google-generative-ai", "google", "/v1beta", 'data: {"candidates": 3}', "TypeError: "),
+    ("google-vertex", "google-vertex", "/v1", 'data: {"candidates": 3}', "TypeError: "),
 ]
 
 

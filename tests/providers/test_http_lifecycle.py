@@ -36,6 +36,7 @@ APIS = {
     "openai-responses": ("openai", "/v1", "openai_responses/text.sse"),
     "anthropic-messages": ("anthropic", "", "anthropic/text.sse"),
     "google-generative-ai": ("google", "/v1beta", "google/text.sse"),
+    "google-vertex": ("google-vertex", "/v1", "google/text.sse"),
 }
 
 

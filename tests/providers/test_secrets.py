@@ -309,6 +309,7 @@ WIRE_APIS = {  # api: (provider, base-URL suffix)
     "openai-responses": ("openai", "/v1"),
     "anthropic-messages": ("anthropic", ""),
     "google-generative-ai": ("google", "/v1beta"),
+    "google-vertex": ("google-vertex", "/v1"),  # express mode: the key in x-goog-api-key
 }
 
 
