@@ -238,8 +238,6 @@ def test_run_batch_native_output_mode_gives_typed_outputs() -> None:
             "required": ["response"], "additionalProperties": False}] * 2
 
 
-@pytest.mark.xfail(reason="needs the wire side of API §18 (branch i23-choice): on this branch "
-                   "the requests carry neither tool_choice nor response_format", strict=True)
 def test_run_batch_tool_choice_and_native_format_reach_the_server(server: ChatServer) -> None:
     tool = by_index(list(run_batch(agents(server), ["Rome"], output_type=City)))
     assert tool[0].output == City("Rome", 4)

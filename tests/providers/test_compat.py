@@ -131,8 +131,10 @@ def decisions(model: ac.Model) -> tuple[Any, ...]:
             c.images_in_function_responses, c.function_call_ids)
 
 
-OLD_APIS = {"anthropic-messages", "google-generative-ai", "openai-completions", "openai-responses"}
-"""The wire APIs the id sniffing served; rows of APIs added since have no old decisions."""
+OLD_APIS = {"anthropic-messages", "google-generative-ai", "openai-completions", "openai-responses",
+            "google-vertex"}
+"""The wire APIs the id sniffing served (and Vertex, whose Gemini rows must decide as Gemini's);
+rows of the other APIs added since have no old decisions."""
 CATALOGUE = [model for provider in ac.get_providers() for model in ac.get_models(provider)
              if model.api in OLD_APIS]
 

@@ -270,7 +270,8 @@ def test_registry_get_apis_lists_the_built_in_apis_first():
 
 
 def test_registry_get_apis_adds_registered_apis_sorted_once(api):
-    others = agentcore.providers.get_apis()[len(BUILT_IN_APIS):]  # faux providers other tests left registered
+    # faux providers other tests left registered
+    others = agentcore.providers.get_apis()[len(BUILT_IN_APIS):]
     register_provider(f"z-{api}", lambda m, c, o: _done_stream(_reply(m, "z")))
     register_provider(api, lambda m, c, o: _done_stream(_reply(m, "a")))
     register_provider("openai-responses", lambda m, c, o: _done_stream(_reply(m, "r")))
