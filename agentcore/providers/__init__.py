@@ -5,8 +5,8 @@ modules. Public modules, importable by path:
 
 - `models`: the built-in model catalogue (`models.json`) and API-key lookup.
 - `faux`: a scripted, offline model for tests and demos.
-- `openai_completions`, `openai_responses`, `anthropic`, `google`, `vertex`: one module per
-  wire API, each a `stream_<api>` function that the registry loads on first use.
+- `openai_completions`, `openai_responses`, `anthropic`, `google`, `vertex`, `bedrock`: one
+  module per wire API, each a `stream_<api>` function that the registry loads on first use.
 
 Private modules, used only inside this package:
 
@@ -21,14 +21,16 @@ Private modules, used only inside this package:
   transports chosen once per session, and `new_http_session`; `_opener` (sockets an abort
   shuts down, threads it abandons), `_lean` (a POST straight to urllib3).
 - `_framing` (the `Decoder` protocol a wire API's body is decoded with), `_sse` (Server-Sent
-  Events, the default decoder).
+  Events, the default decoder), `_eventstream` (AWS event streams, Bedrock's replies).
 - `_choice` (tool choice and native structured output, decided once for every wire API;
   the loop checks a run's settings with `check_tool_choice` and `check_native_output`),
   `_compat` (`Model.compat`: capabilities and server quirks as data, checked),
   `_openai` (what the two OpenAI APIs share), `_transform` (cross-provider handoff),
   `_partial_json` (streamed tool arguments), `_text` (text, ids and JSON on the wire),
   `_gcp` (Google Cloud credentials for Vertex AI: an express-mode key or Application Default
-  Credentials, google-auth imported only then).
+  Credentials, google-auth imported only then), `_azure` (Azure OpenAI's endpoint, key or
+  token, and content-filter text), `_aws` (Bedrock's region, credentials and SigV4, botocore
+  imported only then), `_bedrock_body` (the `ConverseStream` request body).
 
 `new_http_session(pool_size=10)` makes the `requests.Session` an `Agent` owns and passes as
 `http_session` to all its runs (keep-alive; abort cuts a connect or a wait for headers, on
