@@ -85,8 +85,11 @@ __all__ = ["instrument"]
 
 MISSING_EXTRA = "agentcore.otel needs the 'otel' extra: pip install 'agentcore[otel]'"
 
-_PROVIDER_NAMES = {"google": "gcp.gemini", "xai": "x_ai"}
-"""agentcore's provider names that the conventions spell otherwise."""
+_PROVIDER_NAMES = {
+    "google": "gcp.gemini", "google-vertex": "gcp.vertex_ai", "amazon-bedrock": "aws.bedrock",
+    "azure-openai": "azure.ai.openai", "mistral": "mistral_ai", "xai": "x_ai",
+}
+"""agentcore's provider names that the conventions spell otherwise (`gen_ai.provider.name`)."""
 
 _FINISH_REASONS = {StopReason.TOOL_USE: "tool_call"}
 """Stop reasons whose conventional finish reason differs from their wire value."""

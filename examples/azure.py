@@ -14,15 +14,14 @@ a `get_api_key` that returns a Microsoft Entra ID token sends it as `Authorizati
 import argparse
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import attrs
+from _stand_in import QuietHandler, stand_in  # a server on 127.0.0.1 for the offline run
 
 import agentcore as ac
 
 
-class StandIn(BaseHTTPRequestHandler):
+class StandIn(QuietHandler):
     """POST /openai/v1/chat/completions: says which deployment and which credential it got."""
 
     def do_POST(self):
@@ -37,9 +36,6 @@ class StandIn(BaseHTTPRequestHandler):
                      "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
         self.wfile.write(b"data: [DONE]\n\n")
-
-    def log_message(self, format, *args):  # keep the output to the agent's
-        pass
 
 
 def entra_token_provider():
@@ -71,19 +67,12 @@ def main(argv=None):
             ask(model)  # the key from AZURE_OPENAI_API_KEY
         return
 
-    server = HTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        local = attrs.evolve(model, base_url=f"http://127.0.0.1:{server.server_address[1]}/openai/v1")
+    with stand_in(StandIn) as url:
+        local = attrs.evolve(model, base_url=f"{url}/openai/v1")
         print(f"endpoint: stand-in at {local.base_url}")
         ask(local, api_key="0123456789abcdef0123456789abcdef")  # a key: sent as `api-key`
         jwt = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJkZW1vIn0."  # what get_bearer_token_provider returns
         ask(local, get_api_key=lambda provider: jwt)  # a token: sent as `Authorization: Bearer`
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 if __name__ == "__main__":

@@ -13,11 +13,10 @@ does, and the example sends it a made-up API key.
 import argparse
 import json
 import struct
-import threading
 import zlib
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import attrs
+from _stand_in import QuietHandler, stand_in  # a server on 127.0.0.1 for the offline run
 
 import agentcore as ac
 
@@ -35,7 +34,7 @@ def frame(event_type, body):
     return message + struct.pack(">I", zlib.crc32(message))
 
 
-class StandIn(BaseHTTPRequestHandler):
+class StandIn(QuietHandler):
     """POST /model/{id}/converse-stream: a short reply, as Bedrock streams it."""
 
     def do_POST(self):
@@ -55,9 +54,6 @@ class StandIn(BaseHTTPRequestHandler):
         ]:
             self.wfile.write(frame(event_type, body))
 
-    def log_message(self, format, *args):  # keep the output to the agent's
-        pass
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -69,16 +65,9 @@ def main():
     if args.live:
         ask(model)
         return
-    server = HTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, name="bedrock-stand-in")
-    thread.start()
-    try:
-        stand_in = attrs.evolve(model, base_url=f"http://127.0.0.1:{server.server_port}")
-        ask(stand_in, api_key="offline-example-key")  # as a Bedrock API key would be sent
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with stand_in(StandIn) as url:
+        local = attrs.evolve(model, base_url=url)
+        ask(local, api_key="offline-example-key")  # as a Bedrock API key would be sent
 
 
 def ask(model, api_key=None):
@@ -88,6 +77,7 @@ def ask(model, api_key=None):
         print(run.text)
         usage = run.usage
         print(f"{usage.input} tokens in, {usage.output} out: ${usage.cost.total:.6f}")
+
 
 if __name__ == "__main__":
     main()

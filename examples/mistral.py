@@ -13,15 +13,14 @@ import argparse
 import json
 import os
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import attrs
+from _stand_in import QuietHandler, stand_in  # a server on 127.0.0.1 for the offline run
 
 import agentcore as ac
 
 
-class StandIn(BaseHTTPRequestHandler):
+class StandIn(QuietHandler):
     """POST /v1/chat/completions: checks the request as Mistral would, then answers."""
 
     def do_POST(self):
@@ -41,9 +40,6 @@ class StandIn(BaseHTTPRequestHandler):
                               "finish_reason": "stop"}],
                  "usage": {"prompt_tokens": 60, "completion_tokens": 12, "total_tokens": 72}}
         self.wfile.write(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
-
-    def log_message(self, format, *args):  # keep the output to the agent's
-        pass
 
 
 def started_elsewhere():
@@ -69,19 +65,13 @@ def main(argv=None):
     args = parser.parse_args(argv)
     model = ac.get_model("mistral", args.model)  # https://api.mistral.ai/v1, MISTRAL_API_KEY
     if os.environ.get("MISTRAL_API_KEY"):
-        return ask(model)
+        ask(model)
+        return
 
-    server = HTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.start()
-    try:
-        local = attrs.evolve(model, base_url=f"http://127.0.0.1:{server.server_address[1]}/v1")
+    with stand_in(StandIn) as url:
+        local = attrs.evolve(model, base_url=f"{url}/v1")
         print(f"server: stand-in for Mistral at {local.base_url}")
         ask(local)  # provider "mistral": Mistral's rules, whatever the URL
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
 
 
 if __name__ == "__main__":

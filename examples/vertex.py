@@ -14,15 +14,14 @@ example sends it a made-up express-mode key.
 
 import argparse
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import attrs
+from _stand_in import QuietHandler, stand_in  # a server on 127.0.0.1 for the offline run
 
 import agentcore as ac
 
 
-class StandIn(BaseHTTPRequestHandler):
+class StandIn(QuietHandler):
     """POST /v1/publishers/google/models/{id}:streamGenerateContent: a short reply, streamed."""
 
     def do_POST(self):
@@ -40,9 +39,6 @@ class StandIn(BaseHTTPRequestHandler):
                                           "totalTokenCount": 21, "trafficType": "ON_DEMAND"}
             self.wfile.write(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
 
-    def log_message(self, format, *args):  # keep the output to the agent's
-        pass
-
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -54,16 +50,9 @@ def main():
     if args.live:
         ask(model)
         return
-    server = HTTPServer(("127.0.0.1", 0), StandIn)
-    thread = threading.Thread(target=server.serve_forever, name="vertex-stand-in")
-    thread.start()
-    try:
-        stand_in = attrs.evolve(model, base_url=f"http://127.0.0.1:{server.server_port}/v1")
-        ask(stand_in, api_key="offline-example-key")  # as an express-mode key would be sent
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join()
+    with stand_in(StandIn) as url:
+        local = attrs.evolve(model, base_url=f"{url}/v1")
+        ask(local, api_key="offline-example-key")  # as an express-mode key would be sent
 
 
 def ask(model, api_key=None):

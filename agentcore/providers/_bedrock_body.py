@@ -43,6 +43,7 @@ from ._compat import Compat, resolve
 from ._reply import default_max_tokens
 from ._text import dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
+from .anthropic import thinking_budget
 
 __all__ = ["build_body"]
 
@@ -50,7 +51,6 @@ _log = logging.getLogger(__name__)
 
 _FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif",
             "image/webp": "webp"}
-_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _EFFORTS = {"minimal": "low", "xhigh": "high"}
 _INTERLEAVED = "interleaved-thinking-2025-05-14"
 _CACHE_POINT = {"cachePoint": {"type": "default"}}
@@ -168,12 +168,7 @@ def _thinking(fields: dict[str, Any], inference: dict[str, Any], model: Model, c
         _log.debug("%s: thinking left off for this request: its tool_choice forces a tool "
                    "call, which Claude rejects with thinking", model.id)
         return False
-    budgets = {**_BUDGETS, **(options.thinking_budgets or {})}
-    budget = budgets["high" if level is ThinkingLevel.XHIGH else level.value]
-    max_tokens = min(inference["maxTokens"] + budget, model.max_tokens)
-    if max_tokens <= budget:
-        budget = max(0, max_tokens - 1024)
-    inference["maxTokens"] = max_tokens
+    budget, inference["maxTokens"] = thinking_budget(model, options, level, inference["maxTokens"])
     fields["thinking"] = {"type": "enabled", "budget_tokens": budget}
     fields["anthropic_beta"] = [_INTERLEAVED]
     return True

@@ -168,14 +168,25 @@ def _thinking(body: dict[str, Any], model: Model, compat: Compat,
                    "call, which Anthropic rejects with extended thinking", model.id,
                    options.tool_choice)
         return False
-    budgets = {**_DEFAULT_BUDGETS, **(options.thinking_budgets or {})}
-    budget = budgets["high" if level is ThinkingLevel.XHIGH else level.value]
-    max_tokens = min(body["max_tokens"] + budget, model.max_tokens)
-    if max_tokens <= budget:
-        budget = max(0, max_tokens - 1024)
-    body["max_tokens"] = max_tokens
+    budget, body["max_tokens"] = thinking_budget(model, options, level, body["max_tokens"])
     body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     return True
+
+
+def thinking_budget(model: Model, options: StreamOptions, level: ThinkingLevel,
+                    max_tokens: int) -> tuple[int, int]:
+    """Claude's extended thinking at `level`: `(budget_tokens, max_tokens)`, here and on Bedrock.
+
+    The budget is the level's in `options.thinking_budgets`, else the default (`xhigh` counts as
+    `high`); it comes on top of `max_tokens`, capped at the model's limit, and when that cap
+    leaves no room for an answer the budget shrinks to leave 1,024 tokens for it.
+    """
+    budgets = {**_DEFAULT_BUDGETS, **(options.thinking_budgets or {})}
+    budget = budgets["high" if level is ThinkingLevel.XHIGH else level.value]
+    max_tokens = min(max_tokens + budget, model.max_tokens)
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - 1024)
+    return budget, max_tokens
 
 
 def _tool_choice(choice: Choice) -> dict[str, str]:

@@ -50,11 +50,17 @@ def run_example(name: str, *args: str, env: dict[str, str] | None = None) -> str
 
 
 def load_example(name: str) -> ModuleType:
+    """The example `name` as a module, its directory on `sys.path` while it loads, as a script's
+    is (the provider examples import `_stand_in` from there)."""
     spec = importlib.util.spec_from_file_location(f"example_{name[:-3]}", EXAMPLES / name)
     assert spec is not None
     assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    sys.path.insert(0, str(EXAMPLES))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(EXAMPLES))
     return module
 
 
@@ -67,7 +73,7 @@ def _apis() -> set[str]:
 
 
 def test_every_example_is_listed_here() -> None:
-    assert sorted(p.name for p in EXAMPLES.glob("*.py")) == ALL_EXAMPLES
+    assert sorted(p.name for p in EXAMPLES.glob("[!_]*.py")) == ALL_EXAMPLES  # not `_stand_in`
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow)  # an MCP server process

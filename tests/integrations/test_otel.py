@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import attrs
 import paths
 import pytest
 from opentelemetry import trace
@@ -116,10 +117,10 @@ def make_tool(name: str, fn: Callable[[Any], str]) -> ac.AgentTool:
 
 
 def run(tools: Sequence[ac.AgentTool], *replies: ac.AssistantMessage, system_prompt: str = "",
-        signal: ac.AbortSignal | None = None,
-        during: Callable[[], None] | None = None) -> list[ac.AgentMessage]:
+        signal: ac.AbortSignal | None = None, during: Callable[[], None] | None = None,
+        model: ac.Model = MODEL) -> list[ac.AgentMessage]:
     context = ac.AgentContext(system_prompt, [], list(tools))
-    return ac.run_agent_loop([ac.UserMessage("go")], context, ac.AgentLoopConfig(model=MODEL),
+    return ac.run_agent_loop([ac.UserMessage("go")], context, ac.AgentLoopConfig(model=model),
                              lambda _: None, signal, serve(*replies, during=during))
 
 
@@ -182,6 +183,19 @@ def test_otel_run_gives_a_run_span_with_model_and_tool_spans_under_it(traced: Tr
     assert first.end_time is not None
     assert tool_span.start_time is not None
     assert first.end_time <= tool_span.start_time  # each span covers its own step
+
+
+@pytest.mark.parametrize(("provider", "name"), [
+    ("openai", "openai"), ("anthropic", "anthropic"), ("google", "gcp.gemini"),
+    ("google-vertex", "gcp.vertex_ai"), ("amazon-bedrock", "aws.bedrock"),
+    ("azure-openai", "azure.ai.openai"), ("mistral", "mistral_ai"), ("xai", "x_ai"),
+    ("my-gateway", "my-gateway"),
+])
+def test_otel_provider_name_is_the_conventions_well_known_value(
+    traced: Traced, provider: str, name: str,
+) -> None:
+    run([], reply("hi"), model=attrs.evolve(MODEL, provider=provider))
+    assert [(s.attributes or {}).get("gen_ai.provider.name") for s in traced.spans] == [name] * 2
 
 
 def test_otel_chat_span_starts_before_the_request_and_is_current_while_it_streams(
