@@ -9,117 +9,14 @@ its API enforces (tool-call pairing, id formats, where thinking and signatures m
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from typing import Any
 
 import pytest
+from replies import anthropic_reply, completions_reply, google_reply, responses_reply
 from sse_server import SSEServer
 
 import agentcore as ac
-
-
-def _data(obj: Any, crlf: bool = False) -> bytes:
-    end = "\r\n\r\n" if crlf else "\n\n"
-    return f"data: {json.dumps(obj)}{end}".encode()
-
-
-def _event(name: str, obj: Any) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode()
-
-
-def completions_reply(*, reasoning: str = "", text: str = "",
-                      calls: list[tuple[str, str, dict[str, Any]]] = ()) -> bytes:
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    out = b""
-    if reasoning:
-        out += _data({**base, "choices": [{"index": 0, "delta": {"reasoning_content": reasoning}}]})
-    if text:
-        out += _data({**base, "choices": [{"index": 0, "delta": {"content": text}}]})
-    for i, (call_id, name, args) in enumerate(calls):
-        out += _data({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{
-            "index": i, "id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}]}}]})
-    finish = "tool_calls" if calls else "stop"
-    out += _data({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-    out += _data({**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
-    return out + b"data: [DONE]\n\n"
-
-
-def anthropic_reply(*, thinking: tuple[str, str] | None = None, text: str = "",
-                    calls: list[tuple[str, str, dict[str, Any]]] = ()) -> bytes:
-    out = _event("message_start", {"type": "message_start", "message": {
-        "id": "msg_1", "usage": {"input_tokens": 10, "output_tokens": 1}}})
-    index = 0
-    if thinking:
-        out += _event("content_block_start", {"type": "content_block_start", "index": index,
-                                              "content_block": {"type": "thinking",
-                                                                "thinking": ""}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "thinking_delta",
-                                                        "thinking": thinking[0]}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "signature_delta",
-                                                        "signature": thinking[1]}})
-        out += _event("content_block_stop", {"type": "content_block_stop", "index": index})
-        index += 1
-    if text:
-        out += _event("content_block_start", {"type": "content_block_start", "index": index,
-                                              "content_block": {"type": "text", "text": ""}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "text_delta", "text": text}})
-        out += _event("content_block_stop", {"type": "content_block_stop", "index": index})
-        index += 1
-    for call_id, name, args in calls:
-        out += _event("content_block_start", {"type": "content_block_start", "index": index,
-                                              "content_block": {"type": "tool_use", "id": call_id,
-                                                                "name": name, "input": {}}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "input_json_delta",
-                                                        "partial_json": json.dumps(args)}})
-        out += _event("content_block_stop", {"type": "content_block_stop", "index": index})
-        index += 1
-    out += _event("message_delta", {"type": "message_delta", "delta": {
-        "stop_reason": "tool_use" if calls else "end_turn"}, "usage": {"output_tokens": 9}})
-    return out + _event("message_stop", {"type": "message_stop"})
-
-
-def google_reply(*, thought: str = "", text: str = "", signature: str | None = None,
-                 calls: list[tuple[str, dict[str, Any]]] = ()) -> bytes:
-    parts: list[dict[str, Any]] = []
-    if thought:
-        parts.append({"text": thought, "thought": True})
-    if text:
-        parts.append({"text": text})
-    for i, (name, args) in enumerate(calls):
-        part: dict[str, Any] = {"functionCall": {"name": name, "args": args}}
-        if i == 0 and signature:
-            part["thoughtSignature"] = signature
-        parts.append(part)
-    return _data({"candidates": [{"content": {"parts": parts, "role": "model"},
-                                  "finishReason": "STOP", "index": 0}],
-                  "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                                    "totalTokenCount": 15}}, crlf=True)
-
-
-def responses_reply(text: str) -> bytes:
-    item = {"id": "msg_r1", "type": "message", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
-    return b"".join([
-        _event("response.created", {"type": "response.created",
-                                    "response": {"id": "resp_1", "status": "in_progress"}}),
-        _event("response.output_item.added", {"type": "response.output_item.added",
-                                              "output_index": 0,
-                                              "item": {**item, "content": [],
-                                                       "status": "in_progress"}}),
-        _event("response.output_text.delta", {"type": "response.output_text.delta",
-                                              "output_index": 0, "delta": text}),
-        _event("response.output_item.done", {"type": "response.output_item.done",
-                                             "output_index": 0, "item": item}),
-        _event("response.completed", {"type": "response.completed", "response": {
-            "id": "resp_1", "status": "completed",
-            "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}}}),
-    ])
 
 
 def models(url: str) -> dict[str, ac.Model]:
