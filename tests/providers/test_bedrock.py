@@ -30,15 +30,15 @@ from bedrock_replies import (
     tool_block,
 )
 from eventstream_frames import event, exception, frame
-from sigv4 import check_sigv4
-from sse_server import SSEServer
-from test_http_lifecycle import (
+from http_phases import (
     ABORT_BOUND_S,
     CountingServer,
     consume_with_abort,
     never_accepts,
     wait_until,
 )
+from sigv4 import check_sigv4
+from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore import (

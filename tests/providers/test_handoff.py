@@ -1,125 +1,29 @@
-"""One conversation across four APIs: every replayed request must be valid for its target.
+"""Conversations across APIs: every replayed request must be valid for its target.
 
 An Agent talks to OpenAI Chat Completions, then Anthropic, then Gemini, then OpenAI Responses
 (all served by the local test server), calling a tool and thinking on the way; after each
 switch of `agent.model`, the request the new provider receives is checked against the rules
 its API enforces (tool-call pairing, id formats, where thinking and signatures may appear).
+A second conversation goes the same way through the cloud providers: Bedrock (Claude, signed
+reasoning), OpenAI Chat Completions, Mistral (9-character ids), Azure OpenAI Responses and
+Vertex, and back to Bedrock.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
 import re
 from typing import Any
+from urllib.parse import quote
 
+import attrs
 import pytest
+from bedrock_replies import reasoning_block, serve, text_block, tool_block
+from bedrock_replies import reply as bedrock_reply
+from replies import anthropic_reply, completions_reply, google_reply, responses_reply
 from sse_server import SSEServer
 
 import agentcore as ac
-
-
-def _data(obj: Any, crlf: bool = False) -> bytes:
-    end = "\r\n\r\n" if crlf else "\n\n"
-    return f"data: {json.dumps(obj)}{end}".encode()
-
-
-def _event(name: str, obj: Any) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(obj)}\n\n".encode()
-
-
-def completions_reply(*, reasoning: str = "", text: str = "",
-                      calls: list[tuple[str, str, dict[str, Any]]] = ()) -> bytes:
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m"}
-    out = b""
-    if reasoning:
-        out += _data({**base, "choices": [{"index": 0, "delta": {"reasoning_content": reasoning}}]})
-    if text:
-        out += _data({**base, "choices": [{"index": 0, "delta": {"content": text}}]})
-    for i, (call_id, name, args) in enumerate(calls):
-        out += _data({**base, "choices": [{"index": 0, "delta": {"tool_calls": [{
-            "index": i, "id": call_id, "type": "function",
-            "function": {"name": name, "arguments": json.dumps(args)}}]}}]})
-    finish = "tool_calls" if calls else "stop"
-    out += _data({**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
-    out += _data({**base, "choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}})
-    return out + b"data: [DONE]\n\n"
-
-
-def anthropic_reply(*, thinking: tuple[str, str] | None = None, text: str = "",
-                    calls: list[tuple[str, str, dict[str, Any]]] = ()) -> bytes:
-    out = _event("message_start", {"type": "message_start", "message": {
-        "id": "msg_1", "usage": {"input_tokens": 10, "output_tokens": 1}}})
-    index = 0
-    if thinking:
-        out += _event("content_block_start", {"type": "content_block_start", "index": index,
-                                              "content_block": {"type": "thinking",
-                                                                "thinking": ""}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "thinking_delta",
-                                                        "thinking": thinking[0]}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "signature_delta",
-                                                        "signature": thinking[1]}})
-        out += _event("content_block_stop", {"type": "content_block_stop", "index": index})
-        index += 1
-    if text:
-        out += _event("content_block_start", {"type": "content_block_start", "index": index,
-                                              "content_block": {"type": "text", "text": ""}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "text_delta", "text": text}})
-        out += _event("content_block_stop", {"type": "content_block_stop", "index": index})
-        index += 1
-    for call_id, name, args in calls:
-        out += _event("content_block_start", {"type": "content_block_start", "index": index,
-                                              "content_block": {"type": "tool_use", "id": call_id,
-                                                                "name": name, "input": {}}})
-        out += _event("content_block_delta", {"type": "content_block_delta", "index": index,
-                                              "delta": {"type": "input_json_delta",
-                                                        "partial_json": json.dumps(args)}})
-        out += _event("content_block_stop", {"type": "content_block_stop", "index": index})
-        index += 1
-    out += _event("message_delta", {"type": "message_delta", "delta": {
-        "stop_reason": "tool_use" if calls else "end_turn"}, "usage": {"output_tokens": 9}})
-    return out + _event("message_stop", {"type": "message_stop"})
-
-
-def google_reply(*, thought: str = "", text: str = "", signature: str | None = None,
-                 calls: list[tuple[str, dict[str, Any]]] = ()) -> bytes:
-    parts: list[dict[str, Any]] = []
-    if thought:
-        parts.append({"text": thought, "thought": True})
-    if text:
-        parts.append({"text": text})
-    for i, (name, args) in enumerate(calls):
-        part: dict[str, Any] = {"functionCall": {"name": name, "args": args}}
-        if i == 0 and signature:
-            part["thoughtSignature"] = signature
-        parts.append(part)
-    return _data({"candidates": [{"content": {"parts": parts, "role": "model"},
-                                  "finishReason": "STOP", "index": 0}],
-                  "usageMetadata": {"promptTokenCount": 10, "candidatesTokenCount": 5,
-                                    "totalTokenCount": 15}}, crlf=True)
-
-
-def responses_reply(text: str) -> bytes:
-    item = {"id": "msg_r1", "type": "message", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
-    return b"".join([
-        _event("response.created", {"type": "response.created",
-                                    "response": {"id": "resp_1", "status": "in_progress"}}),
-        _event("response.output_item.added", {"type": "response.output_item.added",
-                                              "output_index": 0,
-                                              "item": {**item, "content": [],
-                                                       "status": "in_progress"}}),
-        _event("response.output_text.delta", {"type": "response.output_text.delta",
-                                              "output_index": 0, "delta": text}),
-        _event("response.output_item.done", {"type": "response.output_item.done",
-                                             "output_index": 0, "item": item}),
-        _event("response.completed", {"type": "response.completed", "response": {
-            "id": "resp_1", "status": "completed",
-            "usage": {"input_tokens": 10, "output_tokens": 3, "total_tokens": 13}}}),
-    ])
 
 
 def models(url: str) -> dict[str, ac.Model]:
@@ -282,3 +186,154 @@ def test_handoff_prepare_next_turn_switches_provider_within_a_run(sse_server: SS
     check_anthropic(sse_server.requests[1].json, own_signatures=set())
     assert agent.messages[-1].text == "Paris is 21C."
     assert agent.model is m["chat"]  # the switch applied to that run only
+
+
+# --- the cloud providers: Bedrock, Mistral, Azure OpenAI, Vertex --------------------------------
+
+BEDROCK_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+MISTRAL_ID = re.compile(r"^[A-Za-z0-9]{9}$")
+BEDROCK_SIGNATURE = "ErcBCkgIBhABGAIiQGJlZHJvY2sgc2lnbmF0dXJl"
+
+
+def check_bedrock(body: dict[str, Any], own_signatures: set[str]) -> None:
+    """Converse rules: roles alternate from a user turn; each toolUse is answered by a toolResult
+    in the very next (user) message and each toolResult answers one; ids fit toolUseId; the only
+    reasoning is the model's own signed thinking; no blank text; tools declared with calls."""
+    messages = body["messages"]
+    assert messages[0]["role"] == "user"
+    for prev, message in itertools.pairwise(messages):
+        assert prev["role"] != message["role"], "roles must alternate"
+    asked: list[str] = []
+    for message in messages:
+        blocks = message["content"]
+        answers = [b["toolResult"]["toolUseId"] for b in blocks if "toolResult" in b]
+        assert answers == asked, "toolUse must be answered by toolResult in the next message"
+        asked = [b["toolUse"]["toolUseId"] for b in blocks if "toolUse" in b]
+        assert all(BEDROCK_ID.match(i) for i in asked + answers)
+        for block in blocks:
+            assert block.get("text", "x").strip(), "Bedrock rejects blank text"
+            if "reasoningContent" in block:
+                assert message["role"] == "assistant"
+                assert block["reasoningContent"]["reasoningText"]["signature"] in own_signatures
+    assert not asked, "a toolUse was left unanswered"
+    if any("toolUse" in b or "toolResult" in b for m in messages for b in m["content"]):
+        assert body["toolConfig"]["tools"], "toolUse/toolResult need a toolConfig"
+
+
+def check_mistral(body: dict[str, Any]) -> None:
+    """Chat Completions rules, plus Mistral's: every call id exactly 9 alphanumerics (calls and
+    results matching) and no `developer` role."""
+    check_completions(body)
+    for message in body["messages"]:
+        assert message["role"] != "developer"
+        for call in message.get("tool_calls", []):
+            assert MISTRAL_ID.match(call["id"]), call["id"]
+        if message["role"] == "tool":
+            assert MISTRAL_ID.match(message["tool_call_id"]), message["tool_call_id"]
+
+
+def cloud_models(url: str) -> dict[str, ac.Model]:
+    """The catalogue's models of the cloud providers, each at its own path on one local server."""
+    return {
+        "bedrock": attrs.evolve(ac.get_model(
+            "amazon-bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0"), base_url=url),
+        "openai": ac.Model("o4-mini", "o4-mini", "openai-completions", "openai", f"{url}/v1",
+                           reasoning=True),
+        "mistral": attrs.evolve(ac.get_model("mistral", "mistral-medium-latest"),
+                                base_url=f"{url}/v1"),
+        "azure": attrs.evolve(ac.get_model("azure-openai", "gpt-5-mini"),
+                              base_url=f"{url}/openai/v1"),
+        "vertex": attrs.evolve(ac.get_model("google-vertex", "gemini-2.5-flash"),
+                               base_url=f"{url}/v1"),
+    }
+
+
+def serve_bedrock(server: SSEServer, *blocks: bytes, stop: str = "end_turn") -> None:
+    serve(server, bedrock_reply(*blocks, stop=stop))
+
+
+def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
+        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
+    m = cloud_models(sse_server.url)
+    agent = ac.Agent(m["bedrock"], system_prompt="You are a weather bot.", tools=[WEATHER],
+                     thinking_level="medium", api_key="test-key")
+    requests = sse_server.requests
+
+    # 1. Bedrock (Claude): signed reasoning and a tool call
+    serve_bedrock(sse_server, reasoning_block(0, BEDROCK_SIGNATURE, "Paris first."),
+                  tool_block(1, "tooluse_Q1w2E3r4T5y6U7i8", "get_weather", '{"city": "Paris"}'),
+                  stop="tool_use")
+    serve_bedrock(sse_server, text_block(0, "Paris is 21C."))
+    agent.prompt("Weather in Paris?").result(10)
+    assert [r.path for r in requests] == [f"/model/{quote(m['bedrock'].id, safe='')}"
+                                          "/converse-stream"] * 2
+    assert requests[0].header("Authorization") == "Bearer test-key"  # an API key: no SigV4
+    check_bedrock(requests[0].json, own_signatures=set())
+    check_bedrock(requests[1].json, own_signatures={BEDROCK_SIGNATURE})
+    [signed] = [b for b in requests[1].json["messages"][1]["content"] if "reasoningContent" in b]
+    assert signed["reasoningContent"]["reasoningText"] == {"text": "Paris first.",
+                                                           "signature": BEDROCK_SIGNATURE}
+
+    # 2. OpenAI Chat Completions: reasoning and a call with an id no other API takes as is
+    agent.model = m["openai"]
+    sse_server.sse(completions_reply(reasoning="Tokyo now.", calls=[
+        ("call|with|pipes:and.dots", "get_weather", {"city": "Tokyo"})]))
+    sse_server.sse(completions_reply(text="Tokyo is 21C."))
+    agent.prompt("And Tokyo?").result(10)
+    assert requests[2].path == "/v1/chat/completions"
+    check_completions(requests[2].json)
+    check_completions(requests[3].json)
+
+    # 3. Mistral: every earlier id rewritten to 9 alphanumerics, its own call kept as is
+    agent.model = m["mistral"]
+    sse_server.sse(completions_reply(calls=[("D681PevKs", "get_weather", {"city": "Oslo"})]))
+    sse_server.sse(completions_reply(text="Oslo is 21C."))
+    agent.prompt("Oslo?").result(10)
+    check_mistral(requests[4].json)
+    check_mistral(requests[5].json)
+    assert [c["id"] for msg in requests[5].json["messages"]
+            for c in msg.get("tool_calls", [])][-1] == "D681PevKs"
+
+    # 4. Azure OpenAI, through the Responses API: a call of its own
+    agent.model = m["azure"]
+    sse_server.sse(responses_reply(calls=[("call_azure_1", "get_weather", {"city": "Rome"})]))
+    sse_server.sse(responses_reply("Rome is 21C."))
+    agent.prompt("Rome?").result(10)
+    assert requests[6].path == "/openai/v1/responses"
+    assert requests[6].header("api-key") == "test-key"
+    check_responses(requests[6].json)
+    check_responses(requests[7].json)
+
+    # 5. Vertex (express mode): a thought and a signed call
+    agent.model = m["vertex"]
+    sse_server.sse(google_reply(thought="Lima next.", signature="c2lnbmF0dXJl",
+                                calls=[("get_weather", {"city": "Lima"})]))
+    sse_server.sse(google_reply(text="Lima is 21C."))
+    agent.prompt("Lima?").result(10)
+    assert requests[8].path == ("/v1/publishers/google/models/gemini-2.5-flash"
+                                ":streamGenerateContent?alt=sse")
+    check_gemini(requests[8].json, own_thoughts=set())
+    check_gemini(requests[9].json, own_thoughts={"Lima next."})
+
+    # 6. back to Bedrock with the whole mixed history: only its own signature replays
+    agent.model = m["bedrock"]
+    serve_bedrock(sse_server, text_block(0, "All five cities are 21C."))
+    agent.prompt("Summarise.").result(10)
+    final = requests[10].json
+    check_bedrock(final, own_signatures={BEDROCK_SIGNATURE})
+    texts = [b["text"] for msg in final["messages"] for b in msg["content"] if "text" in b]
+    assert {"Tokyo now.", "Lima next."} <= set(texts)  # foreign thinking became text
+    assert len([b for msg in final["messages"] for b in msg["content"] if "toolUse" in b]) == 5
+
+    assert agent.state.error_message is None
+    replies = [msg for msg in agent.messages if isinstance(msg, ac.AssistantMessage)]
+    assert [r.api for r in replies] == ["bedrock-converse-stream"] * 2 + [
+        "openai-completions"] * 4 + ["openai-responses"] * 2 + ["google-vertex"] * 2 + [
+        "bedrock-converse-stream"]
+    assert [r.provider for r in replies[::2]] == ["amazon-bedrock", "openai", "mistral",
+                                                  "azure-openai", "google-vertex",
+                                                  "amazon-bedrock"]
+    assert all(r.stop_reason in ("stop", "toolUse") for r in replies)
+    results = [msg for msg in agent.messages if isinstance(msg, ac.ToolResultMessage)]
+    assert [r.text for r in results] == ["Paris: 21C", "Tokyo: 21C", "Oslo: 21C", "Rome: 21C",
+                                         "Lima: 21C"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from sse_server import SSEServer
-from test_tool_choice import WIRES, WITH_TOOLS, options
+from wire_apis import WIRES, WITH_TOOLS, options
 
 import agentcore as ac
 

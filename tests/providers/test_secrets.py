@@ -304,12 +304,16 @@ def test_secrets_the_local_placeholder_key_is_not_redacted(
 # --- keys of any shape, in any encoding ---------------------------------------------------------
 
 ODD_KEY = "az-7f/Q+x=\"quoted\"\\back%slash'é-0123456789"  # escapes differently everywhere
-WIRE_APIS = {  # api: (provider, base-URL suffix)
-    "openai-completions": ("openai", "/v1"),
-    "openai-responses": ("openai", "/v1"),
-    "anthropic-messages": ("anthropic", ""),
-    "google-generative-ai": ("google", "/v1beta"),
-    "google-vertex": ("google-vertex", "/v1"),  # express mode: the key in x-goog-api-key
+WIRE_APIS = {  # case: (api, provider, base-URL suffix)
+    "openai-completions": ("openai-completions", "openai", "/v1"),
+    "openai-responses": ("openai-responses", "openai", "/v1"),
+    "anthropic-messages": ("anthropic-messages", "anthropic", ""),
+    "google-generative-ai": ("google-generative-ai", "google", "/v1beta"),
+    "google-vertex": ("google-vertex", "google-vertex", "/v1"),  # express: key in x-goog-api-key
+    "bedrock-converse-stream": ("bedrock-converse-stream", "amazon-bedrock", ""),  # API key
+    "azure-openai-completions": ("openai-completions", "azure-openai", "/openai/v1"),  # api-key
+    "azure-openai-responses": ("openai-responses", "azure-openai", "/openai/v1"),
+    "mistral": ("openai-completions", "mistral", "/v1"),
 }
 
 
@@ -369,14 +373,14 @@ BAD_KEYS = {
 }
 
 
-@pytest.mark.parametrize("api", list(WIRE_APIS))
+@pytest.mark.parametrize("case", list(WIRE_APIS))
 @pytest.mark.parametrize("bad", list(BAD_KEYS))
 def test_secrets_a_key_that_is_no_header_value_is_named_not_shown(
-    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, api: str, bad: str
+    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, case: str, bad: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key, problem = BAD_KEYS[bad]
-    provider, suffix = WIRE_APIS[api]
+    api, provider, suffix = WIRE_APIS[case]
     model = ac.Model("m-1", "M", api, provider, sse_server.url + suffix)
     stream = ac.stream(model, ac.Context(None, [ac.UserMessage("hi")]),
                        ac.StreamOptions(api_key=key))
@@ -405,13 +409,13 @@ def test_secrets_a_bad_header_value_names_the_header_not_the_value(sse_server: S
     assert sse_server.requests == []
 
 
-@pytest.mark.parametrize("api", list(WIRE_APIS))
+@pytest.mark.parametrize("case", list(WIRE_APIS))
 def test_secrets_an_echo_in_any_encoding_is_redacted(
-    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, api: str
+    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, case: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key = ODD_KEY.replace("é", "e")  # sent in a header: Latin-1 only
-    provider, suffix = WIRE_APIS[api]
+    api, provider, suffix = WIRE_APIS[case]
     echo = " | ".join(f"{name}={form}" for name, form in encodings(key).items())
     sse_server.status(401, json.dumps({"error": {"message": f"bad key: {echo}"}}))
     model = ac.Model("m-1", "M", api, provider, sse_server.url + suffix)
