@@ -200,7 +200,8 @@ def require_api_key(
     Raises:
         MissingApiKeyError: No key was given or found; the message names the variable to set
             and never contains a key.
-        ImportError: `"google-vertex"` without a key needs google-auth, which is missing.
+        ImportError: `"amazon-bedrock"` without a key needs botocore, or `"google-vertex"`
+            without a key needs google-auth, and it is missing.
     """
     _check_str("require_api_key", "provider", provider)
     if api_key is not None and not isinstance(api_key, str):
