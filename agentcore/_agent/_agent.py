@@ -39,6 +39,7 @@ from .._core import (
     Transport,
     UsageLimits,
     cannot_take,
+    find_pause,
     flat_fields,
     list_of_messages,
     member_of,
@@ -52,6 +53,7 @@ from .._core import (
 from .._loop import (
     AfterToolCall,
     AgentLoopConfig,
+    Approve,
     BeforeToolCall,
     ConvertToLlm,
     GetApiKey,
@@ -163,6 +165,7 @@ class Agent:
     deps: Any = OPTION
     limits: UsageLimits | None = OPTION
     before_tool_call: BeforeToolCall | None = OPTION
+    approve: Approve | None = OPTION
     after_tool_call: AfterToolCall | None = OPTION
     prepare_next_turn: PrepareNextTurn | None = OPTION
     should_stop_after_turn: ShouldStopAfterTurn | None = OPTION
@@ -206,7 +209,7 @@ class Agent:
                 raise ValueError("give 'messages' or 'session', not both: the agent loads its "
                                  "transcript from the session")
             check = functools.partial(list_of_messages, self, attrs.fields(Agent).messages)
-            self.messages.extend(load_transcript(self.session, check))
+            self.messages.extend(load_transcript(self.session, check, self.tools))
             self._writer = SessionWriter(self.session)
 
     def __repr__(self) -> str:
@@ -219,9 +222,12 @@ class Agent:
         """A consistent snapshot of the agent's state."""
         with self._lock:
             live = self._live
-            return AgentState(self.system_prompt, self.model, self.thinking_level,
-                              list(self.tools), list(self.messages), live.is_streaming,
-                              live.snapshot_message(), live.pending, live.error_message)
+            tools, messages = list(self.tools), list(self.messages)
+            state = AgentState(self.system_prompt, self.model, self.thinking_level, tools,
+                               messages, live.is_streaming, live.snapshot_message(),
+                               live.pending, live.error_message)
+        pause = find_pause(messages, tools)  # outside the lock: it runs requires_approval
+        return state if pause is None else attrs.evolve(state, pending_approvals=pause.calls)
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -295,7 +301,8 @@ class Agent:
         answer as its reply's JSON text instead (API §18). Raises `AgentClosedError` once the
         agent is closed (checked first), `AgentBusyError` while a run is active, `TypeError`
         for an unsupported type, `ValueError` for a `tool_choice` naming no tool of the run or
-        a model without native output.
+        a model without native output, and `ValueError` while tool calls wait for approval
+        (decide them first: `continue_(approvals=...)`).
         """
         self._check_open()
         prompts = prompt_messages(input, images)
@@ -326,12 +333,18 @@ class Agent:
             raise
         return run
 
-    def continue_(self) -> AgentRun:
+    def continue_(self, *, approvals: dict[str, bool | str] | None = None) -> AgentRun:
         """Resume from the transcript.
 
-        After an assistant message it first takes queued steering, else a follow-up, else
-        raises `ValueError`. Raises `AgentClosedError` once the agent is closed (before
-        anything else), `AgentBusyError` while running, `ValueError` when empty.
+        When tool calls wait for approval (`state.pending_approvals`; API §20), `approvals`
+        decides every one of them (call id → `True`, `False`, or a denial's reason) and the
+        batch runs: approved calls run, denied ones get the error result `denied: <reason>`.
+        Without `approvals` the agent's `approve` callback is asked, if it has one.
+        Otherwise, after an assistant message it first takes queued steering, else a
+        follow-up, else raises `ValueError`. Raises `AgentClosedError` once the agent is
+        closed (before anything else), `AgentBusyError` while running, `ValueError` when
+        empty, when calls wait and nothing decides them, and when `approvals` is given with
+        nothing waiting, names a call that does not wait or leaves one undecided.
         """
         with self._lock:
             self._check_open()
@@ -340,6 +353,8 @@ class Agent:
                                      "before continuing")
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
+            if approvals is not None or find_pause(self.messages, self.tools) is not None:
+                return start(self, None, False, approvals=approvals)
             if not isinstance(self.messages[-1], AssistantMessage):
                 return start(self, None, False)
             for queue, mode, skip in ((self._steering, self.steering_mode, True),

@@ -25,6 +25,7 @@ from .._core import (
     AgentEndEvent,
     AgentEvent,
     AgentMessage,
+    AgentTool,
     MessageEndEvent,
     MessageStartEvent,
     Model,
@@ -35,10 +36,20 @@ from .._core import (
     answer_interrupted,
     describe,
     error_reply,
+    find_pause,
     unanswered_tool_calls,
 )
 from .._function_tools import output_tool
-from .._loop import AgentLoopConfig, OutputMode, carry_context, check_run, in_flight, run_agent_loop
+from .._loop import (
+    AgentLoopConfig,
+    OutputMode,
+    carry_context,
+    check_no_pause,
+    check_run,
+    in_flight,
+    plan_resume,
+    run_agent_loop,
+)
 from .._loop import run_agent_loop_continue as run_continue
 from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
 from ._compact import auto_compactor
@@ -68,9 +79,13 @@ NO_OUTPUT = Output()
 
 
 def start(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-          output: Output = NO_OUTPUT) -> AgentRun:
-    """Start a run of `agent` on its own thread (under the agent's lock)."""
-    run, main = _prepare(agent, prompts, skip_first_steering, output)
+          output: Output = NO_OUTPUT, approvals: dict[str, bool | str] | None = None,
+          ) -> AgentRun:
+    """Start a run of `agent` on its own thread (under the agent's lock).
+
+    `approvals` decide the calls a `continue_` run resumes with (API §20).
+    """
+    run, main = _prepare(agent, prompts, skip_first_steering, output, approvals=approvals)
     try:
         run.start(main, name=f"agentcore-run-{next(_run_numbers)}")
     except BaseException:  # no thread to be had: the agent stays idle and usable
@@ -108,6 +123,7 @@ def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage]
 
 def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steering: bool,
              output: Output, http_session: Any = None,
+             approvals: dict[str, bool | str] | None = None,
              ) -> tuple[AgentRun, Callable[[], None]]:
     """Mark `agent` busy with a new run (under its lock); return the run and its main.
 
@@ -127,12 +143,17 @@ def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steeri
     config = _config(agent, loop, skip_first_steering, output, session)
     context = AgentContext(agent.system_prompt, list(agent.messages), list(agent.tools))
     check_run(config, config.model, context.tools)  # raises here, not in the run
+    if prompts is None:  # calls waiting for approval: decided by `approvals` or `approve`
+        plan_resume(context, config.approve, approvals)
+    else:
+        check_no_pause(context)
     run = AgentRun(AbortController(), max_events=agent.max_events)
     if config.output_mode == "native":
         run._native = output_tool(config.output_type)
     agent._run = run
     agent._live.begin()
-    return run, carry_context(lambda: _main(agent, run, prompts, context, config, stream_fn))
+    return run, carry_context(lambda: _main(agent, run, prompts, context, config, stream_fn,
+                                            approvals))
 
 
 def _config(agent: Agent, loop: AgentLoopConfig, skip_first_steering: bool, output: Output,
@@ -166,13 +187,15 @@ def _replace_transcript(agent: Agent, messages: list[AgentMessage]) -> None:
 
 
 def _main(agent: Agent, run: AgentRun, prompts: list[AgentMessage] | None,
-          context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn | None) -> None:
+          context: AgentContext, config: AgentLoopConfig, stream_fn: StreamFn | None,
+          approvals: dict[str, bool | str] | None) -> None:
     messages: list[AgentMessage] = []
     with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
         try:
             emit = functools.partial(_handle, agent, run)
             if prompts is None:
-                messages = run_continue(context, config, emit, run.signal, stream_fn)
+                messages = run_continue(context, config, emit, run.signal, stream_fn,
+                                        approvals=approvals)
             else:
                 messages = run_agent_loop(prompts, context, config, emit, run.signal, stream_fn)
         except BaseException as exc:  # the loop itself broke: report it as the run's failure
@@ -184,7 +207,9 @@ def _main(agent: Agent, run: AgentRun, prompts: list[AgentMessage] | None,
                 agent._follow_up.restore()
                 agent._live.end()
                 agent._run = None
-            run.finish(messages)
+                transcript = list(agent.messages)
+            pause = find_pause(transcript, context.tools)  # outside the lock: user rules run
+            run.finish(messages, None if pause is None else pause.calls)
 
 
 def _fail(agent: Agent, run: AgentRun, model: Model, exc: BaseException) -> list[AgentMessage]:
@@ -224,15 +249,19 @@ def _handle(agent: Agent, run: AgentRun, event: AgentEvent) -> None:
             _log.exception("agent listener %r raised on %s", listener, event.type)
 
 
-def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None]
-                    ) -> list[AgentMessage]:
+def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None],
+                    tools: Sequence[AgentTool]) -> list[AgentMessage]:
     """The session's transcript, checked by `check`, its interrupted tool calls answered.
 
     The answers (error results saying the process ended) are stored in the session too, so
-    that the transcript it holds can be continued at once.
+    that the transcript it holds can be continued at once. Calls waiting for approval (by
+    `tools`' rules; API §20) were never interrupted: none of their batch ran, and they stay
+    pending.
     """
     loaded = session.load()
     check(loaded)
+    if find_pause(loaded, tools) is not None:
+        return loaded
     repaired = answer_interrupted(loaded)
     if len(repaired) != len(loaded):
         _session_log.warning("%r: %d tool call(s) of the last run never got a result; they get "

@@ -15,6 +15,7 @@ from .._core import (
     MessageUpdateEvent,
     Model,
     ThinkingLevel,
+    ToolCall,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     TurnEndEvent,
@@ -25,7 +26,11 @@ __all__ = ["AgentState", "LiveState"]
 
 @attrs.frozen
 class AgentState:
-    """A consistent snapshot of an `Agent`; its lists are copies."""
+    """A consistent snapshot of an `Agent`; its lists are copies.
+
+    `pending_approvals` are the tool calls at the end of the transcript that wait for a
+    person's decision (API §20): `agent.continue_(approvals=...)` decides them.
+    """
 
     system_prompt: str
     model: Model
@@ -36,6 +41,7 @@ class AgentState:
     streaming_message: AgentMessage | None
     pending_tool_calls: frozenset[str]
     error_message: str | None
+    pending_approvals: list[ToolCall] = attrs.field(factory=list)  # waiting for a person (§20)
 
 
 @attrs.define

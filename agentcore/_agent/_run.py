@@ -29,6 +29,7 @@ from .._core import (
     MessageUpdateEvent,
     StopReason,
     TextDeltaEvent,
+    ToolCall,
     ToolResultMessage,
     Usage,
     run_error,
@@ -83,6 +84,7 @@ class AgentRun:
         self._thread: threading.Thread | None = None
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
         self._native: AgentTool | None = None  # output_mode="native": what reads the answer
+        self._pending: list[ToolCall] = []  # the calls the run left waiting for approval
 
     @property
     def signal(self) -> AbortSignal:
@@ -158,6 +160,16 @@ class AgentRun:
         outcome = self._failure(self._replies())
         if outcome is not None:
             raise run_error(*outcome)
+
+    @property
+    def pending_approvals(self) -> list[ToolCall]:
+        """The tool calls the run ended waiting for approval (API §20); waits like `result()`.
+
+        Empty unless the run stopped for approval: resume with
+        `agent.continue_(approvals={call.id: True | False | "reason", ...})`.
+        """
+        self.result()
+        return list(self._pending)
 
     @property
     def output(self) -> Any:
@@ -253,7 +265,8 @@ class AgentRun:
             if len(message) > _REPR_ERROR_CHARS:
                 message = message[:_REPR_ERROR_CHARS - 3] + "..."
             outcome = f", {reason.value}: {message!r}"
-        state = "done" if finished else "running"
+        state = "running" if not finished else (
+            f"waiting for {len(self._pending)} approval(s)" if self._pending else "done")
         return f"<AgentRun {state}, {published} events{dropped}{outcome}>"
 
     def _repr_markdown_(self) -> str:
@@ -315,8 +328,12 @@ class AgentRun:
         """Producer: append `event` to the run's log and wake the consumers (O(1) amortized)."""
         self._log.publish(event)
 
-    def finish(self, messages: list[AgentMessage]) -> None:
-        """Producer: run the finishers, then end the run with `messages` as its result."""
+    def finish(self, messages: list[AgentMessage], pending: list[ToolCall] | None = None,
+               ) -> None:
+        """Producer: run the finishers, then end the run with `messages` as its result.
+
+        `pending` are the calls it left waiting for approval.
+        """
         with self._lock:
             self._finishing = True
             finishers = list(self._finishers)
@@ -326,6 +343,7 @@ class AgentRun:
             except Exception:
                 _log.exception("a finisher of %r raised", self)
         self._messages = messages  # before the log finishes: its lock publishes them
+        self._pending = list(pending or ())
         self._aborted_at_end = self._controller.signal.aborted
         self._log.finish()
 

@@ -7,6 +7,18 @@ from its private modules. Nothing here imports anything else from agentcore.
 from __future__ import annotations
 
 from ._abort import AbortController, AbortSignal
+from ._approval import (
+    DEFAULT_DENIAL,
+    Decisions,
+    Pause,
+    call_arguments,
+    check_approvals,
+    decision_message,
+    denial_text,
+    find_pause,
+    needs_approval,
+    waiting_calls,
+)
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context
 from ._deps import enter_deps, leave_deps, tool_deps
@@ -60,6 +72,7 @@ from ._events import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
+    ToolApprovalRequestEvent,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
@@ -79,6 +92,7 @@ from ._messages import (
     BranchSummaryMessage,
     CompactionSummaryMessage,
     Message,
+    ToolApprovalMessage,
     ToolResultMessage,
     UserMessage,
     default_convert_to_llm,
@@ -137,6 +151,7 @@ from ._version import __version__
 
 __all__ = [
     "ABORTED_TEXT",
+    "DEFAULT_DENIAL",
     "DEFAULT_MAX_EVENT_BYTES",
     "INTERRUPTED_TEXT",
     "LLM_TYPES",
@@ -168,6 +183,7 @@ __all__ = [
     "CompactionSummaryMessage",
     "Context",
     "Cost",
+    "Decisions",
     "DoneEvent",
     "ErrorEvent",
     "EventSink",
@@ -185,6 +201,7 @@ __all__ = [
     "OnPayload",
     "OnResponse",
     "OutputValidationError",
+    "Pause",
     "ProviderNotFoundError",
     "QueueMode",
     "RunError",
@@ -203,6 +220,8 @@ __all__ = [
     "ThinkingLevel",
     "ThinkingStartEvent",
     "Tool",
+    "ToolApprovalMessage",
+    "ToolApprovalRequestEvent",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallDeltaEvent",
@@ -224,15 +243,20 @@ __all__ = [
     "__version__",
     "answer_interrupted",
     "calculate_cost",
+    "call_arguments",
     "cannot_take",
+    "check_approvals",
     "check_messages",
     "count",
+    "decision_message",
     "default_convert_to_llm",
+    "denial_text",
     "describe",
     "dict_message_hint",
     "enter_deps",
     "error_reply",
     "failure_text",
+    "find_pause",
     "flat_fields",
     "from_dict",
     "from_json",
@@ -248,6 +272,7 @@ __all__ = [
     "list_of_messages",
     "member_of",
     "message_markdown",
+    "needs_approval",
     "not_bool",
     "now_ms",
     "optional_instance_of",
@@ -270,4 +295,5 @@ __all__ = [
     "type_error",
     "unanswered_tool_calls",
     "validate_tool_arguments",
+    "waiting_calls",
 ]

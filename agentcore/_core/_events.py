@@ -39,6 +39,7 @@ __all__ = [
     "ThinkingDeltaEvent",
     "ThinkingEndEvent",
     "ThinkingStartEvent",
+    "ToolApprovalRequestEvent",
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
     "ToolCallStartEvent",
@@ -271,6 +272,20 @@ class ToolExecutionEndEvent:
 
 
 @attrs.frozen
+class ToolApprovalRequestEvent:
+    """A tool call waits for a person's approval before it may run (API §20).
+
+    `args` are the model's raw arguments. Without an `approve` callback the run ends after
+    these events; the call stays pending until `continue_(approvals=...)` decides it.
+    """
+
+    type: ClassVar[str] = "tool_approval_request"
+    tool_call_id: str
+    tool_name: str
+    args: Any
+
+
+@attrs.frozen
 class CompactionStartEvent:
     """The run is compacting its transcript before its next model call.
 
@@ -310,6 +325,7 @@ AgentEvent = (
     | ToolExecutionStartEvent
     | ToolExecutionUpdateEvent
     | ToolExecutionEndEvent
+    | ToolApprovalRequestEvent
     | CompactionStartEvent
     | CompactionEndEvent
 )

@@ -30,6 +30,7 @@ __all__ = [
     "BranchSummaryMessage",
     "CompactionSummaryMessage",
     "Message",
+    "ToolApprovalMessage",
     "ToolResultMessage",
     "UserMessage",
     "default_convert_to_llm",
@@ -51,6 +52,12 @@ _timestamp = attrs.field(factory=now_ms, validator=strict_int)
 _user_blocks = list_of(TextContent, ImageContent)
 _bool = instance_of(bool)
 _usage = instance_of(Usage)
+
+
+def _str_dict(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        raise type_error(attribute.name, "a dict of str to str", value)
 
 
 @attrs.frozen
@@ -176,6 +183,24 @@ class BranchSummaryMessage:
     _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
 
 
+@attrs.frozen
+class ToolApprovalMessage:
+    """The decisions on tool calls that waited for approval (API §20), stored before any runs.
+
+    `approved` lists the call ids allowed; `denied` maps each refused call id to its reason.
+    Models never see it (`default_convert_to_llm` drops it): it is the transcript's durable
+    record that these calls were decided, so that a process killed while they run never asks,
+    or runs them, again.
+    """
+
+    role: ClassVar[str] = "toolApproval"
+    approved: list[str] = attrs.field(factory=list, validator=list_of(str))
+    denied: dict[str, str] = attrs.field(factory=dict, validator=_str_dict)
+    timestamp: int = _timestamp
+
+    _repr_markdown_ = message_markdown  # Jupyter shows the message as Markdown
+
+
 Message = UserMessage | AssistantMessage | ToolResultMessage
 """What a provider accepts: user, assistant and tool-result messages."""
 
@@ -193,6 +218,7 @@ if TYPE_CHECKING:
         | BashExecutionMessage
         | CompactionSummaryMessage
         | BranchSummaryMessage
+        | ToolApprovalMessage
         | _CustomMessage
     )
 else:
@@ -203,6 +229,7 @@ else:
         | BashExecutionMessage
         | CompactionSummaryMessage
         | BranchSummaryMessage
+        | ToolApprovalMessage
     )
 """A transcript entry: a `Message`, one of the agent's own kinds, or an application's class."""
 
@@ -236,7 +263,8 @@ def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
 
     User, assistant and tool-result messages pass through; a shell run becomes a user message
     describing it; compaction and branch summaries become user messages wrapping the summary in
-    a tag; anything else is dropped (logged at debug level).
+    a tag; tool-approval records are dropped (models never see them), and anything else is
+    dropped too (logged at debug level).
     """
     items = list(messages)
     if LLM_TYPES.issuperset(map(type, items)):  # the common case: nothing to convert
@@ -259,7 +287,7 @@ def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
                 f"<branch_summary>\n{m.summary}\n</branch_summary>",
                 timestamp=m.timestamp,
             ))
-        else:
+        elif not isinstance(m, ToolApprovalMessage):
             _log.debug("default_convert_to_llm: dropping message with role %r",
                        getattr(m, "role", None))
     return out

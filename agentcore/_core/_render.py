@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         MessageEndEvent,
         MessageStartEvent,
         MessageUpdateEvent,
+        ToolApprovalRequestEvent,
         ToolExecutionEndEvent,
         ToolExecutionStartEvent,
         ToolExecutionUpdateEvent,
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
         BashExecutionMessage,
         BranchSummaryMessage,
         CompactionSummaryMessage,
+        ToolApprovalMessage,
         ToolResultMessage,
         UserMessage,
     )
@@ -204,6 +206,13 @@ def _branch(m: BranchSummaryMessage, clip: int | None, streaming: bool) -> str:
     return f"{header}\n\n{escape_markdown(m.summary)}"
 
 
+def _approval(m: ToolApprovalMessage, clip: int | None, streaming: bool) -> str:
+    lines = [f"- allowed {_code(call_id)}" for call_id in m.approved]
+    lines += [f"- denied {_code(call_id)}: {escape_markdown(reason)}"
+              for call_id, reason in m.denied.items()]
+    return f"{_header('Tool approvals')}\n\n" + "\n".join(lines)
+
+
 _VIEWS: dict[str, Callable[[Any, int | None, bool], str]] = {
     "user": _user,
     "assistant": _assistant,
@@ -211,6 +220,7 @@ _VIEWS: dict[str, Callable[[Any, int | None, bool], str]] = {
     "bashExecution": _bash,
     "compactionSummary": _compaction,
     "branchSummary": _branch,
+    "toolApproval": _approval,
 }
 """The view of each built-in message, by its `role` (which no other message may take)."""
 
@@ -231,9 +241,12 @@ def message_markdown(message: object, *, clip: int | None = None,
     return f"**{role}**\n\n{_code_block(repr(message))}"
 
 
-def _status(messages: Sequence[AgentMessage], ended: bool, abort_requested: bool) -> str:
+def _status(messages: Sequence[AgentMessage], ended: bool, abort_requested: bool,
+            waiting: bool) -> str:
     if not ended:
         return "⏹ aborting…" if abort_requested else "⏳ running"
+    if waiting:
+        return "⏸ waiting for approval"
     replies = [cast("AssistantMessage", m) for m in messages if m.role == "assistant"]
     reason = replies[-1].stop_reason if replies else None
     if reason == StopReason.ABORTED:
@@ -248,12 +261,14 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
     """A run as Markdown, from its events so far: status, transcript and usage totals.
 
     The status is running (aborting once `abort_requested`), then done, aborted or failed by
-    the run's last reply. Below the messages the run added come the reply being streamed and
-    the tools still running, with their latest progress.
+    the run's last reply, or waiting for approval when tool calls wait for a person (API §20).
+    Below the messages the run added come the reply being streamed, the tools still running
+    with their latest progress, and the calls waiting for approval.
     """
     messages: list[AgentMessage] = []
     streaming: AgentMessage | None = None
     running: dict[str, tuple[str, AgentToolResult | None]] = {}  # call id -> (tool, progress)
+    waiting: dict[str, str] = {}  # call id -> tool, for calls waiting for approval
     ended = False
     for event in events:
         kind = event.type
@@ -262,8 +277,12 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
         elif kind == "message_end":
             messages.append(cast("MessageEndEvent", event).message)
             streaming = None
+        elif kind == "tool_approval_request":
+            request = cast("ToolApprovalRequestEvent", event)
+            waiting[request.tool_call_id] = request.tool_name
         elif kind == "tool_execution_start":
             start = cast("ToolExecutionStartEvent", event)
+            waiting.pop(start.tool_call_id, None)
             running[start.tool_call_id] = (start.tool_name, None)
         elif kind == "tool_execution_update":
             update = cast("ToolExecutionUpdateEvent", event)
@@ -276,8 +295,8 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
               if m.role in ("assistant", "toolResult")]
     total = sum((usage for usage in usages if usage is not None), Usage())
     count = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
-    parts = [_header("Agent run", _status(messages, ended, abort_requested), count,
-                     usage_markdown(total))]
+    status = _status(messages, ended, abort_requested, bool(waiting))
+    parts = [_header("Agent run", status, count, usage_markdown(total))]
     parts.extend(message_markdown(m, clip=clip) for m in messages)
     if streaming is not None:
         parts.append(message_markdown(streaming, clip=clip, streaming=True))
@@ -286,4 +305,6 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
         if progress is not None and progress.content:
             view += "\n\n" + _user_content(progress.content, clip, code=True)
         parts.append(view)
+    for call_id, name in waiting.items():
+        parts.append(_header("⏸ waiting for approval", _code(name), _code(call_id)))
     return _RULE.join(parts)

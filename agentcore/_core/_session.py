@@ -15,7 +15,7 @@ from typing import Protocol, runtime_checkable
 
 from ._content import TextContent
 from ._enums import StopReason
-from ._messages import AgentMessage, AssistantMessage, ToolResultMessage
+from ._messages import AgentMessage, AssistantMessage, ToolApprovalMessage, ToolResultMessage
 
 __all__ = ["INTERRUPTED_TEXT", "Session", "answer_interrupted"]
 
@@ -77,7 +77,7 @@ def answer_interrupted(messages: Sequence[AgentMessage]) -> list[AgentMessage]:
     for message in messages:
         if isinstance(message, ToolResultMessage):
             pending.pop(message.tool_call_id, None)
-        else:
+        elif not isinstance(message, ToolApprovalMessage):  # decisions come before results
             close_batch()
             if isinstance(message, AssistantMessage) and message.stop_reason not in (
                     StopReason.ERROR, StopReason.ABORTED):

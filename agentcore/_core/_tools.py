@@ -25,6 +25,7 @@ from ._validators import (
     seconds,
     string,
     takes,
+    type_error,
 )
 
 if TYPE_CHECKING:
@@ -104,6 +105,18 @@ ToolUpdate = Callable[[AgentToolResult], None]
 ToolExecute = Callable[[str, Any, AbortSignal, ToolUpdate], AgentToolResult]
 
 
+_takes_args = takes("args")
+
+
+def _approval_rule(owner: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator: a bool, or a function of the call's arguments returning one."""
+    if isinstance(value, bool):
+        return
+    if not callable(value):
+        raise type_error(attribute.name, "a bool or a function of the arguments", value)
+    _takes_args(owner, attribute, value)
+
+
 @attrs.frozen
 class AgentTool(Tool):
     """A `Tool` that runs.
@@ -113,7 +126,9 @@ class AgentTool(Tool):
     reshape old-style arguments before validation. `execution_mode=SEQUENTIAL` makes any batch
     that calls this tool run one call at a time. `timeout` (seconds) bounds each call: past it
     the call's signal is aborted and the model gets an error result at once; `None` uses the
-    run's `tool_timeout`.
+    run's `tool_timeout`. `requires_approval` (API §20) makes a person decide before a call
+    runs: `True` for every call, or a function of the validated arguments saying whether this
+    call needs it.
     """
 
     execute: ToolExecute = attrs.field(
@@ -128,6 +143,8 @@ class AgentTool(Tool):
         default=None, validator=is_callable(optional=True)
     )
     timeout: float | None = attrs.field(default=None, validator=seconds)
+    requires_approval: bool | Callable[[Any], bool] = attrs.field(
+        default=False, validator=_approval_rule)
     # Typed Any: jsonschema is imported lazily, and the annotation must resolve at runtime.
     _validator: Any = attrs.field(init=False, eq=False, repr=False)
 

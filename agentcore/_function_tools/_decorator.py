@@ -113,7 +113,7 @@ class FunctionTool(AgentTool, Generic[P, R]):
         if _module_level(self.fn) is self:
             return self.fn.__qualname__  # pickle looks it up in `__module__`, the function's
         return (_rebuild, (self.fn, self.name, self.description, self.label,
-                           self.execution_mode, self.timeout))
+                           self.execution_mode, self.timeout, self.requires_approval))
 
 
 def _module_level(fn: Callable[..., Any]) -> object:
@@ -131,9 +131,10 @@ def _rebuild(
     label: str | None,
     execution_mode: ToolExecutionMode | None,
     timeout: float | None,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> FunctionTool[P, R]:
     """Unpickle a `FunctionTool` made from a function importable by its own name."""
-    return _build(fn, name, description, label, execution_mode, timeout)
+    return _build(fn, name, description, label, execution_mode, timeout, requires_approval)
 
 
 def _execute_of(owner: Callable[..., Any]) -> _Invoke:
@@ -152,6 +153,7 @@ def tool(
     label: str | None = None,
     execution_mode: ToolExecutionMode | str | None = None,
     timeout: float | None = None,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> FunctionTool[P, R]: ...
 
 
@@ -164,6 +166,7 @@ def tool(
     label: str | None = None,
     execution_mode: ToolExecutionMode | str | None = None,
     timeout: float | None = None,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
 
@@ -175,6 +178,7 @@ def tool(
     label: str | None = None,
     execution_mode: ToolExecutionMode | str | None = None,
     timeout: float | None = None,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> FunctionTool[P, R] | Callable[[Callable[P, R]], FunctionTool[P, R]]:
     """Build an `AgentTool` from a type-annotated function; usable as `@tool` or `@tool(...)`.
 
@@ -215,6 +219,8 @@ def tool(
         timeout: Seconds a call may take; past it the call's `signal` is aborted and the
             model gets the error `tool '<name>' timed out after <t> s`. `None` uses the
             run's `tool_timeout`.
+        requires_approval: `True` makes every call wait for a person's approval (API §20);
+            a function of the validated arguments (a dict) decides per call.
 
     Returns:
         A `FunctionTool` (an `AgentTool` that still calls like `fn`), or, without `fn`, a
@@ -227,6 +233,7 @@ def tool(
             the function and the parameter.
         ValueError: The name is not a valid tool name, `execution_mode` is unknown, or
             `timeout` is not a positive number of seconds.
+        TypeError: `requires_approval` is neither a bool nor a function of one argument.
     """
     for option, value in (("name", name), ("description", description), ("label", label)):
         if value is not None and not isinstance(value, str):
@@ -234,10 +241,11 @@ def tool(
     if fn is None:
 
         def decorate(function: Callable[P, R]) -> FunctionTool[P, R]:
-            return _build(function, name, description, label, execution_mode, timeout)
+            return _build(function, name, description, label, execution_mode, timeout,
+                          requires_approval)
 
         return decorate
-    return _build(fn, name, description, label, execution_mode, timeout)
+    return _build(fn, name, description, label, execution_mode, timeout, requires_approval)
 
 
 def _build(
@@ -247,6 +255,7 @@ def _build(
     label: str | None,
     execution_mode: ToolExecutionMode | str | None,
     timeout: float | None,
+    requires_approval: bool | Callable[[Any], bool] = False,
 ) -> FunctionTool[P, R]:
     if isinstance(fn, FunctionTool):
         raise TypeError(f"tool: {fn.name!r} is already a tool")
@@ -304,6 +313,7 @@ def _build(
         label=label,
         execution_mode=execution_mode,
         timeout=timeout,
+        requires_approval=requires_approval,
         fn=fn,
     )
 

@@ -5,12 +5,14 @@ Builds on `_core` and `providers`; knows nothing of the `Agent` that drives it.
 
 from __future__ import annotations
 
+from ._approvals import check_no_pause, plan_resume
 from ._config import (
     AfterToolCall,
     AfterToolCallContext,
     AfterToolCallResult,
     AgentLoopConfig,
     AgentLoopTurnUpdate,
+    Approve,
     BeforeModelCall,
     BeforeModelCallContext,
     BeforeToolCall,
@@ -33,11 +35,41 @@ from ._observe import Observer, RunStart, RunTrace, carry_context, observe
 from ._output import check_run, native_output
 from ._tool_messages import serving
 
-__all__ = ["AfterToolCall", "AfterToolCallContext", "AfterToolCallResult", "AgentLoopConfig",
-           "AgentLoopTurnUpdate", "BeforeModelCall", "BeforeModelCallContext", "BeforeToolCall",
-           "BeforeToolCallContext", "BeforeToolCallResult", "ConvertToLlm", "GetApiKey",
-           "Observer", "OutputMode", "PrepareNextTurn", "PrepareNextTurnContext", "RunStart",
-           "RunTrace", "ShouldStopAfterTurn", "TransformContext", "agent_loop",
-           "agent_loop_continue", "carry_context", "check_output_mode", "check_run", "executor",
-           "hook", "in_flight", "native_output", "observe", "run_agent_loop",
-           "run_agent_loop_continue", "serving"]
+__all__ = [
+    "AfterToolCall",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentLoopConfig",
+    "AgentLoopTurnUpdate",
+    "Approve",
+    "BeforeModelCall",
+    "BeforeModelCallContext",
+    "BeforeToolCall",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "ConvertToLlm",
+    "GetApiKey",
+    "Observer",
+    "OutputMode",
+    "PrepareNextTurn",
+    "PrepareNextTurnContext",
+    "RunStart",
+    "RunTrace",
+    "ShouldStopAfterTurn",
+    "TransformContext",
+    "agent_loop",
+    "agent_loop_continue",
+    "carry_context",
+    "check_no_pause",
+    "check_output_mode",
+    "check_run",
+    "executor",
+    "hook",
+    "in_flight",
+    "native_output",
+    "observe",
+    "plan_resume",
+    "run_agent_loop",
+    "run_agent_loop_continue",
+    "serving",
+]

@@ -14,6 +14,7 @@ from .._core import (
     AbortSignal,
     AgentContext,
     AgentMessage,
+    AgentTool,
     AgentToolResult,
     AssistantMessage,
     CacheRetention,
@@ -58,6 +59,7 @@ __all__ = [
     "AfterToolCallResult",
     "AgentLoopConfig",
     "AgentLoopTurnUpdate",
+    "Approve",
     "BeforeModelCall",
     "BeforeModelCallContext",
     "BeforeToolCall",
@@ -194,6 +196,9 @@ def _output_type(_: object, attribute: attrs.Attribute[Any], value: object) -> N
         output_tool(value)  # raises TypeError naming the part it cannot describe
 
 
+Approve = Callable[[ToolCall, AgentTool], "bool | str"]
+"""Decides a tool call that needs approval: True allows it, False or a reason denies it."""
+
 OutputMode = Literal["tool", "native"]
 """How a run with an `output_type` gets its answer: a `final_result` tool, or the reply's JSON."""
 
@@ -233,7 +238,9 @@ class AgentLoopConfig:
     before every model call and once after an error reply: messages it returns replace the
     context (an error reply's call is then retried once). The provider options are one
     `options` with flat aliases (`max_tokens=...`); `get_api_key(provider)`, asked before every
-    model call, wins over `api_key`.
+    model call, wins over `api_key`. `approve(tool_call, tool)` decides each call that needs
+    approval (API §20) on a worker of the run, bounded by its abort: `True` runs it, `False`
+    or a reason (`str`) denies it; without `approve` the run ends with those calls pending.
     """
 
     model: Model = attrs.field(validator=is_model)
@@ -265,6 +272,8 @@ class AgentLoopConfig:
                                              validator=optional_instance_of(UsageLimits))
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
+    approve: Approve | None = attrs.field(
+        default=None, validator=takes("tool_call", "tool", optional=True))
     after_tool_call: AfterToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     prepare_next_turn: PrepareNextTurn | None = attrs.field(

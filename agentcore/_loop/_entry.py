@@ -27,6 +27,7 @@ from .._core import (
 )
 from .._function_tools import output_tool
 from ..providers import StreamFn, stream
+from ._approvals import check_no_pause, plan_resume
 from ._config import AgentLoopConfig
 from ._loop import Run
 from ._observe import carry_context
@@ -35,8 +36,13 @@ from ._output import OutputState, check_run
 __all__ = ["agent_loop", "agent_loop_continue", "run_agent_loop", "run_agent_loop_continue"]
 
 
+_PROMPT = object()  # `_start`'s `approvals` for a run on new prompts
+
+
 def _start(context: AgentContext, config: AgentLoopConfig, emit: EventSink,
-           signal: AbortSignal | None, stream_fn: StreamFn | None, detached: bool = False) -> Run:
+           signal: AbortSignal | None, stream_fn: StreamFn | None, detached: bool = False,
+           approvals: object = _PROMPT) -> Run:
+    """Check the arguments and make the run; `approvals` is a `*_continue` run's (or None)."""
     if not isinstance(context, AgentContext):
         raise TypeError(f"'context' must be an AgentContext, got {context!r}")
     if not isinstance(config, AgentLoopConfig):
@@ -59,17 +65,22 @@ def _start(context: AgentContext, config: AgentLoopConfig, emit: EventSink,
         if not native:
             tools.append(output.tool)
     snapshot = AgentContext(context.system_prompt, list(context.messages), tools)
+    resume = None
+    if approvals is _PROMPT:
+        check_no_pause(snapshot)
+    else:
+        resume = plan_resume(snapshot, config.approve, approvals)
+        if resume is None and isinstance(snapshot.messages[-1], AssistantMessage):
+            raise ValueError("cannot continue from an assistant message: 'context.messages' "
+                             "must end with a user or tool-result message, or with tool "
+                             "calls waiting for approval")
     return Run(snapshot, config, emit, signal or AbortController().signal, stream_fn, output,
-               detached)
+               detached, resume)
 
 
 def _check_continue(context: AgentContext) -> None:
-    if isinstance(context, AgentContext):
-        if not context.messages:
-            raise ValueError("cannot continue: 'context.messages' is empty")
-        if isinstance(context.messages[-1], AssistantMessage):
-            raise ValueError("cannot continue from an assistant message: "
-                             "'context.messages' must end with a user or tool-result message")
+    if isinstance(context, AgentContext) and not context.messages:
+        raise ValueError("cannot continue: 'context.messages' is empty")
 
 
 def run_agent_loop(
@@ -85,7 +96,8 @@ def run_agent_loop(
     Blocks the calling thread, which emits every event into `emit`. `context` is not mutated.
     `stream_fn` defaults to `agentcore.stream`. Raises `ValueError` before the run for a
     `tool_choice` naming no tool of the run, or `output_mode="native"` with a model that
-    cannot give native output.
+    cannot give native output, and when the context's last tool calls wait for approval
+    (resume them with `run_agent_loop_continue(approvals=...)` first).
     """
     checked = check_messages("prompts", prompts)
     return _start(context, config, emit, signal, stream_fn).execute(checked)
@@ -97,13 +109,19 @@ def run_agent_loop_continue(
     emit: EventSink,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
+    *,
+    approvals: dict[str, bool | str] | None = None,
 ) -> list[AgentMessage]:
     """Resume from a context ending in a user or tool-result message; return the new messages.
 
-    Raises `ValueError` when the context is empty or ends with an assistant message.
+    A context whose last tool calls wait for approval (API §20) resumes with them: `approvals`
+    (call id → True, False or a denial's reason) must decide every waiting call, or, without
+    it, the config's `approve` is asked. Raises `ValueError` when the context is empty, ends
+    with an assistant message that waits for nothing, when calls wait and nothing decides
+    them, or when `approvals` names a call that does not wait or leaves one undecided.
     """
     _check_continue(context)
-    return _start(context, config, emit, signal, stream_fn).execute(None)
+    return _start(context, config, emit, signal, stream_fn, approvals=approvals).execute(None)
 
 
 def _in_background(
@@ -156,7 +174,10 @@ def agent_loop_continue(
     config: AgentLoopConfig,
     signal: AbortSignal | None = None,
     stream_fn: StreamFn | None = None,
+    *,
+    approvals: dict[str, bool | str] | None = None,
 ) -> EventStream[AgentEvent, list[AgentMessage]]:
     """Start `run_agent_loop_continue` on a background thread (same checks, raised at once)."""
     _check_continue(context)
-    return _in_background(_start(context, config, lambda _: None, signal, stream_fn, True), None)
+    run = _start(context, config, lambda _: None, signal, stream_fn, True, approvals)
+    return _in_background(run, None)

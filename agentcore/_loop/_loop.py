@@ -24,6 +24,7 @@ from .._core import (
     AgentMessage,
     AgentStartEvent,
     AssistantMessage,
+    Decisions,
     EventSink,
     MessageEndEvent,
     MessageStartEvent,
@@ -31,14 +32,18 @@ from .._core import (
     StopReason,
     StreamOptions,
     ThinkingLevel,
+    ToolApprovalRequestEvent,
     ToolResultMessage,
     TurnEndEvent,
     TurnStartEvent,
+    decision_message,
     default_convert_to_llm,
     describe,
     error_reply,
+    waiting_calls,
 )
 from ..providers import StreamFn
+from ._approvals import Resume, ask
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._exit import ABORT_GRACE_S, in_flight
 from ._limits import LimitCounter
@@ -72,6 +77,7 @@ class Run:
     stream_fn: StreamFn
     output: OutputState | None = None  # with an output_type: its tool and retries
     detached: bool = False
+    resume: Resume | None = None  # a `*_continue` run that begins with a paused batch (§20)
     halt: AbortController = attrs.field(init=False, factory=AbortController)
     signal: AbortSignal = attrs.field(init=False)
     model: Model = attrs.field(init=False)  # prepare_next_turn may swap these two for the run
@@ -158,7 +164,9 @@ class Run:
         self._emit(TurnStartEvent())
         for message in prompts or ():
             self._add(message)
-        pending = self._poll(self.config.get_steering_messages)
+        resume, self.resume = self.resume, None
+        # A paused batch's results must follow its reply: steering waits for the next turn
+        pending = [] if resume else self._poll(self.config.get_steering_messages)
         first = True
         while True:
             more_tools = True
@@ -172,11 +180,19 @@ class Run:
                     if self.halt.signal.aborted:
                         break  # the rest stay with their owner (the Agent requeues them)
                     self._add(message)
-                reply = self._reply()
-                if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                decisions = None
+                if resume is not None:
+                    reply, decisions, resume = resume.reply, resume.decisions, None
+                else:
+                    reply = self._reply()
+                    if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
+                        self._emit(TurnEndEvent(reply, []))
+                        return self._end()
+                ran = self._run_tools(reply, decisions)
+                if ran is None:  # calls wait for approval: the run ends, they stay pending
                     self._emit(TurnEndEvent(reply, []))
                     return self._end()
-                results, terminate = self._run_tools(reply)
+                results, terminate = ran
                 if results and self.config.reset_tool_choice:  # a forced choice was obeyed
                     self._choice = self._default_choice()
                 self._emit(TurnEndEvent(reply, results))
@@ -230,16 +246,39 @@ class Run:
         """
         return "required" if self._answers_by_tool else None
 
-    def _run_tools(self, reply: AssistantMessage) -> tuple[list[ToolResultMessage], bool]:
+    def _run_tools(self, reply: AssistantMessage, decisions: Decisions | None,
+                   ) -> tuple[list[ToolResultMessage], bool] | None:
+        """Run the calls of `reply`; None when some wait for approval and nobody can decide.
+
+        `decisions` are those of a resumed batch; without them, calls needing approval are
+        announced (`tool_approval_request`) and decided by `approve` if the config has one.
+        Decisions enter the transcript (a `ToolApprovalMessage`) before any call runs.
+        """
         if not reply.tool_calls:
             return [], False
+        # A usage limit reached refuses the calls (and then the next model call)
+        refusal = self._limits.before_tools(reply) if self._limits else None
+        if refusal is None and reply.stop_reason != StopReason.LENGTH:
+            if decisions is None:
+                waiting = waiting_calls(reply, self.context.tools)
+                for call in waiting:
+                    self._emit(ToolApprovalRequestEvent(call.id, call.name, call.arguments))
+                if waiting:
+                    if self.config.approve is None:
+                        return None
+                    by_name = {t.name: t for t in self.context.tools}
+                    decisions = ask(self.config.approve,
+                                    [(c, by_name[c.name]) for c in waiting],
+                                    self._get_pool(), self.halt.signal)
+            if decisions:
+                self._add(decision_message(decisions))
         if self._inbox is None:
             self._inbox = tool_inbox(self.halt.signal)
+        denied = {k: v for k, v in decisions.items() if v is not None} if decisions else None
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
                           self._get_executor, self.halt.signal, self._inbox,
-                          self._trace.tool_work if self._trace is not None else None)
-        # A usage limit reached refuses the calls (and then the next model call)
-        results, terminate = batch.run(self._limits.before_tools(reply) if self._limits else None)
+                          self._trace.tool_work if self._trace is not None else None, denied)
+        results, terminate = batch.run(refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)
         return results, terminate
@@ -302,7 +341,12 @@ class Run:
 
     def _get_executor(self) -> Submitter:
         if self._executor is None:
-            self._executor = self.config.tool_executor
-            if self._executor is None:
-                self._executor = self._pool = WorkerPool()
+            executor = self.config.tool_executor
+            self._executor = self._get_pool() if executor is None else executor
         return self._executor
+
+    def _get_pool(self) -> WorkerPool:
+        """The run's own threads (`approve` runs there even when the config names an executor)."""
+        if self._pool is None:
+            self._pool = WorkerPool()
+        return self._pool

@@ -35,6 +35,7 @@ from .._core import (
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
     ToolResultMessage,
+    denial_text,
     describe,
     enter_deps,
     failure_text,
@@ -99,6 +100,7 @@ class ToolBatch:
     _inbox: Inbox  # the run's `tool_inbox`: may hold late messages of earlier batches
     # An observer's wrapper of each call's work (`RunTrace.tool_work`), when one watches the run
     wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
+    denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
 
     def run(self, refusal: str | None = None) -> tuple[list[ToolResultMessage], bool]:
         """Execute every call; return the results in source order and whether to terminate.
@@ -148,6 +150,9 @@ class ToolBatch:
         """Find, reshape, validate and vet the call; False when it already has its result."""
         if self._aborted():
             self._finish(c, error_result(CALL_ABORTED_TEXT), True)
+            return False
+        if self.denied is not None and c.call.id in self.denied:
+            self._finish(c, error_result(denial_text(self.denied[c.call.id])), True)
             return False
         tool = next((t for t in self.context.tools if t.name == c.call.name), None)
         if tool is None:

@@ -550,6 +550,7 @@ def test_agent_tool_in_details_is_written_as_its_fields() -> None:
         "execution_mode": None,
         "prepare_arguments": None,
         "timeout": None,
+        "requires_approval": False,
     }
 
 

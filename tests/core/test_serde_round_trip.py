@@ -47,6 +47,8 @@ CARRIERS: dict[str, tuple[Any, Callable[[Any], Any]]] = {
     "ToolExecutionStartEvent": (ac.AgentEvent, lambda d: ac.ToolExecutionStartEvent("c1", "t", d)),
     "ToolExecutionUpdateEvent": (ac.AgentEvent, lambda d: ac.ToolExecutionUpdateEvent(
         "c1", "t", d, ac.AgentToolResult(details=d))),
+    "ToolApprovalRequestEvent": (ac.AgentEvent, lambda d: ac.ToolApprovalRequestEvent(
+        "c1", "t", d)),
     "ToolExecutionEndEvent": (ac.AgentEvent, lambda d: ac.ToolExecutionEndEvent(
         "c1", "t", ac.AgentToolResult(details=d), False)),
     "MessageStartEvent": (ac.AgentEvent, lambda d: ac.MessageStartEvent(_result_message(d))),

@@ -54,6 +54,8 @@ from agentcore import (
     ThinkingEndEvent,
     ThinkingLevel,
     ThinkingStartEvent,
+    ToolApprovalMessage,
+    ToolApprovalRequestEvent,
     ToolArgumentsError,
     ToolCall,
     ToolCallDeltaEvent,
@@ -143,6 +145,8 @@ EXPECTED_ALL = [
     "ThinkingLevel",
     "ThinkingStartEvent",
     "Tool",
+    "ToolApprovalMessage",
+    "ToolApprovalRequestEvent",
     "ToolArgumentsError",
     "ToolCall",
     "ToolCallDeltaEvent",
@@ -204,6 +208,7 @@ AGENT_EVENT_TYPES = {
     ToolExecutionStartEvent: "tool_execution_start",
     ToolExecutionUpdateEvent: "tool_execution_update",
     ToolExecutionEndEvent: "tool_execution_end",
+    ToolApprovalRequestEvent: "tool_approval_request",
     CompactionStartEvent: "compaction_start",
     CompactionEndEvent: "compaction_end",
 }
@@ -317,6 +322,7 @@ def test_message_role_tags_are_pinned() -> None:
         BashExecutionMessage,
         CompactionSummaryMessage,
         BranchSummaryMessage,
+        ToolApprovalMessage,
     )
     assert {cls: cls.role for cls in classes} == {
         UserMessage: "user",
@@ -325,6 +331,7 @@ def test_message_role_tags_are_pinned() -> None:
         BashExecutionMessage: "bashExecution",
         CompactionSummaryMessage: "compactionSummary",
         BranchSummaryMessage: "branchSummary",
+        ToolApprovalMessage: "toolApproval",
     }
 
 
@@ -341,6 +348,7 @@ def test_message_unions_cover_the_tagged_classes() -> None:
         BashExecutionMessage,
         CompactionSummaryMessage,
         BranchSummaryMessage,
+        ToolApprovalMessage,
     }
 
 
