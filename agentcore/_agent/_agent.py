@@ -117,10 +117,13 @@ class Agent:
     keeps (see `AgentRun`); `auto_compact` (`CompactionSettings`) compacts the transcript
     within a run when it would outgrow the context window (see `agentcore.compaction`).
     `prompt`/`continue_` raise `MissingApiKeyError` before a run when the provider needs a key
-    and none is given or set in the environment.
+    and none is given or set in the environment. Tools with `requires_approval` make a run
+    ask `approve(tool_call, tool)`, or, without it, stop with the calls in
+    `state.pending_approvals` until `continue_(approvals=...)` decides them (API §20).
 
     `session` (fixed once constructed; API §13) stores the transcript: it is loaded here, its
-    interrupted tool calls answered, and each message is appended when its `message_end` is
+    interrupted tool calls answered (calls waiting for approval by the rules of the `tools`
+    given here are not interrupted: they stay pending), and each message is appended when its `message_end` is
     processed, before iterators and listeners see it. Assigning `messages` replaces the
     session's transcript, `reset()` clears it; a failed append is logged at ERROR on
     `agentcore.sessions`, the run goes on, and the next message rewrites the session whole.
