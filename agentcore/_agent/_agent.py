@@ -64,7 +64,7 @@ from .._loop import (
 )
 from ..providers import StreamFn
 from ._compact import CompactionSettings
-from ._drive import Output, SessionWriter, load_transcript, start
+from ._drive import NO_OUTPUT, Output, SessionWriter, load_transcript, start
 from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
 from ._live import AgentState, LiveState
 from ._queue import MessageQueue
@@ -203,6 +203,10 @@ class Agent:
     _http_session: Any = attrs.field(init=False, default=None, on_setattr=_KEEP)
     _closed: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
     _writer: SessionWriter | None = attrs.field(init=False, default=None, on_setattr=_KEEP)
+    # The reply a run with an output type ended on, and that output: a resume of its paused
+    # calls (API §20) answers in the same type
+    _paused_output: tuple[AgentMessage, Output] | None = attrs.field(
+        init=False, default=None, on_setattr=_KEEP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
@@ -342,7 +346,9 @@ class Agent:
         When tool calls wait for approval (`state.pending_approvals`; API §20), `approvals`
         decides every one of them (call id → `True`, `False`, or a denial's reason) and the
         batch runs: approved calls run, denied ones get the error result `denied: <reason>`.
-        Without `approvals` the agent's `approve` callback is asked, if it has one.
+        Without `approvals` the agent's `approve` callback is asked, if it has one. A batch
+        that paused a `prompt(..., output_type=T)` run resumes with that output type, when this
+        agent ran it (`run.output` is then a `T`).
         Otherwise, after an assistant message it first takes queued steering, else a
         follow-up, else raises `ValueError`. Raises `AgentClosedError` once the agent is
         closed (before anything else), `AgentBusyError` while running, `ValueError` when
@@ -357,7 +363,7 @@ class Agent:
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
             if approvals is not None or find_pause(self.messages, self.tools) is not None:
-                return start(self, None, False, approvals=approvals)
+                return start(self, None, False, self._resume_output(), approvals=approvals)
             if not isinstance(self.messages[-1], AssistantMessage):
                 return start(self, None, False)
             for queue, mode, skip in ((self._steering, self.steering_mode, True),
@@ -420,6 +426,13 @@ class Agent:
             self.messages.clear()  # in place: assigning would replace the session's transcript
             self.clear_all_queues()
             self._live = LiveState()
+
+    def _resume_output(self) -> Output:
+        """The output a resumed batch answers in: its run's, if that run ended on it."""
+        paused = self._paused_output
+        reply = next((m for m in reversed(self.messages) if isinstance(m, AssistantMessage)),
+                     None)
+        return paused[1] if paused is not None and paused[0] is reply else NO_OUTPUT
 
     def _check_open(self) -> None:
         if self._closed:

@@ -208,6 +208,9 @@ def _main(agent: Agent, run: AgentRun, prompts: list[AgentMessage] | None,
                 agent._live.end()
                 agent._run = None
                 transcript = list(agent.messages)
+                agent._paused_output = None if config.output_type is None or not transcript \
+                    else (transcript[-1], Output(config.output_type, config.output_retries,
+                                                 config.output_mode))
             pause = find_pause(transcript, context.tools)  # outside the lock: user rules run
             run.finish(messages, None if pause is None else pause.calls)
 

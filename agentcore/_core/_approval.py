@@ -53,12 +53,14 @@ def needs_approval(tool: AgentTool | None, call: ToolCall) -> bool:
     if tool is None:
         return False
     rule = tool.requires_approval
-    if rule is False or rule is True:
-        return rule
+    if rule is False:
+        return False
     try:
         args = call_arguments(tool, call)
     except Exception:
         return False
+    if rule is True:
+        return True
     try:
         return bool(rule(args))
     except Exception:

@@ -51,6 +51,8 @@ from agentcore import (
     ThinkingEndEvent,
     ThinkingStartEvent,
     Tool,
+    ToolApprovalMessage,
+    ToolApprovalRequestEvent,
     ToolCall,
     ToolCallDeltaEvent,
     ToolCallEndEvent,
@@ -112,6 +114,8 @@ MESSAGES = [
     BashExecutionMessage("sleep 9", "", None, cancelled=True, timestamp=TS),
     CompactionSummaryMessage("earlier work", 12_345, timestamp=TS),
     BranchSummaryMessage("other branch", "entry-7", timestamp=TS),
+    ToolApprovalMessage(["call_1"], {"call_2": "not now", "call_3": "no"}, timestamp=TS),
+    ToolApprovalMessage(timestamp=TS),
 ]
 
 CONTENT = [
@@ -158,6 +162,9 @@ AGENT_EVENTS = [
     CompactionStartEvent("overflow"),
     CompactionEndEvent(CompactionSummaryMessage("## Goals\n- ship", 52_000, timestamp=TS),
                        52_000, 9_000),
+    ToolApprovalRequestEvent("call_1", "calc", {"a": 1}),
+    ToolApprovalRequestEvent("call_2", "calc", "not even a dict"),
+    MessageEndEvent(ToolApprovalMessage(["call_1"], {"call_2": "no"}, timestamp=TS)),
 ]
 
 MODEL = Model(
@@ -275,6 +282,9 @@ def test_custom_messages_wire_shape() -> None:
         {"role": "compactionSummary", "summary": "earlier work", "tokensBefore": 12_345,
          "timestamp": TS},
         {"role": "branchSummary", "summary": "other branch", "fromId": "entry-7", "timestamp": TS},
+        {"role": "toolApproval", "approved": ["call_1"],
+         "denied": {"call_2": "not now", "call_3": "no"}, "timestamp": TS},
+        {"role": "toolApproval", "approved": [], "denied": {}, "timestamp": TS},
     ]
 
 
@@ -308,6 +318,10 @@ def test_event_wire_shape() -> None:
         "type": "turn_end", "message": to_dict(FAILED), "toolResults": []
     }
     assert to_dict(AgentStartEvent()) == {"type": "agent_start"}
+    assert to_dict(ToolApprovalRequestEvent("c", "rm", {"path": "/x"})) == {
+        "type": "tool_approval_request", "toolCallId": "c", "toolName": "rm",
+        "args": {"path": "/x"},
+    }
     assert to_dict(ToolExecutionUpdateEvent("c", "t", None, AgentToolResult())) == {
         "type": "tool_execution_update", "toolCallId": "c", "toolName": "t", "args": None,
         "partialResult": {"content": []},
@@ -626,6 +640,8 @@ messages = st.one_of(
               st.booleans(), optional_texts, timestamps),
     st.builds(CompactionSummaryMessage, texts, counts, timestamps),
     st.builds(BranchSummaryMessage, texts, texts, timestamps),
+    st.builds(ToolApprovalMessage, st.lists(texts, max_size=3),
+              st.dictionaries(texts, texts, max_size=3), timestamps),
 )
 
 

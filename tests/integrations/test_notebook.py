@@ -202,6 +202,16 @@ def test_render_summaries() -> None:
     assert branch._repr_markdown_() == "**Branch summary** · from `entry-7`\n\nTried plan B."
 
 
+def test_render_tool_approvals() -> None:
+    decided = ac.ToolApprovalMessage(["c1", "c`2"], {"c3": "not *now*", "c4": "<b>no</b>"})
+
+    assert decided._repr_markdown_() == (
+        "**Tool approvals**\n\n- allowed `c1`\n- allowed ``c`2``\n"
+        "- denied `c3`: not \\*now\\*\n- denied `c4`: &lt;b&gt;no&lt;/b&gt;"
+    )
+    assert message_markdown(decided) == decided._repr_markdown_()
+
+
 def test_render_an_applications_own_message_shows_role_and_repr() -> None:
     @attrs.frozen
     class Note:
@@ -291,6 +301,50 @@ def test_render_run_status_follows_its_last_reply(last: ac.AssistantMessage, sta
     markdown = run_markdown(finished_run(ac.UserMessage("hi"), last))
 
     assert markdown.startswith(f"**Agent run** · {status} · 2 messages · ")
+
+
+def test_render_run_waiting_for_approval_lists_the_waiting_calls() -> None:
+    calls = [faux_tool_call("rm", {"path": "/x"}, id="c1"), faux_tool_call("ls", {}, id="c2"),
+             faux_tool_call("rm", {"path": "/y"}, id="c3")]
+    asked = reply(*calls, stop="toolUse")
+    events = finished_run(ac.UserMessage("go"), asked)
+    events[-1:-1] = [ac.ToolApprovalRequestEvent("c1", "rm", {"path": "/x"}),
+                     ac.ToolApprovalRequestEvent("c3", "rm", {"path": "/y"}),
+                     ac.TurnEndEvent(asked, [])]
+
+    assert run_markdown(events).split("\n\n---\n\n") == [
+        "**Agent run** · ⏸ waiting for approval · 2 messages · "
+        "tokens: 0 in, 0 out (0 total) · cost \\$0",
+        "**User**\n\ngo",
+        message_markdown(asked),
+        "**⏸ waiting for approval** · `rm` · `c1`",
+        "**⏸ waiting for approval** · `rm` · `c3`",
+    ]
+
+
+def test_render_run_decided_by_approve_is_not_waiting() -> None:
+    call = faux_tool_call("rm", {}, id="c1")
+    asked = reply(call, stop="toolUse")
+    decision = ac.ToolApprovalMessage([], {"c1": "no"})
+    denied = ac.ToolResultMessage("c1", "rm", [ac.TextContent("denied: no")], is_error=True)
+    events: list[ac.AgentEvent] = [
+        ac.AgentStartEvent(), ac.MessageStartEvent(asked), ac.MessageEndEvent(asked),
+        ac.ToolApprovalRequestEvent("c1", "rm", {}),
+        ac.MessageStartEvent(decision), ac.MessageEndEvent(decision),
+        ac.ToolExecutionStartEvent("c1", "rm", {}),
+    ]
+
+    running = run_markdown(events)
+    assert running.startswith("**Agent run** · ⏳ running · 2 messages")
+    assert "waiting for approval" not in running
+    assert running.endswith("**Running tool** · `rm` · `c1`")
+    events += [ac.ToolExecutionEndEvent("c1", "rm", ac.AgentToolResult(), True),
+               ac.MessageStartEvent(denied), ac.MessageEndEvent(denied),
+               ac.MessageStartEvent(reply(ac.TextContent("ok"))),
+               ac.MessageEndEvent(reply(ac.TextContent("ok"))), ac.AgentEndEvent([])]
+    done = run_markdown(events)
+    assert done.startswith("**Agent run** · ✅ done · 4 messages")
+    assert message_markdown(decision) in done.split("\n\n---\n\n")
 
 
 def test_render_run_totals_usage_of_replies_and_tool_results() -> None:
