@@ -16,6 +16,7 @@ Layer 4: builds on the `Agent` (layer 3); `sqlite3` is imported only when a stor
 from __future__ import annotations
 
 from ._result import BatchResult
-from ._run import resume_batch, run_batch
+from ._resume import resume_batch
+from ._run import run_batch
 
 __all__ = ["BatchResult", "resume_batch", "run_batch"]

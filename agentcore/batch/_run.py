@@ -9,14 +9,14 @@ import math
 import os
 import pickle
 import queue
-from collections.abc import Callable, Generator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import attrs
 
 from .._agent import Agent
-from .._core import AgentMessage, AssistantMessage, Pause, check_approvals
+from .._core import AgentMessage
 from .._function_tools import output_tool
 from .._loop import OutputMode, check_output_mode
 from ..providers import new_http_session
@@ -25,7 +25,7 @@ from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_i
 from ._store import ResultStore
 from ._work import Live, Resume, run_group, run_one
 
-__all__ = ["resume_batch", "run_batch"]
+__all__ = ["Batch", "check_arguments", "check_picklable", "run_batch"]
 
 _Item = tuple[int, Any, "str | None", "Resume | None"]
 """An input to run: its index, the input, its store key (or None), what it resumes (or None)."""
@@ -79,99 +79,21 @@ def run_batch(
     Raises (at the call, before anything runs): `TypeError` or `ValueError` naming the argument
     that is wrong.
     """
-    items = _check(make_agent, inputs, executor, max_concurrency, output_type, store, progress)
+    items = check_arguments(make_agent, inputs, executor, max_concurrency, output_type,
+                            store, progress)
     check_output_mode(output_mode, output_type)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        _check_picklable(executor, make_agent, output_type)
+        check_picklable(executor, make_agent, output_type)
     if store is not None:  # a file that is not SQLite raises here, not at the first next()
         ResultStore(store).close()
-    return _Batch(make_agent, [(i, input, None) for i, input in enumerate(items)], executor,
+    return Batch(make_agent, [(i, input, None) for i, input in enumerate(items)], executor,
                   max_concurrency, output_type, store, progress, output_mode).results()
 
 
-def resume_batch(
-    make_agent: Callable[[], Agent],
-    decisions: Iterable[tuple[BatchResult, Mapping[str, bool | str]]],
-    *,
-    executor: Executor | None = None,
-    max_concurrency: int = 8,
-    output_type: Any = None,
-    output_mode: OutputMode = "tool",
-    store: str | os.PathLike[str] | None = None,
-    progress: bool | Callable[[int, int, BatchResult], object] | None = None,
-) -> Iterator[BatchResult]:
-    """Resume results of `run_batch` that stopped for approval; yield them as their runs end.
-
-    `decisions` are `(result, approvals)` pairs: a `BatchResult` with `pending_approvals`, and
-    a dict deciding every one of them by call id: `True` runs the call, `False` or a reason
-    (str) denies it (the model gets the error result `denied: <reason>`), as
-    `Agent.continue_(approvals=...)` does. Each run goes on from where it stopped, on an agent
-    from `make_agent()` given the result's messages, and the run goes on to its end (or to the
-    next pause). Its result has the same `index` and `input`, and describes the whole run:
-    `messages` and `usage` are the first part's and the resumed part's together.
-
-    Everything else is as with `run_batch`, and should be what that batch used: `make_agent`
-    (the same tools), `executor`, `max_concurrency`, `output_type`, `output_mode`, `progress`.
-    With `store`, each resumed result without error replaces the waiting one; an input whose
-    stored result no longer waits for these calls (it was resumed already) is yielded as
-    stored and not run again. A resume that fails before its run starts (say `make_agent`
-    raised) is a result with `error` set that still lists its `pending_approvals`.
-
-    Raises (at the call, before anything runs): `TypeError` or `ValueError` naming the argument
-    that is wrong, and naming the decision for a result waiting for nothing, two results of
-    one input, or `approvals` that do not decide exactly the result's pending calls.
-    """
-    pairs = _check_decisions(decisions)
-    _check(make_agent, [r.input for r, _ in pairs], executor, max_concurrency, output_type,
-           store, progress)
-    check_output_mode(output_mode, output_type)
-    if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        _check_picklable(executor, make_agent, output_type)
-    if store is not None:
-        ResultStore(store).close()
-    items = [(r.index, r.input, Resume.of(r, a)) for r, a in pairs]
-    return _Batch(make_agent, items, executor, max_concurrency, output_type, store, progress,
-                  output_mode).results()
-
-
-def _check_decisions(decisions: object) -> list[tuple[BatchResult, dict[str, bool | str]]]:
-    if isinstance(decisions, (str, bytes, Mapping)) or not isinstance(decisions, Iterable):
-        raise TypeError(f"'decisions' must be an iterable of (BatchResult, approvals) pairs, "
-                        f"got {decisions!r:.80}")
-    pairs: list[tuple[BatchResult, dict[str, bool | str]]] = []
-    seen: set[int] = set()
-    for i, pair in enumerate(decisions):
-        if not (isinstance(pair, tuple) and len(pair) == 2
-                and isinstance(pair[0], BatchResult)):
-            raise TypeError(f"'decisions[{i}]' must be a (BatchResult, approvals) pair, got "
-                            f"{pair!r:.80}")
-        result, approvals = pair
-        if not result.pending_approvals:
-            raise ValueError(f"'decisions[{i}]': the result of input {result.index} waits for "
-                             f"no approval")
-        if result.index in seen:
-            raise ValueError(f"'decisions[{i}]': input {result.index} is resumed twice")
-        seen.add(result.index)
-        pause = Pause(_last_reply(result), result.pending_approvals, [])
-        try:
-            check_approvals(pause, approvals)
-        except (TypeError, ValueError) as exc:
-            raise type(exc)(f"'decisions[{i}]' (input {result.index}): {exc}") from None
-        assert isinstance(approvals, Mapping)
-        pairs.append((result, dict(approvals)))
-    return pairs
-
-
-def _last_reply(result: BatchResult) -> AssistantMessage:
-    replies = [m for m in result.messages if isinstance(m, AssistantMessage)]
-    if not replies:
-        raise ValueError(f"the result of input {result.index} lists pending approvals but "
-                         f"has no assistant message")
-    return replies[-1]
-
-
-def _check(make_agent: object, inputs: object, executor: object, max_concurrency: object,
-           output_type: object, store: object, progress: object) -> list[Any]:
+def check_arguments(make_agent: object, inputs: object, executor: object,
+                    max_concurrency: object, output_type: object, store: object,
+                    progress: object) -> list[Any]:
+    """`run_batch`'s arguments checked (raising `TypeError`/`ValueError`); the inputs listed."""
     if isinstance(make_agent, Agent):  # before `callable`: an Agent is not callable
         raise TypeError("'make_agent' must be a function returning a new Agent, not an Agent: "
                         "pass `lambda: Agent(...)` (each input needs an agent of its own)")
@@ -203,7 +125,7 @@ def _check(make_agent: object, inputs: object, executor: object, max_concurrency
     return items
 
 
-def _check_picklable(executor: Executor, make_agent: object, output_type: object) -> None:
+def check_picklable(executor: Executor, make_agent: object, output_type: object) -> None:
     """Raise a `TypeError` naming the argument that cannot travel to `executor`'s workers.
 
     Dask pickles with cloudpickle (functions defined in `__main__`, lambdas), other executors
@@ -232,7 +154,7 @@ def _is_input(item: object) -> bool:
     return isinstance(item, (list, tuple)) and all(isinstance(m, messages) for m in item)
 
 
-class _Batch:
+class Batch:
     """One iteration of `run_batch` or `resume_batch`: what is stored, runs, was yielded.
 
     `items` are `(index, input, Resume or None)`: an input to run, or a result to resume.
@@ -265,7 +187,7 @@ class _Batch:
             for index, input, resume in self.items:
                 key = input_json(input) if store is not None else None
                 stored = self._stored(store, index, input, key)
-                if stored is not None and (resume is None or _moved_on(stored, resume)):
+                if stored is not None and (resume is None or resume.moved_on(stored)):
                     yield self._report(reporter, stored)
                 else:
                     todo.append((index, input, key, resume))
@@ -443,15 +365,6 @@ def _failed(item: _Item, exc: BaseException) -> BatchResult:
         return result
     return attrs.evolve(result, messages=list(resume.messages), usage=resume.usage,
                         pending_approvals=list(resume.pending))
-
-
-def _moved_on(stored: BatchResult, resume: Resume) -> bool:
-    """Whether the store's result of an input no longer waits for the calls `resume` decides.
-
-    Then it was resumed already (by an earlier `resume_batch` with this store): it is yielded
-    as stored, and its calls are not run again.
-    """
-    return [c.id for c in stored.pending_approvals] != [c.id for c in resume.pending]
 
 
 def _put(store: ResultStore, result: BatchResult, key: str) -> None:

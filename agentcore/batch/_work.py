@@ -75,6 +75,14 @@ class Resume:
         return {"messages": to_dict(self.messages), "usage": to_dict(self.usage),
                 "pending": to_dict(self.pending), "approvals": dict(self.approvals)}
 
+    def moved_on(self, stored: BatchResult) -> bool:
+        """Whether the store's result of this input no longer waits for the calls decided here.
+
+        Then it was resumed already (by an earlier `resume_batch` with that store): it is
+        yielded as stored, and its calls are not run again.
+        """
+        return [c.id for c in stored.pending_approvals] != [c.id for c in self.pending]
+
     @classmethod
     def from_wire(cls, data: dict[str, Any]) -> Resume:
         return cls(from_dict(list[AgentMessage], data["messages"]),
