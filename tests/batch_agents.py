@@ -15,6 +15,7 @@ from collections.abc import Sequence
 import attrs
 
 import agentcore as ac
+from agentcore.providers.faux import faux_assistant_message, faux_tool_call, register_faux_provider
 
 
 @attrs.frozen
@@ -56,3 +57,40 @@ def make_nothing(url: str) -> ac.Agent:
 def make_not_an_agent(url: str) -> ac.Agent:
     """A `make_agent` that returns something else than an agent."""
     return "not an agent"  # type: ignore[return-value]
+
+
+@ac.tool(requires_approval=True)
+def delete_file(path: str) -> str:
+    """Delete the file at `path`: a call that must be approved, and that fails if run twice."""
+    os.remove(path)
+    return f"deleted {os.path.basename(path)} (pid {os.getpid()})"
+
+
+def _file_reply(context: ac.Context, options: ac.StreamOptions,
+                model: ac.Model) -> ac.AssistantMessage:
+    """`delete <path>`: a `delete_file` call; after a tool result: `done: <result>`;
+    a request declaring `final_result`, after the deletion: its call; else `echo: <text>`."""
+    last = context.messages[-1]
+    if isinstance(last, ac.ToolResultMessage):
+        if last.tool_name == "delete_file" and any(t.name == "final_result"
+                                                     for t in context.tools or ()):
+            return faux_assistant_message(faux_tool_call(
+                "final_result", {"name": last.text, "population": len(last.text)}))
+        return faux_assistant_message(f"done: {last.text}")
+    text = last.text if isinstance(last, ac.UserMessage) else ""
+    if text.startswith("delete "):
+        path = text.removeprefix("delete ")
+        return faux_assistant_message(faux_tool_call("delete_file", {"path": path},
+                                                     id=f"call_{os.path.basename(path)}"))
+    if any(t.name == "final_result" for t in context.tools or ()):
+        return faux_assistant_message(faux_tool_call(
+            "final_result", {"name": text, "population": len(text)}))
+    return faux_assistant_message(f"echo: {text}")
+
+
+def make_file_agent() -> ac.Agent:
+    """A new offline agent (a faux model of its own) whose `delete_file` calls need approval."""
+    faux = register_faux_provider()
+    faux.unregister()  # the agent calls it directly (stream_fn): nothing stays registered
+    faux.set_responses([_file_reply] * 4)
+    return ac.Agent(faux.get_model(), tools=[delete_file], stream_fn=faux.stream)

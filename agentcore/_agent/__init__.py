@@ -8,7 +8,7 @@ from __future__ import annotations
 from ._agent import Agent
 from ._compact import CompactionSettings, compact
 from ._cut import estimate_tokens
-from ._drive import prompt_here
+from ._drive import continue_here, prompt_here
 from ._live import AgentState
 from ._run import AgentRun
 
@@ -18,6 +18,7 @@ __all__ = [
     "AgentState",
     "CompactionSettings",
     "compact",
+    "continue_here",
     "estimate_tokens",
     "prompt_here",
 ]

@@ -59,7 +59,8 @@ from ._run import AgentRun
 if TYPE_CHECKING:
     from ._agent import Agent
 
-__all__ = ["NO_OUTPUT", "Output", "SessionWriter", "load_transcript", "prompt_here", "start"]
+__all__ = ["NO_OUTPUT", "Output", "SessionWriter", "continue_here", "load_transcript",
+           "prompt_here", "start"]
 
 _log = logging.getLogger(__name__)
 _session_log = logging.getLogger("agentcore.sessions")
@@ -109,11 +110,34 @@ def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage]
     """
     agent._check_open()
     prompts = prompt_messages(input, None)
+    return _run_here(agent, prompts, Output(output_type, 2, output_mode), on_start,
+                     http_session, None)
+
+
+def continue_here(agent: Agent, approvals: dict[str, bool | str], *, output_type: Any = None,
+                  output_mode: OutputMode = "tool",
+                  on_start: Callable[[AgentRun], object] = lambda run: None,
+                  http_session: Any = None) -> AgentRun:
+    """`agent.continue_(approvals=...)` run to its end on this thread (see `prompt_here`).
+
+    The batch's resume of a run that stopped for approval (`resume_batch`, its only user):
+    unlike `continue_`, the resumed run keeps the batch's `output_type` and `output_mode`.
+    Raises what `continue_` raises for `approvals`.
+    """
+    agent._check_open()
+    if not agent.messages:
+        raise ValueError("cannot continue: the agent has no messages")
+    return _run_here(agent, None, Output(output_type, 2, output_mode), on_start, http_session,
+                     approvals)
+
+
+def _run_here(agent: Agent, prompts: list[AgentMessage] | None, output: Output,
+              on_start: Callable[[AgentRun], object], http_session: Any,
+              approvals: dict[str, bool | str] | None) -> AgentRun:
     with agent._lock:
         if agent._run is not None:
             raise AgentBusyError("the agent is already processing a prompt")
-        run, main = _prepare(agent, prompts, False, Output(output_type, 2, output_mode),
-                             http_session)
+        run, main = _prepare(agent, prompts, False, output, http_session, approvals)
     try:
         on_start(run)
     finally:  # the agent is marked busy: only the run's own end makes it idle again

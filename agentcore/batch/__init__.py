@@ -6,7 +6,9 @@ pool (each run on a pool thread, no thread of its own) and one keep-alive HTTP s
 `concurrent.futures.Executor` may run them instead: a `ThreadPoolExecutor` of yours, or one that
 runs work in other processes, such as a Dask cluster's `client.get_executor()`, which gets runs
 in groups (each worker process runs many at once) and sends back only JSON-ready data. A SQLite
-`store` makes a batch resumable; `progress` shows how far it got.
+`store` makes a batch resumable; `progress` shows how far it got. A run that stops for
+approval of a tool call (API §20) is a result listing its `pending_approvals`;
+`resume_batch(make_agent, [(result, approvals), ...])` goes on with those decisions.
 
 Layer 4: builds on the `Agent` (layer 3); `sqlite3` is imported only when a store is used.
 """
@@ -14,6 +16,7 @@ Layer 4: builds on the `Agent` (layer 3); `sqlite3` is imported only when a stor
 from __future__ import annotations
 
 from ._result import BatchResult
+from ._resume import resume_batch
 from ._run import run_batch
 
-__all__ = ["BatchResult", "run_batch"]
+__all__ = ["BatchResult", "resume_batch", "run_batch"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import attrs
 
-from .._core import AgentMessage, Usage, failure_text, from_dict, to_dict
+from .._core import AgentMessage, ToolCall, Usage, failure_text, from_dict, to_dict
 
 __all__ = ["BatchResult", "Input", "failed", "from_wire", "from_wire_input", "input_json",
            "to_wire", "wire_input"]
@@ -27,6 +27,11 @@ class BatchResult:
     (else None); `usage` sums the run's model calls. `error` is None for a run that ended
     normally, else the run's error text, or `"<ExceptionType>: <message>"` when making the agent
     or starting the run raised: a failed input is a result, never an exception.
+
+    `pending_approvals` are the tool calls the run stopped waiting for (API §20), empty unless
+    it did: a run without an `approve` callback whose model asked for a call needing approval
+    ends there, without error and without `output`, and its calls of that batch have not run.
+    Resume it with `resume_batch(make_agent, [(result, {call.id: True | False | "reason"})])`.
     """
 
     index: int
@@ -36,10 +41,11 @@ class BatchResult:
     output: Any = None
     usage: Usage = attrs.field(factory=Usage, repr=False)
     error: str | None = None
+    pending_approvals: list[ToolCall] = attrs.field(factory=list)
 
     @property
     def ok(self) -> bool:
-        """Whether the run ended without an error."""
+        """Whether the run ended without an error (a run waiting for approval did)."""
         return self.error is None
 
 
@@ -81,6 +87,8 @@ def to_wire(result: BatchResult) -> dict[str, Any]:
         "usage": to_dict(result.usage),
         "error": result.error,
     }
+    if result.pending_approvals:
+        data["pending_approvals"] = to_dict(result.pending_approvals)
     if result.output is not None:
         data["output"] = _converter().unstructure(result.output)
     return data
@@ -102,6 +110,7 @@ def from_wire(data: dict[str, Any], input: Any, output_type: Any) -> BatchResult
         messages=from_dict(list[AgentMessage], data["messages"]),
         text=str(data["text"]), output=output,
         usage=from_dict(Usage, data["usage"]), error=data.get("error"),
+        pending_approvals=from_dict(list[ToolCall], data.get("pending_approvals", [])),
     )
 
 

@@ -13,6 +13,8 @@ from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+import attrs
+
 from .._agent import Agent
 from .._core import AgentMessage
 from .._function_tools import output_tool
@@ -21,9 +23,12 @@ from ..providers import new_http_session
 from ._progress import Progress, progress_for
 from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_input
 from ._store import ResultStore
-from ._work import Live, run_group, run_one
+from ._work import Live, Resume, run_group, run_one
 
-__all__ = ["run_batch"]
+__all__ = ["Batch", "check_arguments", "check_picklable", "run_batch"]
+
+_Item = tuple[int, Any, "str | None", "Resume | None"]
+"""An input to run: its index, the input, its store key (or None), what it resumes (or None)."""
 
 _log = logging.getLogger(__name__)
 
@@ -66,21 +71,29 @@ def run_batch(
     `progress`: True shows a bar (tqdm when installed, else one updating line on stderr; a
     live display in Jupyter); a callable gets `(done, total, result)` on the iterating thread.
 
+    A run whose model asks for a tool call needing approval (API §20), by an agent without an
+    `approve` callback, stops there: its result has no error, no `output`, and lists the
+    waiting calls in `pending_approvals` (none of its batch of calls ran). Decide them, now or
+    after a restart (a `store` keeps waiting results too), and pass them to `resume_batch`.
+
     Raises (at the call, before anything runs): `TypeError` or `ValueError` naming the argument
     that is wrong.
     """
-    items = _check(make_agent, inputs, executor, max_concurrency, output_type, store, progress)
+    items = check_arguments(make_agent, inputs, executor, max_concurrency, output_type,
+                            store, progress)
     check_output_mode(output_mode, output_type)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        _check_picklable(executor, make_agent, output_type)
+        check_picklable(executor, make_agent, output_type)
     if store is not None:  # a file that is not SQLite raises here, not at the first next()
         ResultStore(store).close()
-    return _Batch(make_agent, items, executor, max_concurrency, output_type, store,
-                  progress, output_mode).results()
+    return Batch(make_agent, [(i, input, None) for i, input in enumerate(items)], executor,
+                  max_concurrency, output_type, store, progress, output_mode).results()
 
 
-def _check(make_agent: object, inputs: object, executor: object, max_concurrency: object,
-           output_type: object, store: object, progress: object) -> list[Any]:
+def check_arguments(make_agent: object, inputs: object, executor: object,
+                    max_concurrency: object, output_type: object, store: object,
+                    progress: object) -> list[Any]:
+    """`run_batch`'s arguments checked (raising `TypeError`/`ValueError`); the inputs listed."""
     if isinstance(make_agent, Agent):  # before `callable`: an Agent is not callable
         raise TypeError("'make_agent' must be a function returning a new Agent, not an Agent: "
                         "pass `lambda: Agent(...)` (each input needs an agent of its own)")
@@ -112,7 +125,7 @@ def _check(make_agent: object, inputs: object, executor: object, max_concurrency
     return items
 
 
-def _check_picklable(executor: Executor, make_agent: object, output_type: object) -> None:
+def check_picklable(executor: Executor, make_agent: object, output_type: object) -> None:
     """Raise a `TypeError` naming the argument that cannot travel to `executor`'s workers.
 
     Dask pickles with cloudpickle (functions defined in `__main__`, lambdas), other executors
@@ -141,10 +154,14 @@ def _is_input(item: object) -> bool:
     return isinstance(item, (list, tuple)) and all(isinstance(m, messages) for m in item)
 
 
-class _Batch:
-    """One iteration of `run_batch`: what is stored, what runs, what was yielded."""
+class Batch:
+    """One iteration of `run_batch` or `resume_batch`: what is stored, runs, was yielded.
 
-    def __init__(self, make_agent: Callable[[], Agent], items: list[Any],
+    `items` are `(index, input, Resume or None)`: an input to run, or a result to resume.
+    """
+
+    def __init__(self, make_agent: Callable[[], Agent],
+                 items: Sequence[tuple[int, Any, Resume | None]],
                  executor: Executor | None, max_concurrency: int, output_type: Any,
                  store: str | os.PathLike[str] | None, progress: object,
                  output_mode: OutputMode) -> None:
@@ -166,14 +183,14 @@ class _Batch:
         reporter = progress_for(self.progress, len(self.items))
         runs: Generator[tuple[BatchResult, str | None], None, None] | None = None
         try:
-            todo: list[tuple[int, Any, str | None]] = []
-            for index, input in enumerate(self.items):
+            todo: list[_Item] = []
+            for index, input, resume in self.items:
                 key = input_json(input) if store is not None else None
                 stored = self._stored(store, index, input, key)
-                if stored is not None:
+                if stored is not None and (resume is None or resume.moved_on(stored)):
                     yield self._report(reporter, stored)
                 else:
-                    todo.append((index, input, key))
+                    todo.append((index, input, key, resume))
             if isinstance(self.executor, ThreadPoolExecutor) or self.executor is None:
                 runs = self._here(todo)
             else:
@@ -213,7 +230,7 @@ class _Batch:
             reporter.update(self.done, len(self.items), result)
         return result
 
-    def _here(self, todo: list[tuple[int, Any, str | None]]
+    def _here(self, todo: list[_Item]
               ) -> Generator[tuple[BatchResult, str | None], None, None]:
         """Each input a task on a thread pool of this process: the run on the task's thread."""
         live = Live()
@@ -222,7 +239,7 @@ class _Batch:
                                   thread_name_prefix="agentcore-batch") \
             if self.executor is None else self.executor
         session = new_http_session(self.max_concurrency)
-        keys: dict[Future[Any], tuple[int, Any, str | None]] = {}
+        keys: dict[Future[Any], _Item] = {}
         pending = iter(todo)
         try:
             for _ in range(self.max_concurrency):
@@ -230,8 +247,8 @@ class _Batch:
                     break
             while keys:
                 future = self._next_finished()
-                index, input, key = keys.pop(future)
-                yield _result_of(future, index, input), key
+                item = keys.pop(future)
+                yield _result_of(future, item), item[2]
                 self._submit_here(pool, next(pending, None), live, session, keys)
         finally:
             live.stop()
@@ -242,18 +259,18 @@ class _Batch:
                 pool.shutdown(wait=not stuck, cancel_futures=True)
             session.close()
 
-    def _submit_here(self, pool: Executor, item: tuple[int, Any, str | None] | None,
+    def _submit_here(self, pool: Executor, item: _Item | None,
                      live: Live, session: Any,
-                     keys: dict[Future[Any], tuple[int, Any, str | None]]) -> bool:
+                     keys: dict[Future[Any], _Item]) -> bool:
         if item is None:
             return False
-        index, input, _ = item
+        index, input, _, resume = item
         try:
             future = pool.submit(run_one, self.make_agent, index, input, self.output_type,
-                                 live, session, self.output_mode)
+                                 live, session, self.output_mode, resume)
         except Exception as exc:  # a pool that was shut down
             future = Future()
-            future.set_result(failed(index, input, exc))
+            future.set_result(_failed(item, exc))
         keys[future] = item
         future.add_done_callback(self.finished.put)
         return True
@@ -263,7 +280,7 @@ class _Batch:
             with contextlib.suppress(queue.Empty):
                 return self.finished.get(timeout=1.0)
 
-    def _remote(self, todo: list[tuple[int, Any, str | None]], executor: Executor
+    def _remote(self, todo: list[_Item], executor: Executor
                 ) -> Generator[tuple[BatchResult, str | None], None, None]:
         """Inputs in groups, each group a task that runs them at once on a worker process."""
         slots = _slots(executor)
@@ -271,7 +288,7 @@ class _Batch:
                           math.ceil(len(todo) / slots)))
         groups = [todo[i:i + size] for i in range(0, len(todo), size)]
         in_flight = max(1, self.max_concurrency // size)
-        members: dict[Future[Any], list[tuple[int, Any, str | None]]] = {}
+        members: dict[Future[Any], list[_Item]] = {}
         pending = iter(groups)
         try:
             for _ in range(in_flight):
@@ -286,11 +303,12 @@ class _Batch:
             for future in members:
                 future.cancel()
 
-    def _submit_group(self, executor: Executor, group: list[tuple[int, Any, str | None]] | None,
-                      members: dict[Future[Any], list[tuple[int, Any, str | None]]]) -> bool:
+    def _submit_group(self, executor: Executor, group: list[_Item] | None,
+                      members: dict[Future[Any], list[_Item]]) -> bool:
         if group is None:
             return False
-        wire = [(index, wire_input(input)) for index, input, _ in group]
+        wire = [(index, wire_input(input), None if resume is None else resume.to_wire())
+                for index, input, _, resume in group]
         try:
             future = executor.submit(run_group, self.make_agent, wire, self.output_type,
                                      self.output_mode)
@@ -301,29 +319,29 @@ class _Batch:
         future.add_done_callback(self.finished.put)
         return True
 
-    def _group_results(self, future: Future[Any], group: list[tuple[int, Any, str | None]]
+    def _group_results(self, future: Future[Any], group: list[_Item]
                        ) -> Iterator[tuple[BatchResult, str | None]]:
-        by_index = {index: (input, key) for index, input, key in group}
+        by_index = {item[0]: item for item in group}
         try:
             wires = future.result()
         except BaseException as exc:  # the task failed as a whole: every input of it did
             if isinstance(exc, KeyboardInterrupt):
                 raise
-            for index, input, key in group:
-                yield failed(index, input, exc), key
+            for item in group:
+                yield _failed(item, exc), item[2]
             return
         for data in wires:
-            input, key = by_index.pop(int(data["index"]))
+            item = by_index.pop(int(data["index"]))
             try:
-                result = from_wire(data, input, self.output_type)
+                result = from_wire(data, item[1], self.output_type)
             except Exception as exc:
-                result = failed(int(data["index"]), input, exc)
-            yield result, key
-        for index, (input, key) in by_index.items():  # a worker that lost some: say so
-            yield failed(index, input, RuntimeError("the worker returned no result")), key
+                result = _failed(item, exc)
+            yield result, item[2]
+        for item in by_index.values():  # a worker that lost some: say so
+            yield _failed(item, RuntimeError("the worker returned no result")), item[2]
 
 
-def _result_of(future: Future[Any], index: int, input: Any) -> BatchResult:
+def _result_of(future: Future[Any], item: _Item) -> BatchResult:
     """The result `run_one` returned, or a failed one for a task that never ran.
 
     A caller's pool shut down with `cancel_futures` cancels it: that is a result with an error
@@ -334,9 +352,19 @@ def _result_of(future: Future[Any], index: int, input: Any) -> BatchResult:
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             raise
-        return failed(index, input, exc)
+        return _failed(item, exc)
     assert isinstance(result, BatchResult)
     return result
+
+
+def _failed(item: _Item, exc: BaseException) -> BatchResult:
+    """The result of `item` when its task never ran: a resume's calls still wait."""
+    index, input, _, resume = item
+    result = failed(index, input, exc)
+    if resume is None:
+        return result
+    return attrs.evolve(result, messages=list(resume.messages), usage=resume.usage,
+                        pending_approvals=list(resume.pending))
 
 
 def _put(store: ResultStore, result: BatchResult, key: str) -> None:

@@ -8,13 +8,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from .._agent import Agent, AgentRun, prompt_here
-from .._core import describe
+import attrs
+
+from .._agent import Agent, AgentRun, continue_here, prompt_here
+from .._core import AgentMessage, ToolCall, Usage, describe, from_dict, to_dict
 from .._loop import OutputMode
 from ..providers import new_http_session
 from ._result import BatchResult, failed, from_wire_input, to_wire
 
-__all__ = ["Live", "run_group", "run_one"]
+__all__ = ["Live", "Resume", "run_group", "run_one"]
 
 _log = logging.getLogger(__name__)
 
@@ -52,10 +54,50 @@ class Live:
             run.abort()
 
 
+@attrs.frozen
+class Resume:
+    """What resuming a result that waits for approval needs: its run so far, and the decisions.
+
+    `messages`, `usage` and `pending` are the waiting result's; `approvals` decide `pending`.
+    """
+
+    messages: list[AgentMessage]
+    usage: Usage
+    pending: list[ToolCall]
+    approvals: dict[str, bool | str]
+
+    @classmethod
+    def of(cls, result: BatchResult, approvals: dict[str, bool | str]) -> Resume:
+        return cls(result.messages, result.usage, result.pending_approvals, approvals)
+
+    def to_wire(self) -> dict[str, Any]:
+        """JSON-ready data, for a worker process (`from_wire` reads it back)."""
+        return {"messages": to_dict(self.messages), "usage": to_dict(self.usage),
+                "pending": to_dict(self.pending), "approvals": dict(self.approvals)}
+
+    def moved_on(self, stored: BatchResult) -> bool:
+        """Whether the store's result of this input no longer waits for the calls decided here.
+
+        Then it was resumed already (by an earlier `resume_batch` with that store): it is
+        yielded as stored, and its calls are not run again.
+        """
+        return [c.id for c in stored.pending_approvals] != [c.id for c in self.pending]
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Resume:
+        return cls(from_dict(list[AgentMessage], data["messages"]),
+                   from_dict(Usage, data["usage"]), from_dict(list[ToolCall], data["pending"]),
+                   dict(data["approvals"]))
+
+
 def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type: Any,
-            live: Live, http_session: Any, output_mode: OutputMode = "tool") -> BatchResult:
+            live: Live, http_session: Any, output_mode: OutputMode = "tool",
+            resume: Resume | None = None) -> BatchResult:
     """Make an agent, run `input` on it to the end on this thread, and close the agent.
 
+    With `resume`, the agent's transcript is extended by the waiting run's messages and
+    continued with its approvals instead; the result is the whole run, both parts. A resume
+    that fails before its run adds a message keeps the calls pending (it can be retried).
     `http_session` serves an agent that speaks HTTP and has no session of its own, so that the
     batch's runs share keep-alive connections. Never raises: a failure is the result's error.
     """
@@ -66,27 +108,44 @@ def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type
         if not isinstance(agent, Agent):
             raise TypeError(f"make_agent() returned {agent!r}, expected an Agent")
         try:
-            run = prompt_here(agent, input, output_type=output_type, output_mode=output_mode,
-                              on_start=live.add, http_session=http_session)
+            if resume is None:
+                run = prompt_here(agent, input, output_type=output_type,
+                                  output_mode=output_mode, on_start=live.add,
+                                  http_session=http_session)
+            else:
+                agent.messages = [*agent.messages, *resume.messages]
+                run = continue_here(agent, resume.approvals, output_type=output_type,
+                                    output_mode=output_mode, on_start=live.add,
+                                    http_session=http_session)
             live.discard(run)
         finally:
             agent.close()
-        return _outcome(index, input, run, output_type)
+        return _outcome(index, input, run, output_type, resume)
     except Exception as exc:
         _log.info("batch input %d failed to run", index, exc_info=exc)
-        return failed(index, input, exc)
+        result = failed(index, input, exc)
+        if resume is None:
+            return result
+        return attrs.evolve(result, messages=list(resume.messages), usage=resume.usage,
+                            pending_approvals=list(resume.pending))
 
 
-def _outcome(index: int, input: Any, run: AgentRun, output_type: Any) -> BatchResult:
+def _outcome(index: int, input: Any, run: AgentRun, output_type: Any,
+             resume: Resume | None) -> BatchResult:
     messages = run.result()
     error = run.error
+    pending = run.pending_approvals
     output = None
-    if output_type is not None and error is None:
+    if output_type is not None and error is None and not pending:  # waiting: no answer yet
         try:
             output = run.output
         except Exception as exc:  # no final_result although the run ended normally
             error = describe(exc)
-    return BatchResult(index, input, messages, run.text, output, run.usage, error)
+    usage = run.usage
+    if resume is not None:
+        messages = [*resume.messages, *messages]
+        usage = resume.usage + usage
+    return BatchResult(index, input, messages, run.text, output, usage, error, pending)
 
 
 _worker_session: list[Any] = []
@@ -101,20 +160,24 @@ def _process_session() -> Any:
         return _worker_session[0]
 
 
-def run_group(make_agent: Callable[[], Agent], items: Sequence[tuple[int, Any]],
+def run_group(make_agent: Callable[[], Agent],
+              items: Sequence[tuple[int, Any, dict[str, Any] | None]],
               output_type: Any, output_mode: OutputMode = "tool") -> list[dict[str, Any]]:
-    """Run every `(index, JSON-ready input)` of `items` at once, on a worker process.
+    """Run every `(index, input, resume)` of `items` at once, on a worker process.
 
+    Each input is JSON-ready (`wire_input`), each resume a `Resume.to_wire()` or None.
     The function a remote executor (a Dask cluster, a process pool) runs: its arguments are
     pickled there, and it returns each run's result as JSON-ready data (`to_wire`), in
     completion order. The runs of one group run side by side on threads of the worker.
     """
     live, session = Live(), _process_session()
+
+    def one(index: int, data: Any, resume: dict[str, Any] | None) -> BatchResult:
+        return run_one(make_agent, index, from_wire_input(data), output_type, live, session,
+                       output_mode, None if resume is None else Resume.from_wire(resume))
+
     if len(items) == 1:
-        index, data = items[0]
-        return [to_wire(run_one(make_agent, index, from_wire_input(data), output_type, live,
-                                session, output_mode))]
+        return [to_wire(one(*items[0]))]
     with ThreadPoolExecutor(len(items), thread_name_prefix="agentcore-batch") as pool:
-        futures = [pool.submit(run_one, make_agent, index, from_wire_input(data), output_type,
-                               live, session, output_mode) for index, data in items]
+        futures = [pool.submit(one, *item) for item in items]
         return [to_wire(future.result()) for future in as_completed(futures)]

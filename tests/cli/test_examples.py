@@ -26,7 +26,7 @@ import agentcore as ac
 from agentcore.providers import _registry
 
 EXAMPLES = paths.EXAMPLES
-ALL_EXAMPLES = ["abort.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
+ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
                 "callback_events.py", "custom_stream_fn.py", "local_server.py", "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
                 "structured_output.py", "tools.py", "vertex.py"]
@@ -253,6 +253,34 @@ def test_callback_events_example_prints_text_in_pieces_as_it_arrives(
     deltas = [piece for piece in streamed if piece.strip()]
     assert len(deltas) >= 6  # thinking and haiku came in small deltas (<= 5 tokens), not whole
     assert max(len(piece) for piece in deltas) <= 20
+
+
+@pytest.mark.slow
+def test_approvals_example_stops_resumes_after_a_restart_and_asks_approve() -> None:
+    assert run_example("approvals.py").splitlines() == [
+        "1. no approve callback: the run stops",
+        "  asks: delete_file({'path': 'old.log'})",
+        "  asks: transfer_money({'to': 'Bob', 'amount': 250})",
+        "  waiting: ['call_1', 'call_2']; files: ['cache.tmp', 'notes.txt', 'old.log']",
+        "2. later, a new agent on the same session: the calls still wait",
+        "  pending: call_1 delete_file({'path': 'old.log'})",
+        "  pending: call_2 transfer_money({'to': 'Bob', 'amount': 250})",
+        "  prompt() meanwhile: ValueError: cannot prompt: 2 tool call(s) wait for approval: "
+        "delete_file (call_1), transfer_money (call_2)",
+        "  delete_file -> deleted old.log",
+        "  transfer_money -> denied: over the daily limit",
+        "assistant: deleted old.log; denied: over the daily limit",
+        "3. approve= decides while the run waits",
+        "  asks: delete_file({'path': 'cache.tmp'})",
+        "  asks: delete_file({'path': 'notes.txt'})",
+        "  approve delete_file({'path': 'cache.tmp'})? yes",
+        "  approve delete_file({'path': 'notes.txt'})? no",
+        "  delete_file -> deleted cache.tmp",
+        "  delete_file -> denied: only temporary files may go",
+        "  transfer_money -> sent 20 EUR to Ann",  # 20: needs no approval, nobody was asked
+        "assistant: deleted cache.tmp; denied: only temporary files may go; sent 20 EUR to Ann",
+        "files left: ['notes.txt']; paid: ['20 to Ann']",
+    ]
 
 
 @pytest.mark.slow
