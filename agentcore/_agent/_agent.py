@@ -124,8 +124,8 @@ class Agent:
     `session` (fixed once constructed; API §13) stores the transcript: it is loaded here, its
     interrupted tool calls answered (calls waiting for approval by the rules of the `tools`
     given here are not interrupted: they stay pending), and each message is appended when its
-    `message_end` is processed, before iterators and listeners see it. Assigning `messages` replaces the
-    session's transcript, `reset()` clears it; a failed append is logged at ERROR on
+    `message_end` is processed, before iterators and listeners see it. Assigning `messages`
+    replaces the session's transcript, `reset()` clears it; a failed append is logged at ERROR on
     `agentcore.sessions`, the run goes on, and the next message rewrites the session whole.
     The agent never closes it. See the module docstring for the threading contract.
     """
