@@ -27,6 +27,7 @@ from .._core import (
     AgentEvent,
     AssistantMessage,
     MessageEndEvent,
+    ToolApprovalRequestEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
@@ -122,6 +123,8 @@ class LiveLine:
         if isinstance(event, TurnStartEvent):
             self._waiting_since = now
         elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+            self._waiting_since = None
+        elif isinstance(event, ToolApprovalRequestEvent):  # a person is asked, not the model
             self._waiting_since = None
         elif isinstance(event, ToolExecutionStartEvent):
             self._tools[event.tool_call_id] = (event.tool_name, now)
