@@ -122,9 +122,8 @@ class LiveLine:
         now = self.clock()
         if isinstance(event, TurnStartEvent):
             self._waiting_since = now
-        elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
-            self._waiting_since = None
-        elif isinstance(event, ToolApprovalRequestEvent):  # a person is asked, not the model
+        elif isinstance(event, ToolApprovalRequestEvent) or (  # a person is asked, not the model
+                isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage)):
             self._waiting_since = None
         elif isinstance(event, ToolExecutionStartEvent):
             self._tools[event.tool_call_id] = (event.tool_name, now)
