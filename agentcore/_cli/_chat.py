@@ -9,11 +9,8 @@ Without a model (or without its API key) the chat runs on the offline model of `
 which needs no network; `/model` switches between it and real models.
 
 Tool calls needing approval (API §20; every call with `--confirm-tools`) are asked about
-inline, `allow <name>(<args>)? [y/N] `, by the main thread when the run announces them
-(`tool_approval_request`): the agent's `approve` callback, on a worker of the run, waits for
-that answer (`_Approvals`). So the question is read where every line is read, after the
-streamed reply's line is finished, and Ctrl-C there aborts the run like Ctrl-C during a reply.
-"y" or "yes" allows the call; anything else, an empty line or end of input denies it.
+inline, `allow <name>(<args>)? [y/N] `, by the main thread when the run announces them (see
+`_approve`); a resumed session whose calls still wait is asked about before the first prompt.
 """
 
 from __future__ import annotations
@@ -21,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import shlex
 import sys
-import threading
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
@@ -41,15 +37,14 @@ from .._core import (
     ThinkingLevel,
     ToolApprovalMessage,
     ToolApprovalRequestEvent,
-    ToolCall,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
 from ..providers.faux import FauxProvider
+from ._approve import Approvals, allowed, question
 from ._console import (
     EventPrinter,
-    format_args,
     format_cost,
     format_tokens,
     missing_key_variable,
@@ -110,50 +105,11 @@ class ChatOptions:
     """Ask before every tool call runs (`--confirm-tools`), not only those that require it."""
 
 
-ALLOW_ANSWERS = ("y", "yes")
-"""The answers (any case, around spaces) that allow a call; anything else denies it."""
-
-
-class _Approvals:
-    """The agent's `approve` callback, answered by the REPL's main thread.
-
-    `approve` runs on a worker of the run and waits until `answer` gives the call's decision,
-    or `cancel` (the run is being aborted, or the REPL stopped driving it) denies every call
-    still asked about, so that no worker waits for a question nobody will ask.
-    """
-
-    def __init__(self) -> None:
-        self._changed = threading.Condition()
-        self._answers: dict[str, bool] = {}
-        self._cancelled = False
-
-    def approve(self, call: ToolCall, tool: AgentTool) -> bool:
-        with self._changed:
-            self._changed.wait_for(lambda: call.id in self._answers or self._cancelled)
-            return self._answers.pop(call.id, False)
-
-    def answer(self, call_id: str, allowed: bool) -> None:
-        with self._changed:
-            self._answers[call_id] = allowed
-            self._changed.notify_all()
-
-    def cancel(self) -> None:
-        with self._changed:
-            self._cancelled = True
-            self._changed.notify_all()
-
-    def reset(self) -> None:
-        """Ready for the next run (the last one has ended)."""
-        with self._changed:
-            self._cancelled = False
-            self._answers.clear()
-
-
 class _Chat:
     """The REPL's state: one agent, the offline provider, where to print. Main thread only."""
 
     def __init__(self, agent: Agent, offline: FauxProvider, options: ChatOptions, out: TextIO,
-                 echo: bool, approvals: _Approvals) -> None:
+                 echo: bool, approvals: Approvals) -> None:
         self.agent = agent
         self.offline = offline
         self.options = options
@@ -222,10 +178,9 @@ class _Chat:
     def confirm(self, event: ToolApprovalRequestEvent) -> None:
         """Ask `allow <name>(<args>)? [y/N] ` on a line of its own; give `approve` the answer."""
         self.printer.end_line()
-        question = f"allow {event.tool_name}({format_args(event.args, MAX_TOOL_CHARS)})? [y/N] "
         self.printer.at_line_start = False  # the question's line: Ctrl-C there ends it
         try:
-            answer = self.read_line(question)
+            answer = self.read_line(question(event, MAX_TOOL_CHARS))
         except EOFError:
             answer = ""
             self.say("")
@@ -233,7 +188,7 @@ class _Chat:
             if self.echo:
                 self.printer.line(answer)
             self.printer.at_line_start = True  # the terminal echoed Enter, or we did
-        self.approvals.answer(event.tool_call_id, answer.strip().lower() in ALLOW_ANSWERS)
+        self.approvals.answer(event.tool_call_id, allowed(answer))
 
     def abort(self) -> None:
         self.agent.abort()
@@ -414,7 +369,7 @@ def _run_chat(options: ChatOptions, stream: TextIO, read_line: Callable[[str], s
         tools = [calculator_tool(), clock_tool(), *mcp_tools]
         if options.confirm_tools:
             tools = [attrs.evolve(tool, requires_approval=True) for tool in tools]
-        approvals = _Approvals()
+        approvals = Approvals()
         # the tools are given here, not after, so that calls a stored session left waiting
         # for approval stay pending instead of being answered as interrupted
         agent = Agent(model=options.model or offline.get_model(),
