@@ -34,6 +34,22 @@ The spans follow the OpenTelemetry semantic conventions for generative AI:
   span is current on that worker while the tool runs, so the spans of an agent run inside a
   tool nest under it.
 
+Decisions on tool calls that need a person's approval (API §20) are agentcore's own
+attributes (the conventions have none):
+
+- `agentcore.tool.approval.decision` on an `execute_tool` span: `"approved"` or `"denied"`
+  (absent for a call that needed no approval). A denied call never ran; its span has the
+  status ERROR, like any call whose result is an error for the model, with `error.type`
+  `"denied"` (not `"tool_error"`), so that denials can be told apart from tools that failed.
+  Its reason, `agentcore.tool.approval.reason`, is recorded with `capture_content=True` only
+  (the model reads it in the call's result, `denied: <reason>`).
+- On the `invoke_agent` span, a span event `agentcore.tool.approval.request` (attributes
+  `gen_ai.tool.name` and `gen_ai.tool.call.id`) for each call that waits for approval, when
+  the run asks; and, for a run that ends with calls still waiting for a decision (no
+  `approve` callback: the run stops until `continue_(approvals=...)`), the attribute
+  `agentcore.tool.approval.waiting_call_ids`, the ids of those calls. The run that resumes
+  them records the decisions on the tools' spans.
+
 A tool call with an error result, a reply with `stop_reason` `"error"` or `"aborted"`, and a
 run that ends with such a reply, is aborted, or raises, get the status ERROR (and an
 `error.type`). Message contents are recorded only with `capture_content=True`, as span
@@ -63,6 +79,8 @@ from ._core import (
     StopReason,
     TextContent,
     ThinkingContent,
+    ToolApprovalMessage,
+    ToolApprovalRequestEvent,
     ToolCall,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
@@ -156,6 +174,9 @@ class _RunSpans:
         self._chat: Span | None = None
         self._chat_token: Token[Context] | None = None
         self._tools: dict[str, list[Span]] = {}
+        self._decisions: dict[str, str | None] = {}  # call id -> None approved, else reason
+        self._denied: set[int] = set()  # id() of the spans of denied calls (until they end)
+        self._waiting: dict[str, None] = {}  # ids of calls asked about and not yet decided
         self._usage = Usage()
         self._last: AssistantMessage | None = None
         # Each message's JSON, by id (the message is kept, so the id stays its own): every
@@ -167,6 +188,12 @@ class _RunSpans:
         if isinstance(event, MessageEndEvent):
             if isinstance(event.message, AssistantMessage) and self._chat is not None:
                 self._end_chat(event.message)
+            elif isinstance(event.message, ToolApprovalMessage):
+                self._decided(event.message)
+        elif isinstance(event, ToolApprovalRequestEvent):
+            self._waiting[event.tool_call_id] = None
+            self._span.add_event("agentcore.tool.approval.request", {
+                "gen_ai.tool.name": event.tool_name, "gen_ai.tool.call.id": event.tool_call_id})
         elif isinstance(event, ToolExecutionStartEvent):
             self._start_tool(event)
         elif isinstance(event, ToolExecutionEndEvent):
@@ -217,6 +244,8 @@ class _RunSpans:
         self._tools.clear()
         span, last = self._span, self._last
         span.set_attributes(_usage(self._usage))
+        if self._waiting:
+            span.set_attribute("agentcore.tool.approval.waiting_call_ids", list(self._waiting))
         if self._capture and last is not None:
             span.set_attribute("gen_ai.output.messages", _messages([last], final=True))
         if error is not None:
@@ -271,6 +300,15 @@ class _RunSpans:
         _fail(span, "the run ended before the reply did", "incomplete")
         span.end()
 
+    def _decided(self, message: ToolApprovalMessage) -> None:
+        """Keep the decisions for the spans of the calls they decide (which start next)."""
+        for call_id in message.approved:
+            self._decisions[call_id] = None
+            self._waiting.pop(call_id, None)
+        for call_id, reason in message.denied.items():
+            self._decisions[call_id] = reason
+            self._waiting.pop(call_id, None)
+
     def _start_tool(self, event: ToolExecutionStartEvent) -> None:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
@@ -280,9 +318,20 @@ class _RunSpans:
         }
         if self._capture:
             attributes["gen_ai.tool.call.arguments"] = _json(event.args)
+        # a call asked about but never decided (the run was aborted meanwhile) waits no more
+        self._waiting.pop(event.tool_call_id, None)
+        decided = event.tool_call_id in self._decisions
+        reason = self._decisions.pop(event.tool_call_id, None)  # an id a later turn reuses
+        if decided:
+            attributes["agentcore.tool.approval.decision"] = (
+                "approved" if reason is None else "denied")
+            if reason is not None and self._capture:
+                attributes["agentcore.tool.approval.reason"] = reason
         span = self._tracer.start_span(f"execute_tool {event.tool_name}", self._context,
                                        kind=self._internal, attributes=attributes)
         self._tools.setdefault(event.tool_call_id, []).append(span)
+        if reason is not None:
+            self._denied.add(id(span))
 
     def _end_tool(self, event: ToolExecutionEndEvent) -> None:
         spans = self._tools.get(event.tool_call_id)
@@ -295,10 +344,12 @@ class _RunSpans:
         if self._capture and isinstance(result, AgentToolResult):
             span.set_attribute("gen_ai.tool.call.result", _result_text(result.content or []))
         if event.is_error:
-            text = "the tool call failed"
+            denied = id(span) in self._denied
+            text = "the call was denied" if denied else "the tool call failed"
             if self._capture and isinstance(result, AgentToolResult):
                 text = _result_text(result.content or [])
-            _fail(span, text, "tool_error")
+            _fail(span, text, "denied" if denied else "tool_error")
+        self._denied.discard(id(span))
         span.end()
 
 

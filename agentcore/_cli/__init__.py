@@ -125,7 +125,7 @@ def _chat_command(args: argparse.Namespace) -> int:
         thinking_level=ThinkingLevel(args.thinking),
         tokens_per_second=pace, base_url=args.base_url,
         api=args.api, base_url_provider=args.model[0] if args.model else None,
-        session=args.session, mcp=tuple(args.mcp),
+        session=args.session, mcp=tuple(args.mcp), confirm_tools=args.confirm_tools,
     )
     return run_chat(options)
 
@@ -205,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also give the agent the tools of the MCP server COMMAND starts "
                       "(over stdio; split like a shell line; repeatable), e.g. "
                       "--mcp 'uvx mcp-server-time'; needs the mcp extra")
+    chat.add_argument("--confirm-tools", action="store_true",
+                      help="ask before every tool call runs, --mcp servers' included: "
+                      "allow NAME(ARGS)? [y/N] (calls of tools that require approval are "
+                      "always asked about)")
     chat.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
     chat.set_defaults(handler=_chat_command)
     return parser

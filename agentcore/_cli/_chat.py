@@ -7,6 +7,10 @@ lands in that wait, where `AgentRun` aborts the run before re-raising; we catch 
 
 Without a model (or without its API key) the chat runs on the offline model of `_offline`,
 which needs no network; `/model` switches between it and real models.
+
+Tool calls needing approval (API §20; every call with `--confirm-tools`) are asked about
+inline, `allow <name>(<args>)? [y/N] `, by the main thread when the run announces them (see
+`_approve`); a resumed session whose calls still wait is asked about before the first prompt.
 """
 
 from __future__ import annotations
@@ -28,13 +32,17 @@ from .._core import (
     AssistantMessage,
     CompactionSummaryMessage,
     MessageEndEvent,
+    MessageStartEvent,
     Model,
     ThinkingLevel,
+    ToolApprovalMessage,
+    ToolApprovalRequestEvent,
     ToolResultMessage,
     Usage,
     UserMessage,
 )
 from ..providers.faux import FauxProvider
+from ._approve import Approvals, allowed, question
 from ._console import (
     EventPrinter,
     format_cost,
@@ -93,17 +101,21 @@ class ChatOptions:
     session: str | None = None
     mcp: tuple[str, ...] = ()
     """Command lines of MCP servers (`--mcp`) whose tools the agent gets too."""
+    confirm_tools: bool = False
+    """Ask before every tool call runs (`--confirm-tools`), not only those that require it."""
 
 
 class _Chat:
     """The REPL's state: one agent, the offline provider, where to print. Main thread only."""
 
     def __init__(self, agent: Agent, offline: FauxProvider, options: ChatOptions, out: TextIO,
-                 echo: bool) -> None:
+                 echo: bool, approvals: Approvals) -> None:
         self.agent = agent
         self.offline = offline
         self.options = options
         self.echo = echo
+        self.approvals = approvals
+        self.read_line: Callable[[str], str] = input
         self.printer = EventPrinter(out, wants_color(out), max_chars=MAX_TOOL_CHARS,
                                     live=wants_live(out))
 
@@ -112,6 +124,9 @@ class _Chat:
         self.printer.line(text)
 
     def loop(self, read_line: Callable[[str], str]) -> int:
+        self.read_line = read_line
+        if self.agent.state.pending_approvals:  # a resumed session stopped at the question
+            self.drive(None)
         while True:
             try:
                 line = read_line("you> ")
@@ -131,25 +146,53 @@ class _Chat:
                 self.abort()
 
     def ask(self, text: str) -> None:
-        prompt = UserMessage(text)
+        self.drive(UserMessage(text))
+
+    def drive(self, prompt: UserMessage | None) -> None:
+        """Run `prompt` (None: continue a transcript whose calls wait for approval), shown."""
+        self.approvals.reset()
         try:
             with self.printer.running():
-                run = self.agent.prompt(prompt)
+                run = self.agent.prompt(prompt) if prompt is not None else self.agent.continue_()
                 for event in run:
                     self.show(event, prompt)
         except KeyboardInterrupt:
             self.abort()
             return
+        finally:
+            self.approvals.cancel()  # nothing is asked once we stop reading the run
         self.summary(run.result())
 
-    def show(self, event: AgentEvent, prompt: UserMessage) -> None:
+    def show(self, event: AgentEvent, prompt: UserMessage | None) -> None:
+        if isinstance(event, ToolApprovalRequestEvent):
+            self.confirm(event)
+            return
+        if isinstance(event, (MessageStartEvent, MessageEndEvent)) and isinstance(
+                event.message, ToolApprovalMessage):
+            return  # the answers to the questions above: already on the screen
         if isinstance(event, MessageEndEvent) and isinstance(event.message, UserMessage) and (
                 event.message is not prompt):
             self.say(f"you (queued): {event.message.text}")
         self.printer.show(event)
 
+    def confirm(self, event: ToolApprovalRequestEvent) -> None:
+        """Ask `allow <name>(<args>)? [y/N] ` on a line of its own; give `approve` the answer."""
+        self.printer.end_line()
+        self.printer.at_line_start = False  # the question's line: Ctrl-C there ends it
+        try:
+            answer = self.read_line(question(event, MAX_TOOL_CHARS))
+        except EOFError:
+            answer = ""
+            self.say("")
+        else:
+            if self.echo:
+                self.printer.line(answer)
+            self.printer.at_line_start = True  # the terminal echoed Enter, or we did
+        self.approvals.answer(event.tool_call_id, allowed(answer))
+
     def abort(self) -> None:
         self.agent.abort()
+        self.approvals.cancel()  # a worker waiting for an answer denies its call and returns
         while True:  # let the run wind down (about a second at most); Ctrl-C again is no-op
             try:
                 self.agent.wait_for_idle()
@@ -268,6 +311,9 @@ def history_line(message: AgentMessage) -> str:
         return f"  <- {message.tool_name}: {_clip(message.text)}"
     if isinstance(message, CompactionSummaryMessage):
         return f"summary of earlier messages: {_clip(message.summary)}"
+    if isinstance(message, ToolApprovalMessage):
+        return (f"  [approvals: {len(message.approved)} allowed, {len(message.denied)} "
+                "denied]")
     return f"[{message.role}]"
 
 
@@ -320,12 +366,17 @@ def _run_chat(options: ChatOptions, stream: TextIO, read_line: Callable[[str], s
     offline = register_offline(options.tokens_per_second)
     session = None if options.session is None else open_session(options.session)
     try:
+        tools = [calculator_tool(), clock_tool(), *mcp_tools]
+        if options.confirm_tools:
+            tools = [attrs.evolve(tool, requires_approval=True) for tool in tools]
+        approvals = Approvals()
+        # the tools are given here, not after, so that calls a stored session left waiting
+        # for approval stay pending instead of being answered as interrupted
         agent = Agent(model=options.model or offline.get_model(),
-                      system_prompt=options.system_prompt,
-                      thinking_level=options.thinking_level, session=session)
-        # mypy cannot type `tools=` (converter)
-        agent.tools = [calculator_tool(), clock_tool(), *mcp_tools]
-        chat = _Chat(agent, offline, options, stream, echo)
+                      system_prompt=options.system_prompt, tools=tools,
+                      thinking_level=options.thinking_level, session=session,
+                      approve=approvals.approve)
+        chat = _Chat(agent, offline, options, stream, echo, approvals)
         names = [tool.name for tool in agent.tools]
         chat.say(f"agentcore chat: {describe(agent.model)}, tools {', '.join(names[:-1])} and "
                  f"{names[-1]}. /help lists the commands; Ctrl-C aborts a reply, Ctrl-D quits.")

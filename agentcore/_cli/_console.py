@@ -1,7 +1,8 @@
 """What the CLI commands (`demo`, `chat`) share: printing a run, and finding the model to run.
 
 `EventPrinter` writes an agent's events to a terminal as they happen: streamed text and
-thinking (dimmed on a colour tty), each tool call's start, progress and end, and error replies;
+thinking (dimmed on a colour tty), each tool call's start, progress and end, calls waiting for
+approval and the decisions on them (API §20), and error replies;
 on a terminal, a live line (see `_live`) says what the run is waiting for in between. The
 commands add their own framing (the demo's run summary, the chat's per-prompt usage line).
 """
@@ -34,6 +35,8 @@ from .._core import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
+    ToolApprovalMessage,
+    ToolApprovalRequestEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
@@ -44,6 +47,7 @@ from ._live import LiveLine, progress_text
 __all__ = [
     "EventPrinter",
     "failure_text",
+    "format_args",
     "format_cost",
     "format_tokens",
     "missing_key_variable",
@@ -81,6 +85,15 @@ def _shorten(text: str, limit: int | None) -> str:
     return f"{text[:limit]}... ({plural(len(text) - limit, 'more char')})"
 
 
+def format_args(args: Any, limit: int | None) -> str:
+    """A tool call's arguments as compact JSON on one line, shortened beyond about `limit`."""
+    try:
+        text = json.dumps(args)
+    except (TypeError, ValueError):  # not JSON (a tool's own types): say what it is anyway
+        text = repr(args)
+    return _shorten(text, limit)
+
+
 def failure_text(message: AssistantMessage) -> str:
     """How a reply that failed reads: `error: <why>`, `[aborted]`, `[aborted: <why>]`."""
     reason, why = message.stop_reason.value, message.error_message
@@ -105,6 +118,7 @@ class EventPrinter:
         self.max_chars = max_chars
         self.at_line_start = True
         self._started: dict[str, float] = {}
+        self._waiting: dict[str, str] = {}  # call id -> tool name, of calls awaiting approval
         self._lock = threading.Lock()
         self.live = LiveLine(out, self._lock, dim=color) if live else None
 
@@ -148,6 +162,9 @@ class EventPrinter:
     def show(self, event: AgentEvent) -> None:
         """Print what `event` adds: streamed text, a tool's start, progress or end, an error.
 
+        A call waiting for approval reads `  ?? name(args): waiting for approval`, and the
+        decisions (a `ToolApprovalMessage`) one dimmed line: `  [allowed a; denied b: why]`.
+
         A tool's progress goes to the live line when there is one, else on a line of its own.
         """
         if self.live is not None:
@@ -160,6 +177,14 @@ class EventPrinter:
             if isinstance(message, AssistantMessage) and message.error_message:
                 self.end_line()
                 self.line(failure_text(message))
+            elif isinstance(message, ToolApprovalMessage):
+                self.end_line()
+                self.line(f"  [{self.decisions_text(message)}]", dim=True)
+        elif isinstance(event, ToolApprovalRequestEvent):
+            self.asked(event)
+            self.end_line()
+            self.line(f"  ?? {event.tool_name}({format_args(event.args, self.max_chars)}): "
+                      "waiting for approval")
         elif isinstance(event, ToolExecutionUpdateEvent):
             if self.live is None:
                 self.end_line()
@@ -167,7 +192,7 @@ class EventPrinter:
                           f"{_shorten(progress_text(event), self.max_chars)}")
         elif isinstance(event, ToolExecutionStartEvent):
             self._started[event.tool_call_id] = time.perf_counter()
-            self.line(f"  -> {event.tool_name}({_shorten(json.dumps(event.args), self.max_chars)})")
+            self.line(f"  -> {event.tool_name}({format_args(event.args, self.max_chars)})")
         elif isinstance(event, ToolExecutionEndEvent):
             now = time.perf_counter()
             elapsed = now - self._started.pop(event.tool_call_id, now)
@@ -183,6 +208,22 @@ class EventPrinter:
         elif isinstance(event, CompactionEndEvent):
             self.line(f"[compacted: ~{event.tokens_before} -> ~{event.tokens_after} tokens]",
                       dim=True)
+
+    def asked(self, event: ToolApprovalRequestEvent) -> None:
+        """Note the tool a waiting call is of, for the line its decision gets."""
+        self._waiting[event.tool_call_id] = event.tool_name
+
+    def decisions_text(self, message: ToolApprovalMessage) -> str:
+        """`allowed a, b; denied c: why`: the decisions, by tool name where this printer knows."""
+        def name(call_id: str) -> str:
+            return self._waiting.pop(call_id, call_id)
+
+        parts = []
+        if message.approved:
+            parts.append("allowed " + ", ".join(name(i) for i in message.approved))
+        parts += [f"denied {name(i)}: {_shorten(why, self.max_chars)}"
+                  for i, why in message.denied.items()]
+        return "; ".join(parts) or "no decisions"
 
     def stream(self, event: object) -> None:
         """Print one assistant-message event: labels, text and (dimmed) thinking deltas."""

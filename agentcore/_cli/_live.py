@@ -27,6 +27,7 @@ from .._core import (
     AgentEvent,
     AssistantMessage,
     MessageEndEvent,
+    ToolApprovalRequestEvent,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     ToolExecutionUpdateEvent,
@@ -121,7 +122,8 @@ class LiveLine:
         now = self.clock()
         if isinstance(event, TurnStartEvent):
             self._waiting_since = now
-        elif isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+        elif isinstance(event, ToolApprovalRequestEvent) or (  # a person is asked, not the model
+                isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage)):
             self._waiting_since = None
         elif isinstance(event, ToolExecutionStartEvent):
             self._tools[event.tool_call_id] = (event.tool_name, now)

@@ -11,12 +11,14 @@
 
 `MCPServerStdio(command, args=(), env=None, cwd=None)` runs a server as a subprocess;
 `MCPServerHTTP(url, headers=None)` speaks streamable HTTP. Both are context managers, and
-`.tools(prefix=None)` lists the server's tools with their JSON Schemas. A call is synchronous
-for the loop, like any tool's: an abort cancels the MCP request (the server object stays
-usable), text and images come back as `TextContent` and `ImageContent`, an `isError` result
-raises `MCPToolError` and a server that dies or stops answering raises `MCPServerError`; the
-loop gives the model either one as an error result. A hang is bounded by the server's
-`timeout` (300 s by default) and, when shorter, by the run's `tool_timeout`.
+`.tools(prefix=None, requires_approval=False)` lists the server's tools with their JSON
+Schemas; `requires_approval` (`True`, a function of a call's arguments, a set of tool names,
+or a mapping of names to either) makes their calls wait for a person's decision (API §20).
+A call is synchronous for the loop, like any tool's: an abort cancels the MCP request (the
+server object stays usable), text and images come back as `TextContent` and `ImageContent`,
+an `isError` result raises `MCPToolError` and a server that dies or stops answering raises
+`MCPServerError`; the loop gives the model either one as an error result. A hang is bounded
+by the server's `timeout` (300 s by default) and, when shorter, by the run's `tool_timeout`.
 
 The official `mcp` SDK is asyncio-based; each server object drives it from one private daemon
 thread with its own event loop, which `close()` joins, so nothing async reaches the caller.

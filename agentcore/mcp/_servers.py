@@ -7,7 +7,7 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from types import TracebackType
 from typing import Any, TextIO, final
 
@@ -16,15 +16,69 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from pydantic import BaseModel
 
-from .._core import AbortSignal, AgentTool, AgentToolResult, TextContent
+from .._core import AbortSignal, AgentTool, AgentToolResult, TextContent, cannot_take, type_error
 from ._connection import Connection
 from ._errors import MCPServerError
 from ._results import input_schema, to_result
 
-__all__ = ["DEFAULT_TIMEOUT", "MCPServerHTTP", "MCPServerStdio"]
+__all__ = ["DEFAULT_TIMEOUT", "MCPServerHTTP", "MCPServerStdio", "RequiresApproval"]
 
 DEFAULT_TIMEOUT = 300.0
 """Seconds an MCP request (connecting, listing tools, one tool call) may take by default."""
+
+ApprovalRule = bool | Callable[[Any], bool]
+"""An `AgentTool.requires_approval`: every call, none, or a function of the call's arguments."""
+
+RequiresApproval = ApprovalRule | Collection[str] | Mapping[str, ApprovalRule]
+"""What `tools(requires_approval=...)` takes (see `_MCPServer.tools`)."""
+
+_EXPECTED = ("a bool, a function of the call's arguments, a collection of tool names or a "
+             "mapping of tool names to a bool or such a function")
+
+
+def _approval_rules(value: object) -> tuple[Callable[[str], ApprovalRule], set[str]]:
+    """Each tool's rule (by the server's name for it) and the names `value` gives; or TypeError.
+
+    Checked before the server is asked anything: a mistake in what guards a dangerous tool
+    should fail at once, never leave the tool unguarded.
+    """
+    if isinstance(value, bool):
+        return (lambda name: value), set()
+    if isinstance(value, Mapping):
+        rules: dict[str, ApprovalRule] = {}
+        for name, rule in value.items():
+            if not isinstance(name, str):
+                raise type_error("requires_approval", _EXPECTED, value,
+                                 f"a mapping's keys must be tool names (str), got {name!r}")
+            rules[name] = _checked_rule(rule, f"requires_approval[{name!r}]")
+        return (lambda name: rules.get(name, False)), set(rules)
+    if isinstance(value, (str, bytes)):
+        raise type_error("requires_approval", _EXPECTED, value,
+                         "to name one tool, give a set of one name: {'name'}")
+    if callable(value):
+        rule = _checked_rule(value, "requires_approval")
+        return (lambda name: rule), set()
+    if isinstance(value, Collection):
+        names = set()
+        for name in value:
+            if not isinstance(name, str):
+                raise type_error("requires_approval", _EXPECTED, value,
+                                 f"a collection's items must be tool names (str), got {name!r}")
+            names.add(name)
+        return (lambda name: name in names), names
+    raise type_error("requires_approval", _EXPECTED, value)
+
+
+def _checked_rule(rule: object, what: str) -> ApprovalRule:
+    """`rule` if it is an `AgentTool.requires_approval`, else a TypeError naming `what`."""
+    if isinstance(rule, bool):
+        return rule
+    if not callable(rule):
+        raise type_error(what, "a bool or a function of the call's arguments", rule)
+    if cannot_take(rule, 1):
+        raise TypeError(f"'{what}' must be a function of one argument, the call's arguments; "
+                        f"got {rule!r}")
+    return rule
 
 
 class _MCPServer:
@@ -85,12 +139,21 @@ class _MCPServer:
         if connection is not None:
             connection.close()
 
-    def tools(self, prefix: str | None = None) -> list[AgentTool]:
+    def tools(self, prefix: str | None = None, *,
+              requires_approval: RequiresApproval = False) -> list[AgentTool]:
         """The server's tools, each an `AgentTool` that calls it.
 
         Args:
             prefix: When given, each tool is named `f"{prefix}_{name}"` (to keep two servers'
                 tools apart); the server is still called with its own name.
+            requires_approval: Which calls wait for a person's decision before they run
+                (API §20; `AgentTool.requires_approval`): `True` for every call of every
+                tool, `False` (the default) for none, or a function of a call's arguments
+                (applied to every tool); or, for some tools only, a collection of tool names
+                (`{"delete_file", "write_file"}`: every call of those) or a mapping from tool
+                names to `True`/`False`/such a function (`{"write_file": lambda args:
+                args["path"].startswith("/etc")}`; tools it does not name need none). Names
+                are the server's own, without `prefix`.
 
         Returns:
             One tool per listed MCP tool, with the server's description and JSON Schema. A call
@@ -98,7 +161,16 @@ class _MCPServer:
             progress notifications as `on_update` partial results, and raises `MCPToolError`
             for an `isError` result or `MCPServerError` when the server fails or goes away,
             which the loop turns into an error result for the model.
+
+        Raises:
+            TypeError: `requires_approval` is none of the above, or names a tool by something
+                other than a `str` (one name alone must still be in a set: `{"name"}`).
+            ValueError: `requires_approval` names a tool the server does not list (a typo
+                would otherwise leave the tool it meant unguarded).
+            MCPServerError: The server is not open, fails, or lists a tool agentcore cannot
+                use.
         """
+        rule_of, named = _approval_rules(requires_approval)
         connection, session = self._open()
         listed: list[dict[str, Any]] = []
         cursor: str | None = None
@@ -108,7 +180,11 @@ class _MCPServer:
             cursor = page.get("nextCursor")
             if not cursor:
                 break
-        return [self._tool(spec, prefix) for spec in listed]
+        unknown = named - {str(spec["name"]) for spec in listed}
+        if unknown:
+            raise ValueError(f"'requires_approval' names tools the MCP server {self._name!r} "
+                             f"does not list: {', '.join(sorted(map(repr, unknown)))}")
+        return [self._tool(spec, prefix, rule_of(str(spec["name"]))) for spec in listed]
 
     def _open(self) -> tuple[Connection, ClientSession]:
         if self._connection is None or self._session is None or self._closed:
@@ -117,7 +193,8 @@ class _MCPServer:
                                  f"`with {type(self).__name__}(...) as server:`")
         return self._connection, self._session
 
-    def _tool(self, spec: dict[str, Any], prefix: str | None) -> AgentTool:
+    def _tool(self, spec: dict[str, Any], prefix: str | None,
+              requires_approval: ApprovalRule) -> AgentTool:
         remote = str(spec["name"])
 
         def execute(tool_call_id: str, args: Any, signal: AbortSignal,
@@ -128,7 +205,8 @@ class _MCPServer:
         try:
             return AgentTool(name=name, description=str(spec.get("description") or ""),
                              parameters=input_schema(spec), execute=execute,
-                             label=spec.get("title") or None)
+                             label=spec.get("title") or None,
+                             requires_approval=requires_approval)
         except (TypeError, ValueError) as exc:
             raise MCPServerError(f"the MCP server {self._name!r} lists a tool agentcore cannot "
                                  f"use, {remote!r}: {exc}") from exc

@@ -120,6 +120,14 @@ def test_live_line_waits_for_the_model_after_a_quiet_spell() -> None:
     assert live.text() is None
 
 
+def test_live_line_stays_off_while_a_person_is_asked() -> None:
+    live, clock = _line()
+    live.update(ac.TurnStartEvent())  # a resumed run: no reply streams before the question
+    live.update(ac.ToolApprovalRequestEvent("c1", "delete", {}))
+    clock.now += 5.0
+    assert live.text() is None  # never drawn over the question `allow delete({})? [y/N]`
+
+
 def test_live_line_shows_running_tools_and_their_progress() -> None:
     live, clock = _line()
     live.update(ac.ToolExecutionStartEvent("c1", "calculator", {}))

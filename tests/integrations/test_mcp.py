@@ -186,6 +186,83 @@ def test_mcp_tool_called_from_an_agent_run(stdio: MCPServerStdio) -> None:
     assert fake.calls[0].tool_names == ["add", "fail", "slow", "crash", "pid", "picture"]
 
 
+# --- requires_approval (API §20) ----------------------------------------------------------------
+
+
+DENIED = "denied: the user did not allow this call"
+
+
+@pytest.mark.slow
+def test_mcp_tool_requiring_approval_pauses_the_run_and_resume_calls_the_server(
+        stdio: MCPServerStdio) -> None:
+    tools = stdio.tools(requires_approval={"add", "pid"})
+    assert [t.requires_approval for t in tools] == [True, False, False, False, True, False]
+    replies = [[tool_call("add", {"a": 20, "b": 22}, id="c1"), tool_call("pid", id="c2"),
+                tool_call("picture", {"caption": "waited"}, id="c3")], "done"]
+    with scripted_model(replies) as fake:
+        agent = ac.Agent(fake.model, tools=tools)
+        run = agent.prompt("go")
+        assert [c.id for c in run.pending_approvals] == ["c1", "c2"]
+        # nothing ran, not even the call needing no approval: it waits with its batch
+        assert [m.role for m in run.result(TIMEOUT)] == ["user", "assistant"]
+        fake.assert_called(1)
+        messages = agent.continue_(approvals={"c1": True, "c2": "not now"}).result(TIMEOUT)
+        results = fake.sent_tool_results()
+    assert messages[-1].text == "done"  # type: ignore[union-attr]
+    assert [(r.tool_call_id, r.text, r.is_error) for r in results] == [
+        ("c1", "42", False), ("c2", "denied: not now", True), ("c3", "waited", False)]
+    assert agent.state.pending_approvals == []
+
+
+@pytest.mark.slow
+def test_mcp_requires_approval_by_arguments_by_name_or_for_all(stdio: MCPServerStdio) -> None:
+    def big(args: Any) -> bool:
+        return bool(args.get("a", 0) > 10)
+
+    replies = [[tool_call("add", {"a": 20, "b": 1}, id="big"),
+                tool_call("add", {"a": 1, "b": 2}, id="small")], "done"]
+    with scripted_model(replies) as fake:
+        agent = ac.Agent(fake.model, tools=stdio.tools(requires_approval=big))
+        assert [c.id for c in agent.prompt("go").pending_approvals] == ["big"]
+        agent.continue_(approvals={"big": False}).result(TIMEOUT)
+        results = fake.sent_tool_results()
+    assert [(r.tool_call_id, r.text) for r in results] == [("big", DENIED), ("small", "3")]
+    mapped = _by_name(stdio.tools(prefix="calc", requires_approval={"add": big, "pid": True,
+                                                                     "fail": False}))
+    assert mapped["calc_add"].requires_approval is big  # names are the server's, not prefixed
+    assert mapped["calc_pid"].requires_approval is True
+    assert {mapped[n].requires_approval for n in ("calc_fail", "calc_slow")} == {False}
+    assert {t.requires_approval for t in stdio.tools(requires_approval=True)} == {True}
+    assert {t.requires_approval for t in stdio.tools(requires_approval=[])} == {False}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("value", [{"ad"}, {"add": True, "sub": True}])
+def test_mcp_requires_approval_naming_an_unknown_tool_raises(stdio: MCPServerStdio,
+                                                             value: Any) -> None:
+    with pytest.raises(ValueError, match=r"^'requires_approval' names tools the MCP server .* "
+                                         r"does not list: '(ad|sub)'$"):
+        stdio.tools(requires_approval=value)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("add", r"^'requires_approval' must be a bool, a function of the call's arguments, a "
+            r"collection of tool names or a mapping .*; to name one tool, give a set"),
+    (None, r"^'requires_approval' must be a bool, a function"),
+    (1, r"^'requires_approval' must be a bool, a function"),
+    ({1, 2}, r"a collection's items must be tool names \(str\), got 1"),
+    ({1: True}, r"a mapping's keys must be tool names \(str\), got 1"),
+    ({"add": "yes"}, r"^'requires_approval\['add'\]' must be a bool or a function"),
+    ({"add": lambda: True}, r"^'requires_approval\['add'\]' must be a function of one argument"),
+    (lambda args, extra: True, r"^'requires_approval' must be a function of one argument"),
+])
+def test_mcp_requires_approval_bad_values_raise_before_asking_the_server(
+        value: Any, message: str) -> None:
+    server = MCPServerStdio(sys.executable, [SERVER])  # never opened: checked before that
+    with pytest.raises(TypeError, match=message):
+        server.tools(requires_approval=value)
+
+
 # --- aborts, crashes, hangs -----------------------------------------------------------------------
 
 

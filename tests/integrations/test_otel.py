@@ -526,3 +526,129 @@ def test_otel_tool_past_its_timeout_ends_its_span_with_an_error(traced: Traced) 
     span = traced.one("execute_tool slow")
     assert span.status.status_code is StatusCode.ERROR
     assert parent_id(span) == span_id(traced.one("invoke_agent"))
+
+
+# --- approvals (API §20) -----------------------------------------------------------------------
+
+
+def _approval_tools() -> list[ac.AgentTool]:
+    """`pay` always needs approval, `delete` for n > 1, `read` never."""
+    pay = attrs.evolve(make_tool("pay", lambda a: "paid"), requires_approval=True)
+    delete = attrs.evolve(make_tool("delete", lambda a: "deleted"),
+                          requires_approval=lambda args: args["n"] > 1)
+    return [pay, delete, make_tool("read", lambda a: "read")]
+
+
+def _asking_batch() -> ac.AssistantMessage:
+    return reply(call("pay", 1, "p"), call("delete", 2, "d"), call("read", 3, "r"),
+                 stop="toolUse")
+
+
+def _run_approving(answers: dict[str, bool | str], *replies: ac.AssistantMessage,
+                   signal: ac.AbortSignal | None = None) -> list[ac.AgentMessage]:
+    config = ac.AgentLoopConfig(model=MODEL, approve=lambda tool_call, tool: answers[tool_call.id])
+    context = ac.AgentContext("", [], _approval_tools())
+    return ac.run_agent_loop([ac.UserMessage("go")], context, config, lambda _: None, signal,
+                             serve(*replies))
+
+
+def _tool_span(traced: Traced, call_id: str) -> ReadableSpan:
+    (span,) = [s for s in traced.named("execute_tool")
+               if s.attributes is not None and s.attributes["gen_ai.tool.call.id"] == call_id]
+    return span
+
+
+def test_otel_records_each_decision_on_the_tools_span(traced: Traced) -> None:
+    _run_approving({"p": True, "d": "too risky"}, _asking_batch(), reply("ok"))
+    paid, deleted, read = (_tool_span(traced, i) for i in "pdr")
+    assert paid.attributes is not None
+    assert paid.attributes["agentcore.tool.approval.decision"] == "approved"
+    assert paid.status.status_code is StatusCode.UNSET
+    assert deleted.attributes is not None
+    assert deleted.attributes["agentcore.tool.approval.decision"] == "denied"
+    assert deleted.status.status_code is StatusCode.ERROR
+    assert deleted.status.description == "the call was denied"
+    assert deleted.attributes["error.type"] == "denied"
+    assert "agentcore.tool.approval.reason" not in deleted.attributes  # content: not captured
+    assert read.attributes is not None
+    assert "agentcore.tool.approval.decision" not in read.attributes  # it needed none
+    run_span = traced.one("invoke_agent")
+    assert [(e.name, dict(e.attributes or {})) for e in run_span.events] == [
+        ("agentcore.tool.approval.request",
+         {"gen_ai.tool.name": "pay", "gen_ai.tool.call.id": "p"}),
+        ("agentcore.tool.approval.request",
+         {"gen_ai.tool.name": "delete", "gen_ai.tool.call.id": "d"}),
+    ]
+    assert run_span.attributes is not None
+    assert "agentcore.tool.approval.waiting_call_ids" not in run_span.attributes
+    assert run_span.status.status_code is StatusCode.UNSET
+
+
+def test_otel_records_a_denials_reason_with_capture_content(traced_content: Traced) -> None:
+    _run_approving({"p": False, "d": "too risky"}, _asking_batch(), reply("ok"))
+    paid, deleted = _tool_span(traced_content, "p"), _tool_span(traced_content, "d")
+    assert deleted.attributes is not None
+    assert deleted.attributes["agentcore.tool.approval.reason"] == "too risky"
+    assert deleted.status.description == "denied: too risky"
+    assert paid.attributes is not None
+    assert paid.attributes["agentcore.tool.approval.reason"] == "the user did not allow this call"
+    assert paid.attributes["error.type"] == "denied"
+
+
+def test_otel_a_tool_that_fails_after_approval_is_a_tool_error(traced: Traced) -> None:
+    def broken(args: Any) -> str:
+        raise RuntimeError("boom")
+
+    tool = attrs.evolve(make_tool("pay", broken), requires_approval=True)
+    config = ac.AgentLoopConfig(model=MODEL, approve=lambda tool_call, tool: True)
+    ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext("", [], [tool]), config,
+                      lambda _: None, None,
+                      serve(reply(call("pay", 1, "p"), stop="toolUse"), reply("ok")))
+    span = _tool_span(traced, "p")
+    assert span.attributes is not None
+    assert span.attributes["agentcore.tool.approval.decision"] == "approved"
+    assert span.attributes["error.type"] == "tool_error"
+
+
+def test_otel_run_ending_with_calls_waiting_records_them_and_the_resume_decides(
+        traced: Traced) -> None:
+    tools = _approval_tools()
+    context = ac.AgentContext("", [], tools)
+    config = ac.AgentLoopConfig(model=MODEL)
+    first = ac.run_agent_loop([ac.UserMessage("go")], context, config, lambda _: None, None,
+                              serve(_asking_batch()))
+    assert traced.named("execute_tool") == []  # nothing ran: the whole batch waits
+    paused = traced.one("invoke_agent")
+    assert paused.attributes is not None
+    assert list(paused.attributes["agentcore.tool.approval.waiting_call_ids"]) == ["p", "d"]
+    assert paused.status.status_code is StatusCode.UNSET  # waiting is no failure
+    assert [e.name for e in paused.events] == ["agentcore.tool.approval.request"] * 2
+    resumed_context = ac.AgentContext("", [ac.UserMessage("go"), *first], tools)
+    ac.run_agent_loop_continue(resumed_context, config, lambda _: None, None, serve(reply("ok")),
+                               approvals={"p": True, "d": False})
+    resumed_span = traced.named("invoke_agent")[1]
+    assert resumed_span.attributes is not None
+    assert "agentcore.tool.approval.waiting_call_ids" not in resumed_span.attributes
+    decisions = {i: (_tool_span(traced, i).attributes or {}).get("agentcore.tool.approval.decision")
+                 for i in "pdr"}
+    assert decisions == {"p": "approved", "d": "denied", "r": None}
+    assert all(parent_id(s) == span_id(resumed_span) for s in traced.named("execute_tool"))
+
+
+def test_otel_run_aborted_while_asking_leaves_no_call_waiting(traced: Traced) -> None:
+    controller = ac.AbortController()
+
+    def approve(tool_call: ac.ToolCall, tool: ac.AgentTool) -> bool:
+        controller.abort("the person left")
+        return True
+
+    config = ac.AgentLoopConfig(model=MODEL, approve=approve)
+    ac.run_agent_loop([ac.UserMessage("go")], ac.AgentContext("", [], _approval_tools()), config,
+                      lambda _: None, controller.signal, serve(_asking_batch()))
+    run_span = traced.one("invoke_agent")
+    assert run_span.attributes is not None
+    assert [e.name for e in run_span.events] == ["agentcore.tool.approval.request"] * 2
+    assert "agentcore.tool.approval.waiting_call_ids" not in run_span.attributes  # all answered
+    aborted = traced.named("execute_tool")
+    assert len(aborted) == 3  # every call of the batch got an "aborted" result
+    assert all("agentcore.tool.approval.decision" not in (s.attributes or {}) for s in aborted)
