@@ -8,6 +8,10 @@
         nothing when the model has given its final answer. Then it exits: the next step is
         another process's.
 
+    python tests/approval_child.py serve - -
+        A fork server for the kill test: forks a new process per step asked for on stdin,
+        which costs none of an interpreter's start (see `serve`).
+
     python tests/approval_child.py pause STORE LOG
         Prompts the agent; once the run has paused for approval, prints `paused` and sleeps
         until it is killed.
@@ -29,7 +33,9 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -111,7 +117,8 @@ def tools(log: Path, say: Any = lambda line: None) -> list[AgentTool]:
 
 
 def say(line: str) -> None:
-    print(line, flush=True)
+    """Print `line`, whole: one write (tools on several threads print at once)."""
+    os.write(1, f"{line}\n".encode())
 
 
 def _agent(store: str, log: str, model: Model) -> Agent:
@@ -166,5 +173,32 @@ def pause(store: str, log: str) -> None:
         time.sleep(60)
 
 
+def serve(_store: str, _log: str) -> None:
+    """A fork server: for each line `STORE<tab>LOG` on stdin, fork a process that runs
+    `step(STORE, LOG)`, printing `pid <pid>` first, on this process's stdout; once it has
+    ended, print `exit <code>` (negative: killed by that signal) and take the next line.
+
+    A forked step is a new process with nothing of the agent's state, only the modules
+    already imported; no thread runs here, so forking is safe.
+    """
+    assert threading.active_count() == 1
+    while request := sys.stdin.readline():
+        store, log = request.rstrip("\n").split("\t")
+        pid = os.fork()
+        if pid == 0:  # the step
+            code = 1
+            try:
+                say(f"pid {os.getpid()}")
+                step(store, log)
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        say(f"exit {os.waitstatus_to_exitcode(status)}")
+
+
 if __name__ == "__main__":
-    {"step": step, "pause": pause}[sys.argv[1]](sys.argv[2], sys.argv[3])
+    {"step": step, "pause": pause, "serve": serve}[sys.argv[1]](sys.argv[2], sys.argv[3])

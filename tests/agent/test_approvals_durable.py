@@ -8,14 +8,17 @@ test counts the executions of every call across all processes.
 
 The kill test SIGKILLs one step of each conversation at a random moment around a pause: before
 the decisions are stored, in the window between the `ToolApprovalMessage` and the first call,
-while the approved calls run, after they end. Fresh processes then drive the conversation to
-its end, and the test checks that no call ran twice, none lost its result, none was answered
-"interrupted" before its batch was decided, the denied call never ran, and the transcript
-loads and continues.
+while the approved calls run, after they end. (Each sample starts from what a reference
+conversation, run step by step in child processes, had stored before that step: only the
+steps from the kill on are run again.) Fresh processes then drive the conversation to its end,
+and the test checks that no call ran twice, none lost its result, none was answered
+"interrupted" before its batch was decided, the denied call never ran and got its denial, and
+the transcript loads and continues.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import selectors
@@ -34,6 +37,7 @@ from approval_child import (
     DECIDE,
     FINAL,
     NEEDS_APPROVAL,
+    PROMPT,
     SCRIPT,
     conversation_over,
     scripted,
@@ -49,8 +53,7 @@ from agentcore import (
     ToolResultMessage,
 )
 
-pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
-              pytest.mark.slow]
+posix = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
 CHILD = paths.TESTS / "approval_child.py"
 INTERRUPTED = "interrupted: the process ended before this tool call finished"
@@ -59,95 +62,127 @@ ROLES = ["user", "assistant", "toolApproval", "toolResult", "toolResult", "toolR
 """The finished conversation, whatever happened to the processes that made it."""
 CONCURRENCY = 3
 MAX_STEPS = 8
+KILLS = 30
 
 
 @attrs.define
 class Step:
-    """One child process (one step of a conversation) and what it printed."""
+    """One step of a conversation (one child process) and what it printed."""
 
-    process: subprocess.Popen[bytes]
-    kill: tuple[str, float] | None  # (line prefix, seconds after it): when to SIGKILL
+    kill: tuple[str, float] | None = None  # (line prefix, seconds after it): when to SIGKILL
     lines: list[str] = attrs.field(factory=list)
-    buffer: bytes = b""
+    pid: int | None = None
     kill_at: float | None = None
-    killed: bool = False
+    returncode: int | None = None  # once it has ended
 
-    def take(self, data: bytes) -> None:
-        self.buffer += data
-        *whole, self.buffer = self.buffer.split(b"\n")
-        for raw in whole:
-            line = raw.decode()
-            self.lines.append(line)
-            if (self.kill is not None and self.kill_at is None
-                    and line.startswith(self.kill[0])):
-                self.kill_at = time.monotonic() + self.kill[1]
+    @property
+    def killed(self) -> bool:
+        return self.returncode == -signal.SIGKILL
+
+    def take(self, line: str) -> None:
+        self.lines.append(line)
+        if self.kill is not None and self.kill_at is None and line.startswith(self.kill[0]):
+            self.kill_at = time.monotonic() + self.kill[1]
 
     def line(self, prefix: str) -> str:
         return next(line for line in self.lines if line.startswith(prefix))
 
 
-def _spawn(mode: str, store: Path, log: Path, kill: tuple[str, float] | None = None) -> Step:
+def _one(mode: str, store: Path, log: Path, kill_on: str | None = None) -> Step:
+    """Run one child, a new interpreter, to its end, or SIGKILL it once it prints `kill_on`."""
     process = subprocess.Popen([sys.executable, str(CHILD), mode, str(store), str(log)],
                                stdout=subprocess.PIPE, stdin=subprocess.DEVNULL)
-    return Step(process, kill)
-
-
-def _run_all(start: Callable[[], Step | None], on_exit: Callable[[Step], None],
-             deadline_s: float) -> None:
-    """Run steps from `start` (None: none for now), `CONCURRENCY` at a time, killing each at
-    its moment; `on_exit(step)` once a step's process has exited. Every process is reaped."""
-    running: dict[int, Step] = {}
-    selector = selectors.DefaultSelector()
-    deadline = time.monotonic() + deadline_s
+    step = Step()
     try:
-        while True:
-            while len(running) < CONCURRENCY and (step := start()) is not None:
-                assert step.process.stdout is not None
-                running[step.process.stdout.fileno()] = step
-                selector.register(step.process.stdout, selectors.EVENT_READ)
-            if not running:
-                return
-            assert time.monotonic() < deadline, "the children took too long"
-            moments = [s.kill_at for s in running.values()
-                       if s.kill_at is not None and not s.killed]
-            timeout = max(0.0, min(moments) - time.monotonic()) if moments else 0.5
-            for key, _ in selector.select(min(timeout, 0.5)):
-                step = running[key.fd]
-                data = os.read(key.fd, 65536)
-                if data:
-                    step.take(data)
-                    continue
-                selector.unregister(key.fileobj)
-                step.process.wait(timeout=10)
-                assert step.process.stdout is not None
-                step.process.stdout.close()
-                # Sent too late (the step had just ended), the signal killed nothing
-                step.killed = step.process.returncode == -signal.SIGKILL
-                del running[key.fd]
-                on_exit(step)
-            now = time.monotonic()
-            for step in running.values():
-                if step.kill_at is not None and not step.killed and now >= step.kill_at:
-                    step.process.send_signal(signal.SIGKILL)
-                    step.killed = True
+        assert process.stdout is not None
+        for raw in process.stdout:
+            step.take(raw.decode().rstrip("\n"))
+            if step.lines[-1] == kill_on:
+                process.send_signal(signal.SIGKILL)
+        step.returncode = process.wait(timeout=10)
     finally:
-        for step in running.values():
-            step.process.kill()
-            step.process.wait(timeout=10)
-            if step.process.stdout is not None:
-                step.process.stdout.close()
-        selector.close()
-
-
-def _one(mode: str, store: Path, log: Path, kill: tuple[str, float] | None = None) -> Step:
-    """Run one child to its end (or its kill)."""
-    todo = [_spawn(mode, store, log, kill)]
-    done: list[Step] = []
-    _run_all(lambda: todo.pop() if todo else None, done.append, 20)
-    [step] = done
-    assert step.killed or step.process.returncode == 0, (step.lines, step.process.returncode)
-    assert step.killed == (kill is not None), step.lines
+        process.kill()
+        process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+    assert step.returncode == (0 if kill_on is None else -signal.SIGKILL), step.lines
     return step
+
+
+class Forks:
+    """`CONCURRENCY` fork servers (`approval_child.py serve`): each takes one step at a time and
+    forks a new process for it, so that a step costs no interpreter start.
+
+    `run(next_step, exited)` asks `next_step()` for (store, log, kill) of a step to run (None:
+    none now), runs each, kills it at its moment, and calls `exited(step)` when it has ended.
+    """
+
+    def __init__(self) -> None:
+        self.servers = [subprocess.Popen([sys.executable, str(CHILD), "serve", "-", "-"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                        for _ in range(CONCURRENCY)]
+
+    def close(self) -> None:
+        for server in self.servers:
+            assert server.stdin is not None
+            server.stdin.close()
+        for server in self.servers:
+            try:
+                assert server.wait(timeout=10) == 0
+            finally:
+                server.kill()
+                server.wait()
+                assert server.stdout is not None
+                server.stdout.close()
+
+    def run(self, next_step: Callable[[], tuple[Path, Path, Step] | None],
+            exited: Callable[[Step], None], deadline_s: float) -> None:
+        steps: dict[int, Step] = {}  # the server's stdout → the step it runs
+        buffers = {s.stdout.fileno(): b"" for s in self.servers if s.stdout is not None}
+        idle = list(self.servers)
+        deadline = time.monotonic() + deadline_s
+        with selectors.DefaultSelector() as selector:
+            for server in self.servers:
+                assert server.stdout is not None
+                selector.register(server.stdout, selectors.EVENT_READ)
+            while True:
+                while idle and (todo := next_step()) is not None:
+                    server = idle.pop()
+                    store, log, step = todo
+                    assert server.stdin is not None
+                    assert server.stdout is not None
+                    server.stdin.write(f"{store}\t{log}\n".encode())
+                    server.stdin.flush()
+                    steps[server.stdout.fileno()] = step
+                if not steps:
+                    return
+                assert time.monotonic() < deadline, [s.lines for s in steps.values()]
+                moments = [s.kill_at for s in steps.values() if s.kill_at is not None]
+                timeout = max(0.0, min(moments) - time.monotonic()) if moments else 0.5
+                for key, _ in selector.select(min(timeout, 0.5)):
+                    data = os.read(key.fd, 65536)
+                    assert data, "a fork server ended"
+                    *whole, buffers[key.fd] = (buffers[key.fd] + data).split(b"\n")
+                    for raw in whole:
+                        step, line = steps[key.fd], raw.decode()
+                        if line.startswith("pid "):  # the step's own first line
+                            step.pid = int(line.split()[1])
+                        elif line.startswith("exit "):  # the server's, once it is reaped
+                            step.returncode = int(line.split()[1])
+                            del steps[key.fd]
+                            idle.append(next(s for s in self.servers
+                                             if s.stdout is not None
+                                             and s.stdout.fileno() == key.fd))
+                            exited(step)
+                        else:
+                            step.take(line)
+                now = time.monotonic()
+                for step in steps.values():
+                    if step.kill_at is not None and now >= step.kill_at:
+                        assert step.pid is not None
+                        with contextlib.suppress(ProcessLookupError):  # ended and reaped
+                            os.kill(step.pid, signal.SIGKILL)
+                        step.kill_at = None
 
 
 def _executions(log: Path) -> Counter[tuple[str, str]]:
@@ -167,8 +202,8 @@ def _load(store: Path) -> list[AgentMessage]:
 def _pending_ids(messages: list[AgentMessage]) -> list[str]:
     """The calls waiting for approval at the end of `messages` (an agent without a session:
     nothing repaired)."""
-    with scripted() as fake:
-        agent = Agent(fake.model, tools=tools(Path(os.devnull)), messages=list(messages))
+    with (scripted() as fake,
+          Agent(fake.model, tools=tools(Path(os.devnull)), messages=list(messages)) as agent):
         return [c.id for c in agent.state.pending_approvals]
 
 
@@ -203,13 +238,13 @@ def _check_finished(store: Path, log: Path) -> None:
             continue
         call_id, text = message.tool_call_id, _text(message)
         ran = runs[("start", call_id)]
-        if text == INTERRUPTED:
+        if call_id == "p2":  # denied: its denial, even when a kill cut its batch short
+            assert text == f"denied: {DECIDE['p2']}"
+            assert message.is_error
+        elif text == INTERRUPTED:
             # Only once its batch was decided: the batch's decisions precede its results.
             batch_decided = {"q1"} if call_id == "q1" else {"p1", "p2"}
             assert batch_decided <= seen_decision, (call_id, messages)
-            assert message.is_error
-        elif call_id == "p2":
-            assert text == f"denied: {DECIDE['p2']}"
             assert message.is_error
         else:  # a real result: the call ran exactly once, to its end
             assert text == f"{call_id}: ok"
@@ -231,6 +266,40 @@ def _check_finished(store: Path, log: Path) -> None:
             agent.close()
 
 
+def _transcript(*extra: AgentMessage) -> list[AgentMessage]:
+    """The conversation up to its first pause, then `extra`."""
+    with scripted() as fake, Agent(fake.model, tools=tools(Path(os.devnull))) as agent:
+        agent.prompt(PROMPT).raise_for_error()
+        return [*agent.messages, *extra]
+
+
+def test_crash_repair_gives_a_denied_call_its_denial(tmp_path: Path) -> None:
+    # Killed after the decisions were stored, before any result: the denied call never ran,
+    # and says so; the approved ones are "interrupted" (p1 may have run: it never runs again).
+    decided = ToolApprovalMessage(["p1"], {"p2": "not b"})
+    cases: list[tuple[list[AgentMessage], list[str]]] = [
+        ([], []),  # paused: nothing to repair
+        ([decided], ["p1", "p2", "r1"]),
+        ([decided, ToolResultMessage("r1", "look", [])], ["p1", "p2"]),
+    ]
+    for before, results in cases:
+        store = tmp_path / f"{len(before)}.db"
+        with SqliteSession(store) as session:
+            session.append(_transcript(*before))
+        with (scripted() as fake, SqliteSession(store) as session,
+              Agent(fake.model, tools=tools(tmp_path / "log"), session=session) as agent):
+            added = agent.messages[2 + len(before):]
+            assert session.load() == agent.messages  # the repair is stored
+            waiting = agent.state.pending_approvals
+        assert [(m.tool_call_id, _text(m), m.is_error) for m in added
+                if isinstance(m, ToolResultMessage)] == [
+            (call_id, "denied: not b" if call_id == "p2" else INTERRUPTED, True)
+            for call_id in results]
+        assert [c.id for c in waiting] == ([] if before else ["p1", "p2"])
+
+
+@posix
+@pytest.mark.slow
 def test_a_new_process_sees_pending_approvals_and_resumes_them(tmp_path: Path) -> None:
     store, log = tmp_path / "chat.db", tmp_path / "tools.log"
     first = _one("step", store, log)
@@ -252,10 +321,11 @@ def test_a_new_process_sees_pending_approvals_and_resumes_them(tmp_path: Path) -
     _check_finished(store, log)
 
 
+@posix
+@pytest.mark.slow
 def test_crash_repair_leaves_pending_approvals_alone(tmp_path: Path) -> None:
     store, log = tmp_path / "chat.db", tmp_path / "tools.log"
-    child = _one("pause", store, log, kill=("paused", 0.0))
-    assert child.process.returncode == -signal.SIGKILL
+    _one("pause", store, log, kill_on="paused")
     stored = _load(store)
     assert [m.role for m in stored] == ["user", "assistant"]
 
@@ -300,23 +370,21 @@ class Sample:
     def log(self) -> Path:
         return self.directory / f"s{self.number}.log"
 
-    def next_step(self) -> Step | None:
+    def next_step(self) -> tuple[Path, Path, Step] | None:
         if self.finished or self.busy:
             return None
         assert len(self.steps) < MAX_STEPS, [s.lines for s in self.steps]
-        kill = self.kill if len(self.steps) == self.kill_step else None
         self.busy = True
-        step = _spawn("step", self.store, self.log, kill)
-        self.steps.append(step)
-        return step
+        self.steps.append(Step(self.kill if len(self.steps) == self.kill_step else None))
+        return self.store, self.log, self.steps[-1]
 
     def exited(self, step: Step) -> None:
         self.busy = False
-        if step.killed:
+        if step.killed:  # (a kill sent as the step ended killed nothing)
             self.after_kill = _load(self.store)
             self.runs_after_kill = _executions(self.log)
             return
-        assert step.process.returncode == 0, step.lines
+        assert step.returncode == 0, step.lines
         if conversation_over(_load(self.store)):  # the model has answered: no step left to take
             self.finished = True
         previous = self.steps[-2] if len(self.steps) > 1 else None
@@ -331,7 +399,7 @@ class Sample:
 # Where to kill, in the steps of an undisturbed conversation (`ready` comes before anything
 # else; the listener lingers `DECIDED_S` after `stored toolApproval`; tools take 25-40 ms).
 MOMENTS: list[tuple[int, str, float]] = [
-    (0, "stored assistant", 0.01),  # the pause is stored; the run is ending
+    (0, "ready", 0.0),  # prompting
     (1, "ready", 0.0),  # loaded the pending calls, deciding
     (1, "stored toolApproval", 0.0),  # decided, no call started
     (1, "stored toolApproval", 0.005),
@@ -347,34 +415,46 @@ MOMENTS: list[tuple[int, str, float]] = [
 ]
 
 
+RANDOM_MOMENTS: list[tuple[int, str, float]] = [
+    (0, "ready", 0.01), (0, "stored user", 0.005),
+    (1, "ready", 0.02), (1, "stored toolApproval", 0.025), (1, "start", 0.035),
+    (1, "end", 0.005), (1, "stored toolResult", 0.002),
+    (2, "ready", 0.02), (2, "stored toolApproval", 0.025), (2, "start q1", 0.04),
+]
+"""Step, line, and the longest delay after it that still finds the step running."""
+
+
 def _samples(directory: Path, count: int, rng: random.Random) -> list[Sample]:
     """`MOMENTS` each once, then random moments around the pauses."""
     moments = list(MOMENTS)
     while len(moments) < count:
-        step = rng.choice([0, 1, 1, 2])
-        prefix = rng.choice({0: ["ready", "stored user", "stored assistant"],
-                             1: ["ready", "stored toolApproval", "start", "end",
-                                 "stored toolResult"],
-                             2: ["ready", "stored toolApproval", "start q1"]}[step])
-        moments.append((step, prefix, rng.uniform(0, 0.05)))
+        step, prefix, longest = rng.choice(RANDOM_MOMENTS)
+        moments.append((step, prefix, rng.uniform(0, longest)))
     return [Sample(n, directory, step, (prefix, delay))
             for n, (step, prefix, delay) in enumerate(moments)]
 
 
+@posix
+@pytest.mark.slow
+@pytest.mark.alone  # its kills aim at windows of 10-40 ms: it wants the cores to itself
 @pytest.mark.timeout(60)
 def test_sigkill_around_the_pause_runs_no_call_twice_and_loses_none(tmp_path: Path) -> None:
-    samples = _samples(tmp_path, 26, random.Random(24))
+    samples = _samples(tmp_path, KILLS, random.Random(24))
     owner: dict[int, Sample] = {}
 
-    def start() -> Step | None:
+    def next_step() -> tuple[Path, Path, Step] | None:
         for sample in samples:
-            step = sample.next_step()
-            if step is not None:
-                owner[id(step)] = sample
-                return step
+            todo = sample.next_step()
+            if todo is not None:
+                owner[id(todo[2])] = sample
+                return todo
         return None
 
-    _run_all(start, lambda step: owner.pop(id(step)).exited(step), deadline_s=50)
+    forks = Forks()
+    try:
+        forks.run(next_step, lambda step: owner.pop(id(step)).exited(step), deadline_s=40)
+    finally:
+        forks.close()
 
     windows: Counter[str] = Counter()
     for sample in samples:
@@ -384,7 +464,6 @@ def test_sigkill_around_the_pause_runs_no_call_twice_and_loses_none(tmp_path: Pa
             windows[_window(sample)] += 1
         _check_finished(sample.store, sample.log)
     # The kills landed around the pause, in each of its windows.
-    print(windows)
     assert sum(windows.values()) >= len(samples) * 0.8, windows
     for window in ("paused", "decided, none started", "running", "ran, not stored"):
         assert windows[window] >= 1, windows
@@ -394,6 +473,8 @@ def _window(sample: Sample) -> str:
     """Where the kill of `sample` landed, from what it left on disk."""
     messages = sample.after_kill
     assert messages is not None
+    if not any(isinstance(m, AssistantMessage) for m in messages):
+        return "before the pause"
     if _pending_ids(messages):
         return "paused"
     runs = sample.runs_after_kill
