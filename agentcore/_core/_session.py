@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
+from ._approval import denial_text
 from ._content import TextContent
 from ._enums import StopReason
 from ._messages import AgentMessage, AssistantMessage, ToolApprovalMessage, ToolResultMessage
@@ -62,22 +63,29 @@ def answer_interrupted(messages: Sequence[AgentMessage]) -> list[AgentMessage]:
     A process killed while tools ran leaves an assistant message whose calls lack results,
     which no model accepts. Each such call gets a `ToolResultMessage` with `is_error` set and
     the text `INTERRUPTED_TEXT`, placed after the results the message does have, so that the
-    transcript can be continued at once; nothing is run again. An assistant message that
+    transcript can be continued at once; nothing is run again. A call a person denied (its
+    batch's `ToolApprovalMessage` says so; API §20) never ran: it gets its denial
+    (`denied: <reason>`), as it would have had the process lived. An assistant message that
     ended in an error or an abort needs none (its calls never ran, see
     `unanswered_tool_calls`). Returns a new list.
     """
     out: list[AgentMessage] = []
     pending: dict[str, str] = {}  # id -> tool name, of the last assistant message's calls
+    denied: dict[str, str] = {}  # id -> reason, of its calls a person refused
 
     def close_batch() -> None:
-        out.extend(ToolResultMessage(call_id, name, [TextContent(INTERRUPTED_TEXT)],
-                                     is_error=True) for call_id, name in pending.items())
+        out.extend(ToolResultMessage(call_id, name, [TextContent(
+            denial_text(denied[call_id]) if call_id in denied else INTERRUPTED_TEXT)],
+            is_error=True) for call_id, name in pending.items())
         pending.clear()
+        denied.clear()
 
     for message in messages:
         if isinstance(message, ToolResultMessage):
             pending.pop(message.tool_call_id, None)
-        elif not isinstance(message, ToolApprovalMessage):  # decisions come before results
+        elif isinstance(message, ToolApprovalMessage):  # decisions come before results
+            denied.update(message.denied)
+        else:
             close_batch()
             if isinstance(message, AssistantMessage) and message.stop_reason not in (
                     StopReason.ERROR, StopReason.ABORTED):
