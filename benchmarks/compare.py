@@ -949,8 +949,7 @@ def case_eventstream(runs: int, warmup: int) -> tuple[list[Variant], list[Target
 
 
 def case_approvals(runs: int, warmup: int) -> tuple[list[Variant], list[Target]]:
-    directory = tempfile.mkdtemp(prefix=".approvals-compare-",
-                                 dir=os.path.dirname(os.path.abspath(__file__)))
+    directory = tempfile.mkdtemp(prefix=".approvals-compare-", dir=approvals.default_dir())
 
     def timed(trip: Callable[[Any], dict[str, float]]) -> Runner:
         def run() -> dict[str, float]:  # one run: the median of approvals.TRIPS round trips
