@@ -23,7 +23,8 @@ loop, a `function_tool(needs_approval=True)`, `Runner.run` ending with `result.i
 new `Agent`, `state.approve(...)`, `Runner.run(agent, state)`. Its model is an offline
 `agents.Model` returning scripted `ModelResponse`s. No network anywhere. The SQLite files go
 to /dev/shm by default (`--dir` to put them on a disk). Every figure is the median of RUNS runs
-after a warm-up run (a round-trip run: the median of TRIPS round trips). See README.md beside this file.
+after a warm-up run (a round-trip run: the median of TRIPS round trips). See README.md beside
+this file.
 """
 
 from __future__ import annotations
