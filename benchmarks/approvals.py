@@ -63,7 +63,7 @@ TRIPS = 20  # round trips per run (one run's figure: their median)
 
 TARGET_RULE_US = 15.0  # a rule that says "no" adds at most this per turn
 TARGET_APPROVE_US = 150.0  # an `approve` callback that says "yes" adds at most this per turn
-TARGET_TRIP_MS = 30.0  # pause → reload → resume → end, agentcore, median (idle VM: ~7)
+TARGET_TRIP_MS = 15.0  # pause → reload → resume → end, agentcore, median (idle VM: 3-7)
 TARGET_PEER_RATIO = 1.0  # agentcore's round trip at most as long as the peer's
 
 clock = time.perf_counter
