@@ -83,6 +83,14 @@ RULES: dict[str, tuple[bool | Callable[[Any], bool], Any]] = {
 def run_turns(turns: int, rule: bool | Callable[[Any], bool],
               approve: Any) -> tuple[float, float]:
     """One loop run of `turns` turns: (seconds per turn, last EDGE turns / first EDGE turns)."""
+    asked: list[None] = []
+    if callable(rule):  # count the rule's calls (a list append: well under a µs)
+        inner = rule
+
+        def rule(args: Any) -> bool:
+            asked.append(None)
+            return inner(args)
+
     tool = ac.AgentTool("noop", "Do nothing.", SCHEMA, _noop, requires_approval=rule)
     config = ac.AgentLoopConfig(model=MODEL, approve=approve)
     context = ac.AgentContext("", [], [tool])
@@ -101,6 +109,8 @@ def run_turns(turns: int, rule: bool | Callable[[Any], bool],
     results = [m for m in messages if isinstance(m, ac.ToolResultMessage)]
     if len(messages) != expected or len(results) != turns or any(r.is_error for r in results):
         raise RuntimeError(f"unexpected run: {len(messages)} messages, expected {expected}")
+    if callable(rule) and len(asked) != turns:
+        raise RuntimeError(f"the rule was called {len(asked)} times in {turns} turns")
     durations = [b - a for a, b in itertools.pairwise(marks)]
     edge = min(EDGE, max(1, turns // 2))
     growth = statistics.fmean(durations[-edge:]) / statistics.fmean(durations[:edge])
