@@ -22,6 +22,10 @@ run by run, so that a noisy moment of the machine hits them alike):
 - eventstream: eventstream.py's Bedrock `ConverseStream` body (20,000 text deltas) decoded by
   agentcore's event-stream decoder and by botocore's `EventStreamBuffer`, in 16 KiB reads and
   one frame per read.
+- approvals: approvals.py's pause → resume round trip of a tool call needing approval:
+  agentcore's `Agent(session=SqliteSession)` stopping, reloaded by a new `Agent`, resumed with
+  `continue_(approvals=...)`; the OpenAI Agents SDK's `needs_approval` tool, `result.to_state()`
+  stored in SQLite, `RunState.from_string`, `state.approve`, `Runner.run`.
 
 The peers (`agents`, `pydantic_ai`, `openai`, `botocore`) are imported lazily; a missing one
 skips its variants with a note. See README.md beside this file for the figures and what each
@@ -38,6 +42,7 @@ import itertools
 import json
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -49,9 +54,11 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import agent_latency
+import approvals
 import eventstream
 import loop_overhead
 import sse_throughput
@@ -77,6 +84,8 @@ TARGET_BYTES_PER_MESSAGE = 600.0
 TARGET_IMPORT_MS = loop_overhead.TARGET_IMPORT_MS  # 300
 TARGET_ABORT_MS = agent_latency.TARGET_ABORT_MS  # 20
 TARGET_EVENTSTREAM_RATIO = eventstream.TARGET_RATIO  # 1.5
+TARGET_TRIP_MS = approvals.TARGET_TRIP_MS  # 15
+TARGET_TRIP_RATIO = approvals.TARGET_PEER_RATIO  # 1
 
 AGENTCORE = "agentcore"
 AGENTS_SDK = "openai-agents"
@@ -87,7 +96,7 @@ PEER_MODULES = {AGENTS_SDK: "agents", PYDANTIC_AI: "pydantic_ai"}
 # variants that may fail without stopping the run
 PEERS = {AGENTS_SDK, PYDANTIC_AI, OPENAI_SDK, BOTOCORE}
 CASES = ("loop_overhead", "parallel_fanout", "sse_throughput", "memory", "import_time",
-         "abort_latency", "eventstream")
+         "abort_latency", "eventstream", "approvals")
 
 clock = time.perf_counter
 
@@ -936,6 +945,44 @@ def case_eventstream(runs: int, warmup: int) -> tuple[list[Variant], list[Target
         for metric in readings]
 
 
+# --- case 8: approval round trip ---------------------------------------------------------------
+
+
+def case_approvals(runs: int, warmup: int) -> tuple[list[Variant], list[Target]]:
+    directory = tempfile.mkdtemp(prefix=".approvals-compare-", dir=approvals.default_dir())
+
+    def timed(trip: Callable[[Any], dict[str, float]]) -> Runner:
+        def run() -> dict[str, float]:  # one run: the median of approvals.TRIPS round trips
+            figures: dict[str, list[float]] = {}
+            for _ in range(approvals.TRIPS):
+                for part, value in trip(Path(directory)).items():
+                    figures.setdefault(part, []).append(value)
+            return {part: statistics.median(values) for part, values in figures.items()}
+
+        return run
+
+    runners: dict[str, Runner | str] = {
+        AGENTCORE: timed(approvals.agentcore_trip),
+        AGENTS_SDK: _peer(AGENTS_SDK, lambda: timed(approvals.agents_sdk_trip_factory())),
+    }
+    units = dict.fromkeys(("round trip", "prompt → pause", "reload", "resume → end"), "ms")
+    try:
+        variants = _drive("approvals", units, runners, runs, warmup)
+    finally:
+        shutil.rmtree(directory)
+    ours = _find(variants, AGENTCORE)
+    theirs = _find(variants, AGENTS_SDK)
+    assert ours is not None
+    return variants, [
+        Target("approvals", "agentcore pause → reload → resume → end", ours.median("round trip"),
+               "<=", TARGET_TRIP_MS, "ms"),
+        Target("approvals", "agentcore / openai-agents (time, round trip)",
+               None if theirs is None else ours.median("round trip") / theirs.median(
+                   "round trip"), "<=", TARGET_TRIP_RATIO, "x",
+               None if theirs else "openai-agents not installed"),
+    ]
+
+
 # --- output -------------------------------------------------------------------------------------
 
 CASE_FUNCTIONS: dict[str, Callable[[int, int], tuple[list[Variant], list[Target]]]] = {
@@ -946,6 +993,7 @@ CASE_FUNCTIONS: dict[str, Callable[[int, int], tuple[list[Variant], list[Target]
     "import_time": case_import_time,
     "abort_latency": case_abort_latency,
     "eventstream": case_eventstream,
+    "approvals": case_approvals,
 }
 
 
