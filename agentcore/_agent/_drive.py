@@ -292,7 +292,8 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
     repaired = answer_interrupted(loaded)
     if len(repaired) != len(loaded):
         _session_log.warning("%r: %d tool call(s) of the last run never got a result; they get "
-                             "an 'interrupted' error result", session, len(repaired) - len(loaded))
+                             "an 'interrupted' error result (a denied one, its denial)", session,
+                             len(repaired) - len(loaded))
         if repaired[:len(loaded)] == loaded:
             session.append(repaired[len(loaded):])
         else:
