@@ -246,6 +246,7 @@ def _bash_text(m: BashExecutionMessage) -> str:
 
 LLM_TYPES = frozenset((UserMessage, AssistantMessage, ToolResultMessage))
 """The message classes a provider accepts."""
+_LLM_OR_APPROVAL = LLM_TYPES | {ToolApprovalMessage}
 
 
 def error_reply(
@@ -267,8 +268,11 @@ def default_convert_to_llm(messages: Iterable[AgentMessage]) -> list[Message]:
     dropped too (logged at debug level).
     """
     items = list(messages)
-    if LLM_TYPES.issuperset(map(type, items)):  # the common case: nothing to convert
+    kinds = set(map(type, items))
+    if kinds <= LLM_TYPES:  # the common case: nothing to convert
         return items  # type: ignore[return-value]  # checked just above
+    if kinds <= _LLM_OR_APPROVAL:  # a run with approvals: only their records to drop
+        return [m for m in items if type(m) is not ToolApprovalMessage]  # type: ignore[misc]
     out: list[Message] = []
     for m in items:
         if isinstance(m, (UserMessage, AssistantMessage, ToolResultMessage)):
