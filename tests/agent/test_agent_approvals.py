@@ -13,8 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import approval_tools
 import attrs
 import pytest
+from approval_tools import Ran
 
 import agentcore as ac
 from agentcore._core import DEFAULT_DENIAL, INTERRUPTED_TEXT
@@ -24,26 +26,8 @@ from agentcore.testing import ScriptedModel, record_events, scripted_model, tool
 WAIT = 5.0
 
 
-class Ran:
-    """The tool calls that ran (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.ids: list[str] = []
-
-    def add(self, call_id: str) -> None:
-        with self._lock:
-            self.ids.append(call_id)
-
-
 def make_tool(name: str, ran: Ran, requires_approval: Any = False) -> ac.AgentTool:
-    def execute(call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any,
-                ) -> ac.AgentToolResult:
-        ran.add(call_id)
-        return ac.AgentToolResult([ac.TextContent(f"{name} ok")])
-
-    return ac.AgentTool(name, f"The {name} tool.", {"type": "object"}, execute,
-                        requires_approval=requires_approval)
+    return approval_tools.make_tool(name, ran, requires_approval, text="ok")
 
 
 @pytest.fixture

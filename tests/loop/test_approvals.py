@@ -18,6 +18,7 @@ from typing import Any
 
 import attrs
 import pytest
+from approval_tools import Ran, make_tool
 
 import agentcore as ac
 from agentcore._core import (
@@ -31,31 +32,6 @@ from agentcore.testing import ScriptedModel, scripted_model, tool_call
 WAIT = 5.0
 
 # --- tools -------------------------------------------------------------------------------------
-
-
-class Ran:
-    """The tool calls that ran, in the order they started (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.ids: list[str] = []
-
-    def add(self, call_id: str) -> None:
-        with self._lock:
-            self.ids.append(call_id)
-
-
-def make_tool(name: str, ran: Ran, requires_approval: Any = False,
-              parameters: dict[str, Any] | None = None, **fields: Any) -> ac.AgentTool:
-    """A tool that records its call id in `ran` and answers `<name> <args>`."""
-
-    def execute(call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any,
-                ) -> ac.AgentToolResult:
-        ran.add(call_id)
-        return ac.AgentToolResult([ac.TextContent(f"{name} {args}")])
-
-    return ac.AgentTool(name, f"The {name} tool.", parameters or {"type": "object"}, execute,
-                        requires_approval=requires_approval, **fields)
 
 
 @pytest.fixture
