@@ -1,0 +1,418 @@
+"""The chat page (`agentcore/web/page.html`) as a person uses it: headless Chromium, real server.
+
+Each test serves `agentcore.web.app` with uvicorn on 127.0.0.1 (a free port, in a thread) and
+drives Debian's Chromium through Playwright's sync API. Every test launches its own browser
+(about a second): Playwright keeps a thread (`asyncio-waitpid-0`) alive while a browser runs,
+so a browser shared by the module would trip the thread check of every test. The models are
+faux: the chat's offline model (arithmetic goes to the calculator) or scripted replies.
+Screenshots land in `tests/web/screenshots/` (ignored by git).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CHROMIUM = Path("/usr/bin/chromium")
+sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+if not CHROMIUM.exists():
+    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing)",
+                allow_module_level=True)
+
+import uvicorn  # noqa: E402
+from approval_tools import Ran, make_tool  # noqa: E402
+
+import agentcore as ac  # noqa: E402
+from agentcore._cli._demo_tools import calculator_tool, clock_tool  # noqa: E402
+from agentcore._cli._offline import register_offline  # noqa: E402
+from agentcore.providers.faux import (  # noqa: E402
+    FauxProvider,
+    faux_assistant_message,
+    faux_text,
+    faux_tool_call,
+    register_faux_provider,
+)
+from agentcore.web import app  # noqa: E402
+
+expect = sync_api.expect
+pytestmark = pytest.mark.slow
+
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync"]
+DESKTOP = {"width": 1100, "height": 800}
+PHONE = {"width": 390, "height": 844}
+SCREENSHOTS = Path(__file__).parent / "screenshots"
+WAIT_MS = 10_000  # the longest any expectation waits
+
+MakeAgent = Callable[[str], ac.Agent]
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that says when it is listening (an event, not a flag to poll)."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.ready = threading.Event()
+
+    async def startup(self, sockets: Any = None) -> None:
+        try:
+            await super().startup(sockets)
+        finally:
+            self.ready.set()
+
+
+class Served:
+    """One app on a real uvicorn server in a thread; `stop()` shuts it down (lifespan too)."""
+
+    def __init__(self, make_agent: MakeAgent) -> None:
+        config = uvicorn.Config(app(make_agent), host="127.0.0.1", port=0,
+                                log_level="warning", lifespan="on")
+        self.server = _Server(config)
+        self.thread = threading.Thread(target=self.server.run, name="uvicorn")
+        self.thread.start()
+        assert self.server.ready.wait(10), "uvicorn did not start"
+        assert self.server.started, "uvicorn failed to start"
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        assert not self.thread.is_alive(), "uvicorn did not stop"
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[[MakeAgent], Served]]:
+    """Start apps on uvicorn; each is stopped at teardown (after the browser has closed)."""
+    servers: list[Served] = []
+
+    def start(make_agent: MakeAgent) -> Served:
+        servers.append(Served(make_agent))
+        return servers[-1]
+
+    yield start
+    for served in servers:
+        if served.thread.is_alive():
+            served.stop()
+
+
+@pytest.fixture
+def browser(serve: Any) -> Iterator[Any]:
+    """Chromium for one test (it closes before the servers stop: it depends on `serve`)."""
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def offline() -> Iterator[FauxProvider]:
+    """The chat's offline model, streaming visibly (100 tokens a second)."""
+    provider = register_offline(100.0)
+    yield provider
+    provider.unregister()
+
+
+def open_page(browser: Any, url: str, viewport: dict[str, int] = DESKTOP) -> Any:
+    page = browser.new_page(viewport=viewport)
+    page.set_default_timeout(WAIT_MS)
+    page.goto(url)
+    expect(page.locator("h1")).to_have_text("agentcore")
+    return page
+
+
+def ask(page: Any, text: str) -> None:
+    page.fill("#prompt", text)
+    page.press("#prompt", "Enter")
+
+
+def conversation(page: Any) -> list[Any]:
+    """What the page shows of the messages and tool cards, in order (usage lines aside)."""
+    return page.evaluate("""() => Array.from(
+        document.querySelectorAll("#messages > .msg, #messages > .tool-card"),
+        (n) => n.matches(".tool-card")
+            ? ["tool", n.dataset.toolCallId, n.querySelector(".tool-name").textContent,
+               n.querySelector(".tool-args").textContent,
+               n.querySelector(".tool-result").textContent]
+            : [n.className, n.textContent])""")
+
+
+# --- a reply streams, with its tool card -------------------------------------------------------
+
+
+def test_page_streams_the_reply_and_shows_the_tool_card(serve, browser, offline):
+    agents: list[ac.Agent] = []
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        agents.append(ac.Agent(offline.get_model(), tools=[calculator_tool(), clock_tool()]))
+        return agents[-1]
+
+    page = open_page(browser, serve(make_agent).url)
+    expect(page.locator("#stop")).to_be_hidden()
+    page.evaluate("""() => {
+        window.seen = [];
+        new MutationObserver(() => {
+            const first = document.querySelector(".msg.assistant");
+            if (first) window.seen.push(first.textContent);
+        }).observe(document.querySelector("#messages"),
+                   {subtree: true, childList: true, characterData: true});
+    }""")
+    ask(page, "what is 6*7?")
+
+    expect(page.locator(".msg.user")).to_have_text("what is 6*7?")
+    card = page.locator(".tool-card")
+    expect(card.locator(".tool-result")).to_have_text("42")
+    expect(card.locator(".tool-name")).to_have_text("calculator")
+    expect(card.locator(".tool-duration")).to_have_text(re.compile(r"^\d+(\.\d)? (ms|s)$"))
+    assert json.loads(card.locator(".tool-args").text_content()) == {"expression": "6*7"}
+    assert '\n  "expression": "6*7"\n' in card.locator(".tool-args").text_content()  # pretty
+    expect(card).not_to_have_class(re.compile(r"\b(error|running)\b"))
+    replies = page.locator(".msg.assistant")
+    expect(replies).to_have_text(['You said "what is 6*7?". Let me ask the calculator.',
+                                  "The calculator says 6*7 = 42."])
+    expect(page.locator(".usage")).to_have_text(re.compile(r"^\d+ in / \d+ out tokens$"))
+    expect(page.locator("#stop")).to_be_hidden()
+    expect(page.locator("#send")).to_be_enabled()
+
+    final = replies.first.text_content()
+    partial = {text for text in page.evaluate("window.seen") if text != final}
+    assert len(partial) >= 2, f"the reply did not stream: {partial!r}"
+    assert all(final.startswith(text) for text in partial)
+    assert [m.role for m in agents[-1].state.messages] == [
+        "user", "assistant", "toolResult", "assistant"]
+
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "chat.png"), full_page=True)
+
+    thread_id = page.evaluate("localStorage.getItem('agentcore.threadId')")
+    page.click("#new-chat")
+    expect(page.locator("#messages > *")).to_have_count(0)
+    assert page.evaluate("localStorage.getItem('agentcore.threadId')") not in (thread_id, None)
+
+
+# --- Stop ---------------------------------------------------------------------------------------
+
+
+def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, browser):
+    faux = register_faux_provider(tokens_per_second=40, token_size=(1, 1))
+    long_reply = "word " * 300  # 375 chunks of 4 characters, 25 ms each: about 9 s
+    faux.set_responses([faux_assistant_message(long_reply), faux_assistant_message("Again.")])
+    agents: list[ac.Agent] = []
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        agents.append(ac.Agent(faux.get_model()))
+        return agents[-1]
+
+    try:
+        page = open_page(browser, serve(make_agent).url)
+        ask(page, "talk for a while")
+        reply = page.locator(".msg.assistant")
+        expect(reply).to_contain_text("word word")
+        expect(page.locator("#send")).to_be_disabled()
+        page.click("#stop")
+
+        expect(reply.locator(".stopped")).to_have_text("[stopped]")
+        expect(page.locator("#stop")).to_be_hidden()
+        expect(page.locator("#send")).to_be_enabled()
+        agent = agents[-1]  # (the page's first look at its history made and closed one)
+        started = time.monotonic()
+        assert agent.wait_for_idle(timeout=3.0)
+        assert time.monotonic() - started < 3.0
+        last = agent.state.messages[-1]
+        assert isinstance(last, ac.AssistantMessage)
+        assert last.stop_reason is ac.StopReason.ABORTED
+        assert long_reply.startswith(last.text)
+        assert 0 < len(last.text) < len(long_reply)
+
+        ask(page, "once more")
+        expect(page.locator(".msg.assistant").last).to_have_text("Again.")
+        expect(page.locator(".run-error")).to_have_count(0)
+        assert agent.wait_for_idle(timeout=5.0)
+        assert [m.role for m in agent.state.messages] == ["user", "assistant", "user",
+                                                          "assistant"]
+    finally:
+        faux.unregister()
+
+
+# --- approvals ----------------------------------------------------------------------------------
+
+
+def _summary(context: ac.Context, options: Any, model: ac.Model) -> ac.AssistantMessage:
+    """The scripted model: two calls for a prompt; after results, what they came to."""
+    if isinstance(context.messages[-1], ac.UserMessage):
+        return faux_assistant_message([
+            faux_text("Wiping both."),
+            faux_tool_call("wipe", {"path": "old.log"}, id="call_old"),
+            faux_tool_call("wipe", {"path": "new.log"}, id="call_new")])
+    results = []
+    for message in reversed(context.messages):
+        if isinstance(message, ac.AssistantMessage):
+            break
+        if isinstance(message, ac.ToolResultMessage):
+            results.insert(0, message.text)
+    return faux_assistant_message("; ".join(results))
+
+
+def test_allow_runs_the_call_and_deny_does_not_in_one_resume(serve, browser):
+    faux = register_faux_provider()
+    faux.set_responses([_summary, _summary])
+    ran = Ran()
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        wipe = make_tool("wipe", ran, True, {"type": "object",
+                                             "properties": {"path": {"type": "string"}}})
+        return ac.Agent(faux.get_model(), tools=[wipe], tool_execution="sequential")
+
+    try:
+        page = open_page(browser, serve(make_agent).url)
+        posts: list[Any] = []
+        page.on("request", lambda r: posts.append(r.post_data_json)
+                if r.method == "POST" else None)
+        ask(page, "wipe the logs")
+        old = page.locator('.tool-card[data-tool-call-id="call_old"]')
+        new = page.locator('.tool-card[data-tool-call-id="call_new"]')
+        for card in (old, new):
+            expect(card.locator(".approval button.allow")).to_have_text("Allow")
+            expect(card.locator(".approval button.deny")).to_have_text("Deny")
+        expect(page.locator("#send")).to_be_enabled()
+
+        ask(page, "anything else?")  # the server refuses: the calls wait for a decision
+        expect(page.locator(".run-error")).to_contain_text("wait for approval")
+
+        old.locator("button.allow").click()
+        expect(old.locator(".approval")).to_have_text("allowed")
+        assert len(posts) == 2  # the prompt and the refused one: no resume while one waits
+        new.locator("button.deny").click()
+        expect(new.locator(".approval")).to_have_text("denied")
+
+        expect(old.locator(".tool-result")).to_have_text("wipe {'path': 'old.log'}")
+        expect(new.locator(".tool-result")).to_have_text(re.compile(r"^denied"))
+        expect(new).to_have_class(re.compile(r"\berror\b"))
+        expect(old).not_to_have_class(re.compile(r"\berror\b"))
+        expect(page.locator(".msg.assistant").last).to_have_text(
+            "wipe {'path': 'old.log'}; denied: the user did not allow this call")
+        assert ran.ids == ["call_old"]
+        resumes = [p for p in posts if p.get("resume")]
+        assert len(resumes) == 1
+        assert resumes[0]["messages"] == []
+        assert resumes[0]["resume"] == [
+            {"interruptId": "call_old", "status": "resolved", "payload": {"approved": True}},
+            {"interruptId": "call_new", "status": "resolved", "payload": {"approved": False}}]
+        assert len({p["runId"] for p in posts}) == len(posts) == 3
+        assert len({p["threadId"] for p in posts}) == 1
+    finally:
+        faux.unregister()
+
+
+# --- the history after a reload, and from a new server -----------------------------------------
+
+
+def test_reload_and_a_new_server_show_the_history(serve, browser, offline, tmp_path):
+    def make_agent(thread_id: str) -> ac.Agent:
+        session = ac.SqliteSession(tmp_path / "s.db", session_id=thread_id)
+        return ac.Agent(offline.get_model(), tools=[calculator_tool()], session=session)
+
+    first = serve(make_agent)
+    page = open_page(browser, first.url)
+    ask(page, "what is 6*7?")
+    expect(page.locator(".msg.assistant").last).to_have_text("The calculator says 6*7 = 42.")
+    shown = conversation(page)
+    assert [row[0] for row in shown] == ["msg user", "msg assistant", "tool", "msg assistant"]
+    assert shown[2][2:] == ["calculator", '{\n  "expression": "6*7"\n}', "42"]
+    thread_id = page.evaluate("localStorage.getItem('agentcore.threadId')")
+
+    page.reload()
+    expect(page.locator(".tool-card .tool-result")).to_have_text("42")
+    assert conversation(page) == shown
+    expect(page.locator(".tool-card")).not_to_have_class(re.compile(r"\brunning\b"))
+
+    first.stop()
+    second = serve(make_agent)  # a restart: a new app over the same SQLite file
+    page.goto(second.url)  # another origin (port): its own localStorage
+    page.evaluate("id => localStorage.setItem('agentcore.threadId', id)", thread_id)
+    page.reload()
+    expect(page.locator(".tool-card .tool-result")).to_have_text("42")
+    assert conversation(page) == shown
+    ask(page, "thanks")
+    expect(page.locator(".msg.assistant").last).to_contain_text('You said "thanks".')
+
+
+# --- thinking -----------------------------------------------------------------------------------
+
+
+def test_thinking_is_folded(serve, browser, offline):
+    def make_agent(thread_id: str) -> ac.Agent:
+        return ac.Agent(offline.get_model(), thinking_level="low")
+
+    page = open_page(browser, serve(make_agent).url)
+    ask(page, "hello")
+    expect(page.locator(".msg.assistant")).to_contain_text('You said "hello".')
+    thinking = page.locator("details.thinking")
+    expect(thinking).to_have_count(1)
+    expect(thinking.locator("summary")).to_have_text("Thinking")
+    expect(thinking.locator(".thinking-body")).to_be_hidden()
+    assert thinking.evaluate("d => d.open") is False
+    thought = "Nothing to compute or look up here, so I'll echo it back."
+    assert thinking.locator(".thinking-body").text_content() == thought
+    assert page.evaluate("""() => {  // it comes before the reply it belongs to
+        const t = document.querySelector("details.thinking");
+        return t.nextElementSibling.matches(".msg.assistant"); }""")
+
+    thinking.locator("summary").click()
+    expect(thinking.locator(".thinking-body")).to_have_text(thought)
+
+    page.reload()  # from the history: folded again
+    expect(page.locator("details.thinking .thinking-body")).to_have_text(thought)
+    assert page.locator("details.thinking").evaluate("d => d.open") is False
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+def test_a_failed_run_and_a_refused_request_show_their_errors(serve, browser):
+    faux = register_faux_provider()  # nothing queued: the model call fails
+
+    try:
+        page = open_page(browser, serve(lambda thread_id: ac.Agent(faux.get_model())).url)
+        ask(page, "hello")
+        expect(page.locator(".run-error")).to_contain_text("No more faux responses queued")
+        expect(page.locator("#send")).to_be_enabled()
+        page.evaluate("localStorage.setItem('agentcore.threadId', 'x'.repeat(500))")
+        page.reload()  # a thread id the server refuses: its JSON error shows
+        expect(page.locator(".run-error")).to_contain_text("threadId must be")
+    finally:
+        faux.unregister()
+
+
+# --- a phone --------------------------------------------------------------------------------------
+
+
+def test_phone_width_nothing_overflows(serve, browser, offline):
+    def make_agent(thread_id: str) -> ac.Agent:
+        return ac.Agent(offline.get_model(), tools=[calculator_tool()])
+
+    page = open_page(browser, serve(make_agent).url, viewport=PHONE)
+    total = "+".join(str(n) for n in range(1, 121))  # 400 characters with no space
+    ask(page, f"what is {total}?")
+    card = page.locator(".tool-card")
+    expect(card.locator(".tool-result")).to_have_text(str(sum(range(1, 121))))
+    expect(page.locator(".msg.assistant").last).to_contain_text("The calculator says")
+    expect(page.locator(".usage")).to_be_visible()  # the run is over
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+    for selector in (".tool-card", ".tool-args", ".msg.user", ".msg.assistant", "form"):
+        for box in page.locator(selector).all():
+            bounds = box.bounding_box()
+            assert bounds["x"] >= 0, (selector, bounds)
+            assert bounds["x"] + bounds["width"] <= PHONE["width"] + 0.5, (selector, bounds)
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "phone.png"))  # what the phone's screen shows
