@@ -1,7 +1,7 @@
 """The command line: `python -m agentcore COMMAND`.
 
 Each command is a subparser whose `handler(args) -> exit code` imports what it needs only when
-it runs, so `--help` stays fast and commands stay independent (`demo`, and `chat`, whose
+it runs, so `--help` stays fast and commands stay independent (`demo`, `web`, and `chat`, whose
 parser also takes its REPL's command list from `_chat` for the help text).
 """
 
@@ -130,6 +130,46 @@ def _chat_command(args: argparse.Namespace) -> int:
     return run_chat(options)
 
 
+def _web_command(args: argparse.Namespace) -> int:
+    from .._core import ThinkingLevel
+    from ._console import missing_key_variable
+    from ._demo_tools import SYSTEM_PROMPT
+    from ._offline import DEFAULT_TOKENS_PER_SECOND
+    from ._web import WebOptions, run_web
+
+    model = None
+    if args.model is not None:
+        resolved = _resolve_model(args)
+        if isinstance(resolved, str):
+            return _fail(resolved, "web")
+        variable = missing_key_variable(resolved)
+        if variable is None:
+            model = resolved
+        else:
+            print(f"agentcore web: no API key for provider {resolved.provider!r} (set "
+                  f"{variable}); serving the offline faux model instead", file=sys.stderr)
+    elif args.base_url is not None or args.api is not None:
+        return _fail("--base-url and --api need --model PROVIDER/ID", "web")
+    options = WebOptions(
+        model=model, system_prompt=SYSTEM_PROMPT if args.system is None else args.system,
+        thinking_level=ThinkingLevel(args.thinking),
+        tokens_per_second=args.tokens_per_second or DEFAULT_TOKENS_PER_SECOND,
+        session=args.session, mcp=tuple(args.mcp), confirm_tools=args.confirm_tools,
+        host=args.host, port=args.port,
+    )
+    return run_web(options)
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0 to 65535, got {text!r}")
+    return value
+
+
 def _add_model_arguments(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument(
         "--model", type=_model_ref, metavar="PROVIDER/ID",
@@ -211,6 +251,35 @@ def build_parser() -> argparse.ArgumentParser:
                       "always asked about)")
     chat.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
     chat.set_defaults(handler=_chat_command)
+
+    web = commands.add_parser(
+        "web",
+        help="serve a chat page and an AG-UI endpoint (offline unless --model is given)",
+        description="Serve the chat page at http://HOST:PORT/ and the AG-UI endpoint at "
+        "/ag-ui, with an agent per conversation that has a calculator and a clock. Without "
+        "--model, or without the model's API key, it runs offline on a scripted faux model. "
+        "Needs the web extra: pip install 'agentcore[web]'.",
+    )
+    _add_model_arguments(web, "serve")
+    web.add_argument("--system", metavar="TEXT", default=None,
+                     help="the system prompt (default: a concise assistant that uses its tools)")
+    web.add_argument("--thinking", choices=[level.value for level in ThinkingLevel],
+                     default=ThinkingLevel.OFF.value, metavar="LEVEL",
+                     help="how hard a reasoning model thinks (default: off)")
+    web.add_argument("--session", metavar="PATH", default=None,
+                     help="keep every conversation in the SQLite file PATH (one session per "
+                     "conversation), so reloads and restarts show the history")
+    web.add_argument("--mcp", metavar="COMMAND", action="append", default=[],
+                     help="also give the agents the tools of the MCP server COMMAND starts "
+                     "(over stdio; repeatable); needs the mcp extra")
+    web.add_argument("--confirm-tools", action="store_true",
+                     help="ask on the page (Allow/Deny) before every tool call runs")
+    web.add_argument("--host", default="127.0.0.1",
+                     help="the address to listen on (default: 127.0.0.1, this machine only)")
+    web.add_argument("--port", type=_port, default=8000,
+                     help="the port to listen on (default: 8000; 0 picks a free one)")
+    web.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
+    web.set_defaults(handler=_web_command)
     return parser
 
 

@@ -14,6 +14,7 @@ import re
 from .._core import (
     AssistantContent,
     AssistantMessage,
+    AssistantMessageEventStream,
     Context,
     Model,
     StreamOptions,
@@ -21,6 +22,7 @@ from .._core import (
     ToolResultMessage,
     UserMessage,
 )
+from ..providers import register_provider
 from ..providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -134,15 +136,20 @@ def offline_reply(context: Context, options: StreamOptions, model: Model) -> Ass
 
 
 def register_offline(tokens_per_second: float | None) -> FauxProvider:
-    """A faux provider whose one model always has `offline_reply` queued: it never runs dry."""
+    """A faux provider whose one model answers every call with `offline_reply`.
+
+    Each call queues its reply before taking one, so the queue never runs dry, however many
+    agents call at once (the web app serves many conversations on this one model).
+    """
     model = Model("faux-chat", "Faux Chat (offline)", "faux", "faux", "http://localhost:0",
                   reasoning=True, cost=DEMO_COST, context_window=200_000, max_tokens=8_192)
     faux = register_faux_provider([model], tokens_per_second=tokens_per_second,
                                   token_size=(1, 2))
 
-    def reply(context: Context, options: StreamOptions, model: Model) -> AssistantMessage:
-        faux.append_responses([reply])
-        return offline_reply(context, options, model)
+    def stream(model: Model, context: Context,
+               options: StreamOptions) -> AssistantMessageEventStream:
+        faux.append_responses([offline_reply])
+        return faux.stream(model, context, options)
 
-    faux.set_responses([reply])
+    register_provider(faux.api, stream)
     return faux

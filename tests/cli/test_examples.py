@@ -27,7 +27,8 @@ from agentcore.providers import _registry
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
-                "callback_events.py", "custom_stream_fn.py", "local_server.py", "loop.py",
+                "callback_events.py", "custom_stream_fn.py", "fastapi_app.py", "local_server.py",
+                "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
                 "structured_output.py", "tools.py", "vertex.py"]
 
@@ -281,6 +282,13 @@ def test_approvals_example_stops_resumes_after_a_restart_and_asks_approve() -> N
         "assistant: deleted cache.tmp; denied: only temporary files may go; sent 20 EUR to Ann",
         "files left: ['notes.txt']; paid: ['20 to Ann']",
     ]
+
+
+@pytest.mark.slow
+def test_fastapi_example_serves_the_page_and_a_run_under_its_mount() -> None:
+    assert run_example("fastapi_app.py").splitlines() == [
+        "page: 200 text/html; charset=utf-8", "tool call: add", "tool result: 42",
+        "The sum is 42.", "RUN_FINISHED"]
 
 
 @pytest.mark.slow

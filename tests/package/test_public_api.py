@@ -550,6 +550,8 @@ PUBLIC_SUBMODULE_NAMES = {
     "agentcore.otel": {"instrument"},
     "agentcore.mcp": {"MCPServerError", "MCPServerHTTP", "MCPServerStdio", "MCPToolError"},
     "agentcore.sessions": {"JsonlSession", "Session", "SqliteSession"},
+    "agentcore.web": {"APPROVAL_EVENT", "APPROVAL_REASON", "DEFAULT_MAX_BODY_BYTES",
+                      "DEFAULT_MAX_THREADS", "ag_ui_events", "app"},
     "agentcore.providers.faux": set(FAUX_ALL),
     "agentcore.providers.models": {
         "env_var_for",
@@ -676,11 +678,15 @@ NOT_LOADED_BY_IMPORT = [
     "agentcore.providers.openai_completions",
     "agentcore.providers.openai_responses",
     "agentcore.testing",
+    "agentcore.web",
+    "ag_ui",
     "cattrs",
     "jsonschema",
     "mcp",
     "opentelemetry",
     "requests",
+    "starlette",
+    "uvicorn",
 ]
 """Loaded only when first used (a call to a provider, `to_json`, a tool's validation), never by
 `import agentcore` itself."""

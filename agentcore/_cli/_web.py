@@ -1,0 +1,107 @@
+"""`python -m agentcore web`: the chat page and AG-UI endpoint of `agentcore.web` on uvicorn.
+
+Each browser conversation (AG-UI `threadId`) gets its own agent with the chat's tools, on the
+offline model unless `--model` names a real one; `--session PATH` keeps every conversation in
+one SQLite file (one session id per thread), so a reload, or a restart, shows the history.
+The socket is bound before uvicorn starts, so the URL printed is the real one even for
+`--port 0`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sys
+from collections.abc import Callable
+from typing import TextIO
+
+import attrs
+
+from .._agent import Agent
+from .._core import AgentcoreError, AgentTool, Model, ThinkingLevel
+from ._chat import describe, open_mcp_servers
+from ._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
+from ._offline import DEFAULT_TOKENS_PER_SECOND, register_offline
+
+__all__ = ["WebOptions", "run_web"]
+
+GRACEFUL_SHUTDOWN_SECONDS = 5
+"""How long Ctrl-C lets streams in flight finish before the server closes them."""
+
+
+@attrs.frozen(kw_only=True)
+class WebOptions:
+    """What `python -m agentcore web` was started with (`model` None means offline)."""
+
+    model: Model | None = None
+    system_prompt: str = SYSTEM_PROMPT
+    thinking_level: ThinkingLevel = ThinkingLevel.OFF
+    tokens_per_second: float | None = DEFAULT_TOKENS_PER_SECOND
+    session: str | None = None
+    mcp: tuple[str, ...] = ()
+    confirm_tools: bool = False
+    host: str = "127.0.0.1"
+    port: int = 8000
+
+
+def run_web(options: WebOptions, out: TextIO | None = None) -> int:
+    """Serve the page until interrupted; the exit code (2 when it cannot start)."""
+    stream = sys.stdout if out is None else out
+    try:
+        import uvicorn
+
+        from ..web import app
+    except ImportError as exc:
+        return _fail(f"the web command needs the 'web' extra: pip install 'agentcore[web]' "
+                     f"({exc})")
+    if options.session is not None and options.session.endswith(".jsonl"):
+        return _fail("--session: the web keeps every conversation in one SQLite file; give a "
+                     "path that does not end in .jsonl")
+    try:
+        sock = socket.create_server((options.host, options.port))
+    except OSError as exc:
+        return _fail(f"cannot listen on {options.host}:{options.port}: {exc}")
+    offline = register_offline(options.tokens_per_second)
+    with contextlib.ExitStack() as stack:
+        stack.callback(offline.unregister)
+        stack.callback(sock.close)
+        try:
+            mcp_tools = open_mcp_servers(options.mcp, stack, taken={"calculator", "clock"})
+        except (ImportError, ValueError, AgentcoreError) as exc:
+            return _fail(f"--mcp: {exc}")
+        model = options.model or offline.get_model()
+        make_agent = _agent_maker(options, model, mcp_tools)
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        print(f"agentcore web: http://{shown}:{port}/ ({describe(model)}); Ctrl-C stops",
+              file=stream, flush=True)
+        config = uvicorn.Config(app(make_agent), log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the server stops
+            uvicorn.Server(config).run(sockets=[sock])
+    print("agentcore web: stopped", file=stream, flush=True)
+    return 0
+
+
+def _agent_maker(options: WebOptions, model: Model, mcp_tools: list[AgentTool]
+                 ) -> Callable[[str], Agent]:
+    """`make_agent` for the app: the chat's tools, and the thread's session in `--session`."""
+    tools = [calculator_tool(), clock_tool(), *mcp_tools]
+    if options.confirm_tools:
+        tools = [attrs.evolve(tool, requires_approval=True) for tool in tools]
+
+    def make_agent(thread_id: str) -> Agent:
+        session = None
+        if options.session is not None:
+            from ..sessions import SqliteSession
+
+            session = SqliteSession(options.session, session_id=thread_id)
+        return Agent(model=model, system_prompt=options.system_prompt, tools=list(tools),
+                     thinking_level=options.thinking_level, session=session)
+
+    return make_agent
+
+
+def _fail(message: str) -> int:
+    print(f"python -m agentcore web: error: {message}", file=sys.stderr)
+    return 2

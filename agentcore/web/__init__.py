@@ -1,0 +1,35 @@
+"""The web: agents over AG-UI, and a chat page (API §21).
+
+    from agentcore import Agent
+    from agentcore.web import app
+
+    asgi = app(lambda thread_id: Agent(model=model, tools=tools))
+    # uvicorn module:asgi, or fastapi_app.mount("/agent", asgi)
+
+`app(make_agent)` serves `POST /ag-ui` (an AG-UI `RunAgentInput` in, the run's events out as
+Server-Sent Events; a client that disconnects aborts its run), `GET /ag-ui/threads/{id}` (a
+conversation's history) and the chat page at `/`: one static file, no build step, no CDN.
+Each AG-UI `threadId` gets its own `Agent` from `make_agent`. `ag_ui_events(run)` is the
+translation on its own, for serving an `AgentRun` some other way. `python -m agentcore web`
+runs the page on the offline demo model.
+
+Needs the `web` extra (`pip install 'agentcore[web]'`: ag-ui-protocol, Starlette, uvicorn);
+`import agentcore` never imports it, only this module does.
+"""
+
+from __future__ import annotations
+
+try:
+    import ag_ui.core as _ag_ui
+    import starlette as _starlette
+except ImportError as exc:
+    raise ImportError(
+        "agentcore.web needs the 'web' extra: pip install 'agentcore[web]'") from exc
+
+from ._app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_THREADS, app
+from ._events import APPROVAL_EVENT, APPROVAL_REASON, ag_ui_events
+
+del _ag_ui, _starlette
+
+__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS",
+           "ag_ui_events", "app"]

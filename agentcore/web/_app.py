@@ -1,0 +1,264 @@
+"""`app(make_agent)`: the ASGI app serving the AG-UI endpoint and the chat page.
+
+Routes: `GET /` the page; `POST /ag-ui` a run, streamed back as Server-Sent Events;
+`GET /ag-ui/threads/{thread_id}` a conversation's history (what the page shows after a reload).
+The run itself goes on the agent's own background thread as always; the endpoint only reads
+its events (`async for`, never blocking the event loop), translates and sends them. A client
+that goes away is noticed by a task waiting on the connection, which aborts the run at once;
+the endpoint then waits for the run to end, so the agent is idle (and its session holds the
+aborted reply) before the next request on that thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.resources
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from typing import Any
+
+import ag_ui.core as ag
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .._agent import AgentRun
+from .._core import AgentBusyError, AgentClosedError
+from ._events import Translator
+from ._history import history
+from ._input import MAX_ID_CHARS, BadInput, RunRequest, parse_run_input
+from ._threads import MakeAgent, Thread, Threads
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS", "app"]
+
+_log = logging.getLogger(__name__)
+
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+"""The largest `POST /ag-ui` body accepted by default (413 beyond)."""
+
+DEFAULT_MAX_THREADS = 1_000
+"""How many conversations the app keeps open by default (least recently used idle ones close)."""
+
+HEARTBEAT_SECONDS = 15.0
+"""An SSE comment goes out this often while a run streams, so proxies keep the stream open."""
+
+ABORT_GRACE_SECONDS = 5.0
+"""How long a new request waits for a thread's aborted run to wind down before a 409."""
+
+_PAGE_SECURITY = {
+    # the page is one file with inline script and style; it may talk to this server only
+    "Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; "
+    "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "no-cache",
+}
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_threads: int = DEFAULT_MAX_THREADS) -> Starlette:
+    """An ASGI app serving agents over AG-UI, with the chat page at `/`.
+
+    Args:
+        make_agent: Called with an AG-UI `threadId` the first time the app sees it (on a worker
+            thread), returning that conversation's `Agent`; give it a session keyed by the id
+            (`SqliteSession(path, session_id=thread_id)`) for conversations that outlive the
+            process. The app owns the agents it gets: it closes them (and their sessions, when
+            they have a `close`) when it shuts down or drops an idle conversation.
+        max_body_bytes: The largest request body accepted (413 beyond).
+        max_threads: How many conversations stay open; past it the least recently used idle
+            ones are closed (with a session, they reopen on their next request).
+
+    Returns:
+        A Starlette app: mount it in FastAPI/Starlette or serve it with uvicorn.
+
+    Raises:
+        TypeError: `make_agent` is not callable, or a limit is not an int.
+        ValueError: A limit is below 1.
+    """
+    if not callable(make_agent):
+        raise TypeError(f"'make_agent' must be a callable taking a thread id and returning an "
+                        f"Agent, got {make_agent!r}")
+    for name, value in (("max_body_bytes", max_body_bytes), ("max_threads", max_threads)):
+        if type(value) is not int:
+            raise TypeError(f"{name!r} must be an int, got {value!r}")
+        if value < 1:
+            raise ValueError(f"{name!r} must be at least 1, got {value!r}")
+    threads = Threads(make_agent, max_threads)
+    page = importlib.resources.files(__package__).joinpath("page.html").read_bytes()
+
+    async def chat_page(request: Request) -> Response:
+        return Response(page, media_type="text/html; charset=utf-8", headers=_PAGE_SECURITY)
+
+    async def run_endpoint(request: Request) -> Response:
+        try:
+            body = await _read_body(request, max_body_bytes)
+            run_request = parse_run_input(body)
+            thread = await threads.get(run_request.thread_id)
+            run = await _start(thread, run_request)
+        except BadInput as exc:
+            return _error(exc.status, exc.message)
+        return _EventStream(run, Translator(run_request.thread_id, run_request.run_id))
+
+    async def thread_history(request: Request) -> Response:
+        thread_id: str = request.path_params["thread_id"]
+        if len(thread_id) > MAX_ID_CHARS or not thread_id.isprintable():
+            return _error(422, f"threadId must be 1 to {MAX_ID_CHARS} printable characters")
+        thread = await threads.find(thread_id)
+        if thread is None:
+            return _error(404, f"unknown threadId {thread_id!r}: no conversation has it")
+        state = thread.agent.state
+        return JSONResponse({"threadId": thread_id, "running": thread.busy(),
+                             **history(state.messages, state.pending_approvals)})
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
+        return _error(status, str(detail))
+
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        _log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return _error(500, f"internal error: {type(exc).__name__}")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await threads.close_all()
+
+    return Starlette(
+        routes=[Route("/", chat_page, methods=["GET"]),
+                Route("/ag-ui", run_endpoint, methods=["POST"]),
+                Route("/ag-ui/threads/{thread_id:path}", thread_history, methods=["GET"])],
+        exception_handlers={HTTPException: http_error, Exception: internal_error},
+        lifespan=lifespan,
+    )
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
+    too_big = BadInput(413, f"the body is larger than {limit} bytes")
+    length = request.headers.get("content-length", "")
+    if length.isdigit() and int(length) > limit:
+        raise too_big
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _start(thread: Thread, request: RunRequest) -> AgentRun:
+    """Start the run `request` asks for on `thread`'s agent, or say why not (`BadInput`)."""
+    previous = thread.run
+    if previous is not None and not previous.done() and previous.signal.aborted:
+        # a stopped run winds down within moments: let the next prompt wait for it
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(previous.wait_async(), ABORT_GRACE_SECONDS)
+    agent = thread.agent
+    pending = agent.state.pending_approvals
+    if request.approvals is not None and not pending:
+        raise BadInput(409, f"nothing on thread {thread.thread_id!r} waits for approval: "
+                       "'resume' has no interrupt to answer")
+    if request.approvals is None and pending:
+        raise BadInput(409, f"{len(pending)} tool call(s) on thread {thread.thread_id!r} wait "
+                       "for approval: answer their interrupts with 'resume' first")
+    try:
+        if request.approvals is not None:
+            run = await asyncio.to_thread(agent.continue_, approvals=request.approvals)
+        else:
+            run = await asyncio.to_thread(agent.prompt, request.prompt)
+    except AgentBusyError:
+        raise BadInput(409, f"thread {thread.thread_id!r} is running: wait for its run to "
+                       "finish, or stop it") from None
+    except AgentClosedError:
+        raise BadInput(503, f"thread {thread.thread_id!r} is closing; try again") from None
+    except (TypeError, ValueError) as exc:
+        raise BadInput(422, f"invalid RunAgentInput: {exc}") from None
+    thread.run = run
+    return run
+
+
+class _EventStream(Response):
+    """The SSE response of one run: its AG-UI events, aborting the run if the client leaves."""
+
+    def __init__(self, run: AgentRun, translator: Translator) -> None:
+        super().__init__(media_type="text/event-stream", headers={
+            "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
+        self.run = run
+        self.translator = translator
+        self.gone = False
+        self._lock = asyncio.Lock()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code,
+                    "headers": self.raw_headers})
+        watcher = asyncio.create_task(self._watch(receive))
+        heartbeat = asyncio.create_task(self._heartbeat(send))
+        try:
+            await self._send(send, self.translator.start())
+            async for event in self.run:
+                if self.gone:
+                    break
+                out = self.translator.feed(event)
+                if out:
+                    await self._send(send, out)
+            if not self.translator.finished and not self.gone:
+                await self._send(send, self.translator.error("the run ended without finishing"))
+        except Exception as exc:  # a send to a vanished client, or a translation that failed
+            if not self.gone:
+                _log.exception("streaming the run failed")
+                with contextlib.suppress(Exception):
+                    await self._send(send, self.translator.error(f"streaming failed: {exc}"))
+            self.gone = True
+        finally:
+            heartbeat.cancel()
+            watcher.cancel()
+            if self.gone or not self.run.done():
+                self.run.abort()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.run.wait_async()  # the agent is idle before the next request
+        if not self.gone:
+            with contextlib.suppress(Exception):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _watch(self, receive: Receive) -> None:
+        """Wait for the client to disconnect; then abort the run (the stream loop sees it)."""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.gone = True
+                self.run.abort()
+                return
+
+    async def _heartbeat(self, send: Send) -> None:
+        while True:
+            await asyncio.sleep(HEARTBEAT_SECONDS)
+            await self._write(send, b": heartbeat\n\n")
+
+    async def _send(self, send: Send, events: list[ag.BaseEvent]) -> None:
+        body = b"".join(b"data: " + event.model_dump_json(by_alias=True).encode() + b"\n\n"
+                        for event in events)
+        await self._write(send, body)
+
+    async def _write(self, send: Send, body: bytes) -> None:
+        async with self._lock:
+            if not self.gone:
+                await send({"type": "http.response.body", "body": body, "more_body": True})

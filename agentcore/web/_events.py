@@ -1,0 +1,296 @@
+"""Agent events → AG-UI events: `ag_ui_events(run)` and the translator behind it.
+
+AG-UI streams a run as messages and tool calls, each opened, filled and closed by id; agentcore
+streams it as message updates keyed by content index. `Translator` keeps the little state the
+mapping needs (the ids it handed out, what is still open, when each tool call started) and turns
+each agent event into zero or more AG-UI events, every one built with the protocol package's own
+pydantic models, so an event that would not validate raises here rather than reaching a client.
+
+AG-UI 1.0 names reasoning `REASONING_*` (its `THINKING_*` events were retired before 1.0);
+a pause for approval (API §20) ends the run with an interrupt outcome, one `Interrupt` per
+waiting call, after one `CUSTOM` event `agentcore.tool_approval_request` per call.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import ag_ui.core as ag
+
+from .._core import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentMessage,
+    AssistantMessage,
+    CompactionEndEvent,
+    CompactionStartEvent,
+    ImageContent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    StopReason,
+    TextContent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolApprovalMessage,
+    ToolApprovalRequestEvent,
+    ToolCall,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+    ToolExecutionStartEvent,
+    ToolResultMessage,
+)
+
+if TYPE_CHECKING:
+    from .._agent import AgentRun
+
+__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "Translator", "ag_ui_events", "interrupt_for",
+           "tool_result_content"]
+
+APPROVAL_EVENT = "agentcore.tool_approval_request"
+"""The `CUSTOM` event's name for a call waiting for approval; its value is
+`{"toolCallId", "toolName", "args"}`."""
+
+APPROVAL_REASON = "tool_approval"
+"""The `reason` of the interrupts a run pausing for approval ends with."""
+
+APPROVAL_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+    "required": ["approved"],
+}
+"""What a resume entry's `payload` answers an approval interrupt with (a bare boolean also
+does)."""
+
+_QUESTION_CHARS = 200
+
+
+def _new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def interrupt_for(call: ToolCall) -> ag.Interrupt:
+    """The AG-UI interrupt asking whether `call` may run; its id is the call's id."""
+    args = json.dumps(call.arguments, ensure_ascii=False)
+    if len(args) > _QUESTION_CHARS:
+        args = args[: _QUESTION_CHARS - 1] + "…"
+    return ag.Interrupt(id=call.id, reason=APPROVAL_REASON, tool_call_id=call.id,
+                        message=f"Allow {call.name}({args})?", response_schema=APPROVAL_SCHEMA)
+
+
+def tool_result_content(message: ToolResultMessage) -> str | list[Any]:
+    """A tool result as AG-UI content: its text, or text and image parts when it has images."""
+    if all(isinstance(block, TextContent) for block in message.content):
+        return message.text
+    parts: list[Any] = []
+    for block in message.content:
+        if isinstance(block, ImageContent):
+            parts.append(ag.ImagePart(source=ag.DataSource(value=block.data,
+                                                          mime_type=block.mime_type)))
+        else:
+            parts.append(ag.TextPart(text=block.text))
+    return parts
+
+
+def _usage(messages: Sequence[AgentMessage]) -> list[ag.TokenUsage] | None:
+    """Token usage per provider and model, in AG-UI's accounting (input counts cache tokens)."""
+    totals: dict[tuple[str, str], list[int]] = {}
+    for message in messages:
+        if isinstance(message, AssistantMessage):
+            usage = message.usage
+            row = totals.setdefault((message.provider, message.model), [0, 0, 0, 0])
+            row[0] += usage.input + usage.cache_read + usage.cache_write
+            row[1] += usage.output
+            row[2] += usage.cache_read
+            row[3] += usage.cache_write
+    if not totals:
+        return None
+    return [ag.TokenUsage(provider=provider, model=model, input_tokens=inp, output_tokens=out,
+                          total_tokens=inp + out, cached_input_tokens=read,
+                          cache_write_input_tokens=write)
+            for (provider, model), (inp, out, read, write) in totals.items()]
+
+
+class Translator:
+    """Turns one run's agent events into AG-UI events (`start`, then `feed` each event).
+
+    Not thread-safe: one consumer feeds it, in order. `clock` times tool calls (from
+    `tool_execution_start` to their result) for the `durationMs` in `TOOL_CALL_RESULT`'s
+    metadata; it is read as events are fed, so a late consumer measures nothing useful.
+    """
+
+    def __init__(self, thread_id: str, run_id: str, *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.finished = False
+        self._clock = clock
+        self._message_id = ""  # the assistant message streaming now
+        self._open: dict[int, tuple[str, str]] = {}  # content index -> (kind, AG-UI id)
+        self._args_sent: set[str] = set()  # tool calls whose arguments streamed
+        self._started: dict[str, float] = {}  # tool call id -> when it began to run
+        self._requested: dict[str, None] = {}  # calls asked about, in order
+        self._settled: set[str] = set()  # decided, or answered by a result
+        self._calls: dict[str, ToolCall] = {}
+
+    def start(self) -> list[ag.BaseEvent]:
+        """The run's opening event."""
+        return [ag.RunStartedEvent(thread_id=self.thread_id, run_id=self.run_id)]
+
+    def feed(self, event: AgentEvent) -> list[ag.BaseEvent]:
+        """The AG-UI events `event` brings (none for most bookkeeping events)."""
+        if isinstance(event, MessageUpdateEvent):
+            return self._update(event)
+        if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
+            self._message_id = _new_id()
+            self._open.clear()
+            return []
+        if isinstance(event, MessageEndEvent):
+            return self._message_end(event.message)
+        if isinstance(event, ToolExecutionStartEvent):
+            self._started[event.tool_call_id] = self._clock()
+            return []
+        if isinstance(event, ToolApprovalRequestEvent):
+            self._requested[event.tool_call_id] = None
+            return [ag.CustomEvent(name=APPROVAL_EVENT, value={
+                "toolCallId": event.tool_call_id, "toolName": event.tool_name,
+                "args": event.args})]
+        if isinstance(event, CompactionStartEvent):
+            return [ag.CustomEvent(name="agentcore.compaction_start",
+                                   value={"reason": event.reason})]
+        if isinstance(event, CompactionEndEvent):
+            return [ag.CustomEvent(name="agentcore.compaction_end", value={
+                "summary": event.summary.summary, "tokensBefore": event.tokens_before,
+                "tokensAfter": event.tokens_after})]
+        if isinstance(event, AgentEndEvent):
+            return [self._end(event.messages)]
+        return []
+
+    def error(self, message: str) -> list[ag.BaseEvent]:
+        """The closing `RUN_ERROR` for a run that could not be streamed to its end."""
+        self.finished = True
+        return [ag.RunErrorEvent(message=message)]
+
+    def _update(self, event: MessageUpdateEvent) -> list[ag.BaseEvent]:
+        inner = event.assistant_message_event
+        index = getattr(inner, "content_index", -1)
+        if isinstance(inner, TextDeltaEvent):
+            if not inner.delta or index not in self._open:
+                return []
+            return [ag.TextMessageContentEvent(message_id=self._open[index][1], delta=inner.delta)]
+        if isinstance(inner, ThinkingDeltaEvent):
+            if not inner.delta or index not in self._open:
+                return []
+            return [ag.ReasoningMessageContentEvent(message_id=self._open[index][1],
+                                                    delta=inner.delta)]
+        if isinstance(inner, ToolCallDeltaEvent):
+            if not inner.delta or index not in self._open:
+                return []
+            call_id = self._open[index][1]
+            self._args_sent.add(call_id)
+            return [ag.ToolCallArgsEvent(tool_call_id=call_id, delta=inner.delta)]
+        if isinstance(inner, TextStartEvent):
+            texts = sum(1 for kind, _ in self._open.values() if kind == "text")
+            message_id = self._message_id if not texts else f"{self._message_id}-{index}"
+            self._open[index] = ("text", message_id)
+            return [ag.TextMessageStartEvent(message_id=message_id, role="assistant")]
+        if isinstance(inner, ThinkingStartEvent):
+            message_id = f"{self._message_id}-r{index}"
+            self._open[index] = ("reasoning", message_id)
+            return [ag.ReasoningStartEvent(message_id=message_id),
+                    ag.ReasoningMessageStartEvent(message_id=message_id, role="reasoning")]
+        if isinstance(inner, ToolCallStartEvent):
+            block = inner.partial.content[index]
+            if not isinstance(block, ToolCall):
+                return []
+            self._open[index] = ("tool", block.id)
+            self._calls[block.id] = block
+            return [ag.ToolCallStartEvent(tool_call_id=block.id, tool_call_name=block.name,
+                                          parent_message_id=self._message_id)]
+        if isinstance(inner, ToolCallEndEvent):
+            self._calls[inner.tool_call.id] = inner.tool_call
+        if isinstance(inner, (TextEndEvent, ThinkingEndEvent, ToolCallEndEvent)) and (
+                index in self._open):
+            return self._close(index)
+        return []
+
+    def _close(self, index: int) -> list[ag.BaseEvent]:
+        """End what streams at `index` (its arguments first, for a call that streamed none)."""
+        kind, item_id = self._open.pop(index)
+        if kind == "text":
+            return [ag.TextMessageEndEvent(message_id=item_id)]
+        if kind == "reasoning":
+            return [ag.ReasoningMessageEndEvent(message_id=item_id),
+                    ag.ReasoningEndEvent(message_id=item_id)]
+        out: list[ag.BaseEvent] = []
+        call = self._calls.get(item_id)
+        if item_id not in self._args_sent and call is not None:
+            out.append(ag.ToolCallArgsEvent(tool_call_id=item_id,
+                                            delta=json.dumps(call.arguments)))
+        out.append(ag.ToolCallEndEvent(tool_call_id=item_id))
+        return out
+
+    def _message_end(self, message: AgentMessage) -> list[ag.BaseEvent]:
+        if isinstance(message, AssistantMessage):  # an error or abort can leave things open
+            return [event for index in sorted(self._open) for event in self._close(index)]
+        if isinstance(message, ToolApprovalMessage):
+            self._settled.update(message.approved, message.denied)
+            return []
+        if isinstance(message, ToolResultMessage):
+            self._settled.add(message.tool_call_id)
+            meta: dict[str, Any] = {"isError": message.is_error}
+            started = self._started.pop(message.tool_call_id, None)
+            if started is not None:
+                meta["durationMs"] = round((self._clock() - started) * 1000, 1)
+            return [ag.ToolCallResultEvent(
+                message_id=_new_id(), tool_call_id=message.tool_call_id, role="tool",
+                content=tool_result_content(message), metadata={"agentcore": meta})]
+        return []
+
+    def _end(self, messages: list[AgentMessage]) -> ag.BaseEvent:
+        self.finished = True
+        usage = _usage(messages)
+        waiting = [call_id for call_id in self._requested if call_id not in self._settled]
+        if waiting:
+            interrupts = [interrupt_for(self._calls.get(call_id)
+                                        or ToolCall(call_id, "tool", {}))
+                          for call_id in waiting]
+            return ag.RunFinishedEvent(
+                thread_id=self.thread_id, run_id=self.run_id, usage=usage,
+                outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts))
+        last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
+        if last is not None and last.stop_reason is StopReason.ERROR:
+            return ag.RunErrorEvent(message=last.error_message or "the model failed",
+                                    usage=usage)
+        outcome: Any = (ag.RunFinishedCancelledOutcome()
+                        if last is not None and last.stop_reason is StopReason.ABORTED
+                        else ag.RunFinishedSuccessOutcome())
+        return ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
+                                   outcome=outcome)
+
+
+def ag_ui_events(run: AgentRun, *, thread_id: str | None = None,
+                 run_id: str | None = None) -> Iterator[ag.BaseEvent]:
+    """Yield the AG-UI events of `run`, from `RUN_STARTED` to `RUN_FINISHED` or `RUN_ERROR`.
+
+    Iterates the run (blocking, as `for event in run` does) and translates each event; every
+    yielded value is one of the `ag_ui.core` event models, so `event.model_dump_json(
+    by_alias=True)` is its wire form. `thread_id` and `run_id` name the run in `RUN_STARTED`
+    and `RUN_FINISHED` (fresh ids by default). A run that pauses for approval ends with an
+    interrupt outcome; an aborted one with a cancelled outcome; a failed one with `RUN_ERROR`.
+    """
+    translator = Translator(thread_id or _new_id(), run_id or _new_id())
+    yield from translator.start()
+    for event in run:
+        yield from translator.feed(event)
+    if not translator.finished:  # the run's log ended without agent_end: say so
+        yield from translator.error("the run ended without finishing")

@@ -1,0 +1,130 @@
+"""The app's conversations: one `Agent` per AG-UI `threadId`, made on first use, kept LRU.
+
+`make_agent(thread_id)` runs on a worker thread (it may open a session file or start an MCP
+server). Past `max_threads` conversations the least recently used idle ones are closed (the
+agent, then its session if the session has a `close`); with a session, the next request for
+that thread makes its agent again and the conversation goes on where it stopped. All methods
+run on the app's event loop: the registry itself needs no lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+
+import attrs
+
+from .._agent import Agent, AgentRun
+
+__all__ = ["MakeAgent", "Thread", "Threads"]
+
+_log = logging.getLogger(__name__)
+
+MakeAgent = Callable[[str], Agent]
+
+
+@attrs.define(eq=False)
+class Thread:
+    """One conversation: its agent, the run streaming now (or last), when it was last used."""
+
+    thread_id: str
+    agent: Agent
+    run: AgentRun | None = None
+    used: float = attrs.field(factory=time.monotonic)
+
+    def busy(self) -> bool:
+        return self.run is not None and not self.run.done()
+
+
+class Threads:
+    """The registry of conversations (see the module docstring)."""
+
+    def __init__(self, make_agent: MakeAgent, max_threads: int) -> None:
+        self._make_agent = make_agent
+        self._max_threads = max_threads
+        self._threads: OrderedDict[str, Thread] = OrderedDict()
+        self._making: dict[str, asyncio.Future[Thread]] = {}
+
+    def __len__(self) -> int:
+        return len(self._threads)
+
+    async def get(self, thread_id: str) -> Thread:
+        """The conversation `thread_id`, made now if the app has none by that id."""
+        thread = self._threads.get(thread_id)
+        if thread is None:
+            making = self._making.get(thread_id)
+            if making is not None:  # another request is making it: share the result
+                thread = await asyncio.shield(making)
+            else:
+                thread = await self._make(thread_id)
+        self._threads.move_to_end(thread_id)
+        thread.used = time.monotonic()
+        return thread
+
+    async def find(self, thread_id: str) -> Thread | None:
+        """The conversation `thread_id` if it has any message (a session may hold it), else None.
+
+        A thread made here only to look, and found empty, is closed again at once.
+        """
+        known = thread_id in self._threads
+        thread = await self.get(thread_id)
+        if known or thread.agent.messages:
+            return thread
+        if not thread.busy():
+            self._threads.pop(thread_id, None)
+            await _close(thread)
+        return None
+
+    async def close_all(self) -> None:
+        """Close every conversation (at shutdown): running ones are aborted first."""
+        threads = list(self._threads.values())
+        self._threads.clear()
+        await asyncio.gather(*(_close(thread) for thread in threads))
+
+    async def _make(self, thread_id: str) -> Thread:
+        future: asyncio.Future[Thread] = asyncio.get_running_loop().create_future()
+        self._making[thread_id] = future
+        try:
+            agent = await asyncio.to_thread(self._make_agent, thread_id)
+            if not isinstance(agent, Agent):
+                raise TypeError(f"make_agent({thread_id!r}) returned {agent!r}, not an Agent")
+            thread = Thread(thread_id, agent)
+            self._threads[thread_id] = thread
+            future.set_result(thread)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved here: nobody else may be waiting for it
+            raise
+        finally:
+            del self._making[thread_id]
+        await self._evict(keep=thread_id)
+        return thread
+
+    async def _evict(self, keep: str) -> None:
+        """Close the least recently used idle conversations beyond `max_threads` (not `keep`)."""
+        excess = len(self._threads) - self._max_threads
+        if excess <= 0:
+            return
+        idle = [t for t in self._threads.values()
+                if not t.busy() and t.thread_id != keep][:excess]
+        for thread in idle:
+            del self._threads[thread.thread_id]
+        await asyncio.gather(*(_close(thread) for thread in idle))
+
+
+async def _close(thread: Thread) -> None:
+    def close() -> None:
+        thread.agent.close()
+        close_session = getattr(thread.agent.session, "close", None)
+        if close_session is not None:
+            with contextlib.suppress(Exception):
+                close_session()
+
+    try:
+        await asyncio.to_thread(close)
+    except Exception:
+        _log.exception("closing the agent of thread %r failed", thread.thread_id)
