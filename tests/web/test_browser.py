@@ -70,11 +70,11 @@ class _Server(uvicorn.Server):
 
 
 class Served:
-    """One app on a real uvicorn server in a thread; `stop()` shuts it down (lifespan too)."""
+    """An ASGI app on a real uvicorn server in a thread; `stop()` shuts it down (lifespan too)."""
 
-    def __init__(self, make_agent: MakeAgent) -> None:
-        config = uvicorn.Config(app(make_agent), host="127.0.0.1", port=0,
-                                log_level="warning", lifespan="on")
+    def __init__(self, asgi: Any) -> None:
+        config = uvicorn.Config(asgi, host="127.0.0.1", port=0, log_level="warning",
+                                lifespan="on")
         self.server = _Server(config)
         self.thread = threading.Thread(target=self.server.run, name="uvicorn")
         self.thread.start()
@@ -89,13 +89,40 @@ class Served:
         assert not self.thread.is_alive(), "uvicorn did not stop"
 
 
+class Browser:
+    """Chromium for one test; `open` a page. It records the pages' script errors and content
+    security policy violations, which the fixture fails the test on."""
+
+    def __init__(self, chromium: Any) -> None:
+        self.chromium = chromium
+        self.errors: list[str] = []
+
+    def open(self, url: str, viewport: dict[str, int] = DESKTOP) -> Any:
+        page = self.chromium.new_context(viewport=viewport).new_page()
+        self.watch(page)
+        page.goto(url)
+        expect(page.locator("h1")).to_have_text("agentcore")
+        return page
+
+    def watch(self, page: Any) -> None:
+        page.set_default_timeout(WAIT_MS)
+        page.on("pageerror", lambda exc: self.errors.append(f"script error: {exc}"))
+        page.on("console", lambda message: self.errors.append(message.text)
+                if message.type == "error" and "Content Security Policy" in message.text
+                else None)
+
+
 @pytest.fixture
-def serve() -> Iterator[Callable[[MakeAgent], Served]]:
-    """Start apps on uvicorn; each is stopped at teardown (after the browser has closed)."""
+def serve() -> Iterator[Callable[[Any], Served]]:
+    """Serve `make_agent`'s app (or an ASGI app); each server stops at teardown, after the
+    browser has closed (the `browser` fixture depends on this one)."""
     servers: list[Served] = []
 
-    def start(make_agent: MakeAgent) -> Served:
-        servers.append(Served(make_agent))
+    def start(make_agent_or_asgi: Any) -> Served:
+        asgi = make_agent_or_asgi
+        if not hasattr(asgi, "router"):  # a make_agent function
+            asgi = app(make_agent_or_asgi)
+        servers.append(Served(asgi))
         return servers[-1]
 
     yield start
@@ -105,14 +132,16 @@ def serve() -> Iterator[Callable[[MakeAgent], Served]]:
 
 
 @pytest.fixture
-def browser(serve: Any) -> Iterator[Any]:
-    """Chromium for one test (it closes before the servers stop: it depends on `serve`)."""
+def browser(serve: Any) -> Iterator[Browser]:
+    """Chromium for one test; no page of it may throw or break the content security policy."""
     with sync_api.sync_playwright() as playwright:
         chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        wrapper = Browser(chromium)
         try:
-            yield chromium
+            yield wrapper
         finally:
             chromium.close()
+    assert not wrapper.errors, f"the page failed: {wrapper.errors}"
 
 
 @pytest.fixture
@@ -121,14 +150,6 @@ def offline() -> Iterator[FauxProvider]:
     provider = register_offline(100.0)
     yield provider
     provider.unregister()
-
-
-def open_page(browser: Any, url: str, viewport: dict[str, int] = DESKTOP) -> Any:
-    page = browser.new_page(viewport=viewport)
-    page.set_default_timeout(WAIT_MS)
-    page.goto(url)
-    expect(page.locator("h1")).to_have_text("agentcore")
-    return page
 
 
 def ask(page: Any, text: str) -> None:
@@ -157,7 +178,7 @@ def test_page_streams_the_reply_and_shows_the_tool_card(serve, browser, offline)
         agents.append(ac.Agent(offline.get_model(), tools=[calculator_tool(), clock_tool()]))
         return agents[-1]
 
-    page = open_page(browser, serve(make_agent).url)
+    page = browser.open(serve(make_agent).url)
     expect(page.locator("#stop")).to_be_hidden()
     page.evaluate("""() => {
         window.seen = [];
@@ -214,11 +235,17 @@ def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, brow
         return agents[-1]
 
     try:
-        page = open_page(browser, serve(make_agent).url)
+        page = browser.open(serve(make_agent).url)
         ask(page, "talk for a while")
         reply = page.locator(".msg.assistant")
         expect(reply).to_contain_text("word word")
         expect(page.locator("#send")).to_be_disabled()
+        other = page.context.new_page()  # the same conversation in another tab, meanwhile
+        browser.watch(other)
+        other.goto(page.url)
+        expect(other.locator(".msg.user")).to_have_text("talk for a while")
+        expect(other.locator(".note")).to_contain_text("still going")
+        other.close()
         page.click("#stop")
 
         expect(reply.locator(".stopped")).to_have_text("[stopped]")
@@ -240,6 +267,12 @@ def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, brow
         assert agent.wait_for_idle(timeout=5.0)
         assert [m.role for m in agent.state.messages] == ["user", "assistant", "user",
                                                           "assistant"]
+        page.reload()  # the history shows the stopped reply as stopped
+        expect(page.locator(".msg")).to_have_text([
+            "talk for a while", re.compile(r"^(word )+\S* ?\[stopped\]$"), "once more",
+            "Again."])
+        assert page.locator(".msg.assistant").first.text_content() == (
+            f"{last.text} [stopped]")
     finally:
         faux.unregister()
 
@@ -274,7 +307,7 @@ def test_allow_runs_the_call_and_deny_does_not_in_one_resume(serve, browser):
         return ac.Agent(faux.get_model(), tools=[wipe], tool_execution="sequential")
 
     try:
-        page = open_page(browser, serve(make_agent).url)
+        page = browser.open(serve(make_agent).url)
         posts: list[Any] = []
         page.on("request", lambda r: posts.append(r.post_data_json)
                 if r.method == "POST" else None)
@@ -323,7 +356,7 @@ def test_reload_and_a_new_server_show_the_history(serve, browser, offline, tmp_p
         return ac.Agent(offline.get_model(), tools=[calculator_tool()], session=session)
 
     first = serve(make_agent)
-    page = open_page(browser, first.url)
+    page = browser.open(first.url)
     ask(page, "what is 6*7?")
     expect(page.locator(".msg.assistant").last).to_have_text("The calculator says 6*7 = 42.")
     shown = conversation(page)
@@ -354,7 +387,7 @@ def test_thinking_is_folded(serve, browser, offline):
     def make_agent(thread_id: str) -> ac.Agent:
         return ac.Agent(offline.get_model(), thinking_level="low")
 
-    page = open_page(browser, serve(make_agent).url)
+    page = browser.open(serve(make_agent).url)
     ask(page, "hello")
     expect(page.locator(".msg.assistant")).to_contain_text('You said "hello".')
     thinking = page.locator("details.thinking")
@@ -383,7 +416,7 @@ def test_a_failed_run_and_a_refused_request_show_their_errors(serve, browser):
     faux = register_faux_provider()  # nothing queued: the model call fails
 
     try:
-        page = open_page(browser, serve(lambda thread_id: ac.Agent(faux.get_model())).url)
+        page = browser.open(serve(lambda thread_id: ac.Agent(faux.get_model())).url)
         ask(page, "hello")
         expect(page.locator(".run-error")).to_contain_text("No more faux responses queued")
         expect(page.locator("#send")).to_be_enabled()
@@ -401,7 +434,7 @@ def test_phone_width_nothing_overflows(serve, browser, offline):
     def make_agent(thread_id: str) -> ac.Agent:
         return ac.Agent(offline.get_model(), tools=[calculator_tool()])
 
-    page = open_page(browser, serve(make_agent).url, viewport=PHONE)
+    page = browser.open(serve(make_agent).url, viewport=PHONE)
     total = "+".join(str(n) for n in range(1, 121))  # 400 characters with no space
     ask(page, f"what is {total}?")
     card = page.locator(".tool-card")
@@ -416,3 +449,87 @@ def test_phone_width_nothing_overflows(serve, browser, offline):
             assert bounds["x"] + bounds["width"] <= PHONE["width"] + 0.5, (selector, bounds)
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "phone.png"))  # what the phone's screen shows
+
+
+# --- mounted under a prefix ---------------------------------------------------------------------
+
+
+def test_page_works_mounted_under_a_prefix(serve, browser, offline):
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        return ac.Agent(offline.get_model(), tools=[calculator_tool()])
+
+    outer = Starlette(routes=[Mount("/agent", app(make_agent))])
+    base = serve(outer).url
+    page = browser.open(base + "agent/")  # its requests go to /agent/ag-ui: relative URLs
+    ask(page, "what is 2+3?")
+    expect(page.locator(".tool-card .tool-result")).to_have_text("5")
+    expect(page.locator(".msg.assistant").last).to_have_text("The calculator says 2+3 = 5.")
+    page.reload()
+    expect(page.locator(".tool-card .tool-result")).to_have_text("5")
+    expect(page.locator(".run-error")).to_have_count(0)
+
+
+# --- the page's own SSE reading ----------------------------------------------------------------
+
+
+def test_page_reads_events_split_anywhere_with_comments_and_crlf(serve, browser):
+    """A scripted server sends the page its events a few bytes at a time, with CRLF line ends,
+    comment lines (heartbeats), an event's JSON over two `data:` lines and multi-byte text."""
+    import asyncio
+
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, Response, StreamingResponse
+    from starlette.routing import Route
+
+    import agentcore.web
+
+    page_html = (Path(agentcore.web.__file__).parent / "page.html").read_bytes()
+    text = "Grüße — 🙂 done."
+    events: list[dict[str, Any]] = [
+        {"type": "RUN_STARTED", "threadId": "t", "runId": "r"},
+        {"type": "TEXT_MESSAGE_START", "messageId": "m1", "role": "assistant"},
+        *({"type": "TEXT_MESSAGE_CONTENT", "messageId": "m1", "delta": part}
+          for part in ("Grüße — ", "🙂 ", "done.")),
+        {"type": "TEXT_MESSAGE_END", "messageId": "m1"},
+        {"type": "RUN_FINISHED", "threadId": "t", "runId": "r", "outcome": {"type": "success"},
+         "usage": [{"inputTokens": 120, "outputTokens": 3}, {"inputTokens": 3,
+                                                             "outputTokens": 4}]},
+    ]
+    wire = ": connected\r\n\r\n"
+    for event in events:
+        encoded = json.dumps(event, ensure_ascii=False)
+        half = encoded.index(",") + 1  # JSON allows the newline the two data lines join with
+        wire += f"data: {encoded[:half]}\r\ndata:{encoded[half:]}\r\n: heartbeat\r\n\r\n"
+    body = wire.encode()
+    received: list[Any] = []
+
+    async def stream() -> Any:
+        for i in range(0, len(body), 3):  # splits lines, CRLFs and UTF-8 characters
+            yield body[i : i + 3]
+            await asyncio.sleep(0.001)
+
+    async def run(request: Any) -> Response:
+        received.append(json.loads(await request.body()))
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def history(request: Any) -> Response:
+        return JSONResponse({"error": "unknown threadId"}, status_code=404)
+
+    async def chat_page(request: Any) -> Response:
+        return Response(page_html, media_type="text/html; charset=utf-8")
+
+    scripted = Starlette(routes=[Route("/", chat_page), Route("/ag-ui", run, methods=["POST"]),
+                                 Route("/ag-ui/threads/{id:path}", history)])
+    page = browser.open(serve(scripted).url)
+    ask(page, "hi")
+    expect(page.locator(".msg.assistant")).to_have_text(text)
+    expect(page.locator(".usage")).to_have_text("123 in / 7 out tokens")
+    expect(page.locator(".run-error")).to_have_count(0)
+    expect(page.locator("#send")).to_be_enabled()
+    (sent,) = received
+    assert sent["messages"] == [{"id": sent["messages"][0]["id"], "role": "user",
+                                 "content": "hi"}]
+    assert sent["threadId"] == page.evaluate("localStorage.getItem('agentcore.threadId')")
