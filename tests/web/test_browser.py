@@ -152,6 +152,14 @@ def offline() -> Iterator[FauxProvider]:
     provider.unregister()
 
 
+@pytest.fixture
+def fast_offline() -> Iterator[FauxProvider]:
+    """The offline model at full speed, for long replies."""
+    provider = register_offline(None)
+    yield provider
+    provider.unregister()
+
+
 def ask(page: Any, text: str) -> None:
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")
@@ -322,6 +330,12 @@ def test_allow_runs_the_call_and_deny_does_not_in_one_resume(serve, browser):
         ask(page, "anything else?")  # the server refuses: the calls wait for a decision
         expect(page.locator(".run-error")).to_contain_text("wait for approval")
 
+        page.reload()  # the waiting calls come back from the history, still to decide
+        expect(old.locator(".approval-question")).to_have_text(
+            'Allow wipe({"path": "old.log"})?')
+        expect(new.locator(".approval button.deny")).to_have_text("Deny")
+        expect(page.locator(".msg")).to_have_text(["wipe the logs", "Wiping both."])
+
         old.locator("button.allow").click()
         expect(old.locator(".approval")).to_have_text("allowed")
         assert len(posts) == 2  # the prompt and the refused one: no resume while one waits
@@ -430,9 +444,9 @@ def test_a_failed_run_and_a_refused_request_show_their_errors(serve, browser):
 # --- a phone --------------------------------------------------------------------------------------
 
 
-def test_phone_width_nothing_overflows(serve, browser, offline):
+def test_phone_width_nothing_overflows(serve, browser, fast_offline):
     def make_agent(thread_id: str) -> ac.Agent:
-        return ac.Agent(offline.get_model(), tools=[calculator_tool()])
+        return ac.Agent(fast_offline.get_model(), tools=[calculator_tool()])
 
     page = browser.open(serve(make_agent).url, viewport=PHONE)
     total = "+".join(str(n) for n in range(1, 121))  # 400 characters with no space
