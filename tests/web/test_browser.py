@@ -42,6 +42,7 @@ from agentcore.providers.faux import (  # noqa: E402
 from agentcore.web import app  # noqa: E402
 
 expect = sync_api.expect
+expect.set_options(timeout=10_000)  # the longest any expectation waits
 pytestmark = pytest.mark.slow
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -50,7 +51,7 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 DESKTOP = {"width": 1100, "height": 800}
 PHONE = {"width": 390, "height": 844}
 SCREENSHOTS = Path(__file__).parent / "screenshots"
-WAIT_MS = 10_000  # the longest any expectation waits
+WAIT_MS = 10_000  # the longest any other wait of a page
 
 MakeAgent = Callable[[str], ac.Agent]
 
@@ -161,6 +162,7 @@ def fast_offline() -> Iterator[FauxProvider]:
 
 
 def ask(page: Any, text: str) -> None:
+    expect(page.locator("#send")).to_be_enabled()  # the history has loaded, no run streams
     page.fill("#prompt", text)
     page.press("#prompt", "Enter")
 
@@ -418,6 +420,7 @@ def test_thinking_is_folded(serve, browser, offline):
     thinking.locator("summary").click()
     expect(thinking.locator(".thinking-body")).to_have_text(thought)
 
+    expect(page.locator(".usage")).to_be_visible()  # the run is over
     page.reload()  # from the history: folded again
     expect(page.locator("details.thinking .thinking-body")).to_have_text(thought)
     assert page.locator("details.thinking").evaluate("d => d.open") is False
