@@ -35,6 +35,7 @@ class Thread:
     agent: Agent
     run: AgentRun | None = None
     used: float = attrs.field(factory=time.monotonic)
+    gets: int = 0  # how many requests have asked for it (`find` closes only its own)
 
     def busy(self) -> bool:
         return self.run is not None and not self.run.done()
@@ -54,15 +55,17 @@ class Threads:
 
     async def get(self, thread_id: str) -> Thread:
         """The conversation `thread_id`, made now if the app has none by that id."""
-        thread = self._threads.get(thread_id)
-        if thread is None:
+        while (thread := self._threads.get(thread_id)) is None:
             making = self._making.get(thread_id)
-            if making is not None:  # another request is making it: share the result
-                thread = await asyncio.shield(making)
-            else:
+            if making is None:
                 thread = await self._make(thread_id)
+                break
+            # another request is making it: wait, then look again (a `find` that made it
+            # may have closed it at once, finding it empty)
+            await asyncio.shield(making)
         self._threads.move_to_end(thread_id)
         thread.used = time.monotonic()
+        thread.gets += 1
         return thread
 
     async def find(self, thread_id: str) -> Thread | None:
@@ -74,7 +77,7 @@ class Threads:
         thread = await self.get(thread_id)
         if known or thread.agent.messages:
             return thread
-        if not thread.busy():
+        if not thread.busy() and thread.gets == 1:  # no other request has it
             self._threads.pop(thread_id, None)
             await _close(thread)
         return None
@@ -94,6 +97,8 @@ class Threads:
                 raise TypeError(f"make_agent({thread_id!r}) returned {agent!r}, not an Agent")
             thread = Thread(thread_id, agent)
             self._threads[thread_id] = thread
+            # before the waiting requests resume: their `get` then finds the registry settled
+            await self._evict(keep=thread_id)
             future.set_result(thread)
         except BaseException as exc:
             future.set_exception(exc)
@@ -101,7 +106,6 @@ class Threads:
             raise
         finally:
             del self._making[thread_id]
-        await self._evict(keep=thread_id)
         return thread
 
     async def _evict(self, keep: str) -> None:
