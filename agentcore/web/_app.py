@@ -220,8 +220,8 @@ class _EventStream(Response):
                 out = self.translator.feed(event)
                 if out:
                     await self._send(send, out)
-            if not self.translator.finished and not self.gone:
-                await self._send(send, self.translator.error("the run ended without finishing"))
+            if not self.gone:
+                await self._send(send, self.translator.finish(self.run))
         except Exception as exc:  # a send to a vanished client, or a translation that failed
             if not self.gone:
                 _log.exception("streaming the run failed")

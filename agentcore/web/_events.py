@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import ag_ui.core as ag
 
 from .._core import (
-    AgentEndEvent,
     AgentEvent,
     AgentMessage,
     AssistantMessage,
@@ -40,7 +39,6 @@ from .._core import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolApprovalMessage,
     ToolApprovalRequestEvent,
     ToolCall,
     ToolCallDeltaEvent,
@@ -121,7 +119,7 @@ def _usage(messages: Sequence[AgentMessage]) -> list[ag.TokenUsage] | None:
 
 
 class Translator:
-    """Turns one run's agent events into AG-UI events (`start`, then `feed` each event).
+    """Turns one run's agent events into AG-UI events: `start`, `feed` each event, `finish`.
 
     Not thread-safe: one consumer feeds it, in order. `clock` times tool calls (from
     `tool_execution_start` to their result) for the `durationMs` in `TOOL_CALL_RESULT`'s
@@ -135,11 +133,10 @@ class Translator:
         self.finished = False
         self._clock = clock
         self._message_id = ""  # the assistant message streaming now
+        self._texts = 0  # text blocks opened in it so far
         self._open: dict[int, tuple[str, str]] = {}  # content index -> (kind, AG-UI id)
         self._args_sent: set[str] = set()  # tool calls whose arguments streamed
         self._started: dict[str, float] = {}  # tool call id -> when it began to run
-        self._requested: dict[str, None] = {}  # calls asked about, in order
-        self._settled: set[str] = set()  # decided, or answered by a result
         self._calls: dict[str, ToolCall] = {}
 
     def start(self) -> list[ag.BaseEvent]:
@@ -152,6 +149,7 @@ class Translator:
             return self._update(event)
         if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
             self._message_id = _new_id()
+            self._texts = 0
             self._open.clear()
             return []
         if isinstance(event, MessageEndEvent):
@@ -160,7 +158,6 @@ class Translator:
             self._started[event.tool_call_id] = self._clock()
             return []
         if isinstance(event, ToolApprovalRequestEvent):
-            self._requested[event.tool_call_id] = None
             return [ag.CustomEvent(name=APPROVAL_EVENT, value={
                 "toolCallId": event.tool_call_id, "toolName": event.tool_name,
                 "args": event.args})]
@@ -171,8 +168,6 @@ class Translator:
             return [ag.CustomEvent(name="agentcore.compaction_end", value={
                 "summary": event.summary.summary, "tokensBefore": event.tokens_before,
                 "tokensAfter": event.tokens_after})]
-        if isinstance(event, AgentEndEvent):
-            return [self._end(event.messages)]
         return []
 
     def error(self, message: str) -> list[ag.BaseEvent]:
@@ -199,8 +194,8 @@ class Translator:
             self._args_sent.add(call_id)
             return [ag.ToolCallArgsEvent(tool_call_id=call_id, delta=inner.delta)]
         if isinstance(inner, TextStartEvent):
-            texts = sum(1 for kind, _ in self._open.values() if kind == "text")
-            message_id = self._message_id if not texts else f"{self._message_id}-{index}"
+            message_id = self._message_id if not self._texts else f"{self._message_id}-{index}"
+            self._texts += 1
             self._open[index] = ("text", message_id)
             return [ag.TextMessageStartEvent(message_id=message_id, role="assistant")]
         if isinstance(inner, ThinkingStartEvent):
@@ -242,11 +237,7 @@ class Translator:
     def _message_end(self, message: AgentMessage) -> list[ag.BaseEvent]:
         if isinstance(message, AssistantMessage):  # an error or abort can leave things open
             return [event for index in sorted(self._open) for event in self._close(index)]
-        if isinstance(message, ToolApprovalMessage):
-            self._settled.update(message.approved, message.denied)
-            return []
         if isinstance(message, ToolResultMessage):
-            self._settled.add(message.tool_call_id)
             meta: dict[str, Any] = {"isError": message.is_error}
             started = self._started.pop(message.tool_call_id, None)
             if started is not None:
@@ -256,26 +247,30 @@ class Translator:
                 content=tool_result_content(message), metadata={"agentcore": meta})]
         return []
 
-    def _end(self, messages: list[AgentMessage]) -> ag.BaseEvent:
+    def finish(self, run: AgentRun) -> list[ag.BaseEvent]:
+        """The closing event of `run`, once its events are all fed (the run has ended).
+
+        `RUN_FINISHED` with an interrupt outcome when calls wait for approval, a cancelled one
+        when the run was aborted (mid-reply, or while its tools ran), else a success; or
+        `RUN_ERROR` when the model failed. Token usage goes on either.
+        """
         self.finished = True
+        messages = run.result(0)  # ended: this does not wait
         usage = _usage(messages)
-        waiting = [call_id for call_id in self._requested if call_id not in self._settled]
-        if waiting:
-            interrupts = [interrupt_for(self._calls.get(call_id)
-                                        or ToolCall(call_id, "tool", {}))
-                          for call_id in waiting]
-            return ag.RunFinishedEvent(
+        pending = run.pending_approvals
+        if pending:
+            return [ag.RunFinishedEvent(
                 thread_id=self.thread_id, run_id=self.run_id, usage=usage,
-                outcome=ag.RunFinishedInterruptOutcome(interrupts=interrupts))
+                outcome=ag.RunFinishedInterruptOutcome(
+                    interrupts=[interrupt_for(call) for call in pending]))]
         last = next((m for m in reversed(messages) if isinstance(m, AssistantMessage)), None)
         if last is not None and last.stop_reason is StopReason.ERROR:
-            return ag.RunErrorEvent(message=last.error_message or "the model failed",
-                                    usage=usage)
-        outcome: Any = (ag.RunFinishedCancelledOutcome()
-                        if last is not None and last.stop_reason is StopReason.ABORTED
-                        else ag.RunFinishedSuccessOutcome())
-        return ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
-                                   outcome=outcome)
+            return [ag.RunErrorEvent(message=last.error_message or "the model failed",
+                                     usage=usage)]
+        outcome: Any = (ag.RunFinishedSuccessOutcome() if run.error is None
+                        else ag.RunFinishedCancelledOutcome())
+        return [ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
+                                    outcome=outcome)]
 
 
 def ag_ui_events(run: AgentRun, *, thread_id: str | None = None,
@@ -292,5 +287,4 @@ def ag_ui_events(run: AgentRun, *, thread_id: str | None = None,
     yield from translator.start()
     for event in run:
         yield from translator.feed(event)
-    if not translator.finished:  # the run's log ended without agent_end: say so
-        yield from translator.error("the run ended without finishing")
+    yield from translator.finish(run)
