@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -451,6 +452,17 @@ def test_history_says_running_while_a_run_streams(serve: Callable[..., Served],
     assert after["running"] is False
     assert [m["role"] for m in after["messages"]] == ["user", "assistant"]
     assert after["messages"][1]["metadata"]["agentcore"]["stopReason"] == "aborted"
+
+
+def test_any_printable_thread_id_finds_its_history_percent_encoded(
+        serve: Callable[..., Served], maker: Maker) -> None:
+    served = serve(app(maker))
+    for thread_id in ("a b/c", "ünï?#%", "x/../y"):
+        served.run(body(thread_id, f"hi from {thread_id}"))
+        data = served.history(quote(thread_id, safe="")).json()
+        assert data["threadId"] == thread_id
+        assert data["messages"][0]["content"] == f"hi from {thread_id}"
+    assert maker.calls == ["a b/c", "ünï?#%", "x/../y"]
 
 
 def test_history_of_an_unknown_thread_is_404(serve: Callable[..., Served],
