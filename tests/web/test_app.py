@@ -472,9 +472,6 @@ def test_history_of_an_unknown_thread_is_404(serve: Callable[..., Served],
     assert error_of(served.history("x" * 201), 422).startswith("threadId must be")
 
 
-@pytest.mark.xfail(reason="server bug: Threads.find makes an agent for an unknown thread id "
-                   "and _make evicts to make room for it, closing a live idle conversation",
-                   strict=True)
 def test_looking_up_an_unknown_thread_closes_no_other_conversation(
         serve: Callable[..., Served], maker: Maker) -> None:
     served = serve(app(maker, max_threads=2))
@@ -681,12 +678,12 @@ def test_a_resume_that_does_not_answer_the_interrupts_exactly_is_422(
                  id="blank-prompt"),
     pytest.param(body("t", messages=[{"id": "u", "role": "user", "content": [
         {"type": "image", "source": {"type": "url", "value": "http://example.com/a.png"}}]}]),
-        422, "messages[0].content[0]: a image part from a url source is not supported",
+        422, "messages[0].content[0]: an image part from a url source is not supported",
         id="image-by-url"),
     pytest.param(body("t", messages=[{"id": "u", "role": "user", "content": [
         {"type": "text", "text": "listen"},
         {"type": "audio", "source": {"type": "data", "value": "AAAA", "mimeType": "audio/wav"}}]}]),
-        422, "messages[0].content[1]: a audio part", id="audio"),
+        422, "messages[0].content[1]: an audio part", id="audio"),
     pytest.param(body("t" * 201, "hi"), 422, "threadId must be 1 to 200 printable characters",
                  id="thread-id-too-long"),
     pytest.param(body("a\nb", "hi"), 422, "threadId must be 1 to 200", id="thread-id-newline"),
@@ -742,8 +739,6 @@ def test_get_on_the_endpoint_is_405_json(shared: tuple[Served, Maker]) -> None:
     assert error_of(served.http.get(f"{served.url}/nowhere", timeout=WAIT), 404) == "Not Found"
 
 
-@pytest.mark.xfail(reason="server bug: the HTTPException handler drops the exception's headers, "
-                   "so a 405 has no Allow header (RFC 9110 15.5.6 requires one)", strict=True)
 def test_a_405_says_which_methods_are_allowed(shared: tuple[Served, Maker]) -> None:
     served, _ = shared
     reply = served.http.get(f"{served.url}/ag-ui", timeout=WAIT)
@@ -769,10 +764,6 @@ def test_make_agent_raising_is_500_and_the_server_keeps_serving(
     assert "no agent for you" in caplog.text
 
 
-@pytest.mark.xfail(reason="server bug: the 500 comes from Starlette's ServerErrorMiddleware, "
-                   "which re-raises; uvicorn then closes the keep-alive connection although the "
-                   "reply did not say 'Connection: close', so a client's next request on it fails",
-                   strict=True)
 def test_a_500_leaves_the_connection_usable(serve: Callable[..., Served]) -> None:
     def make_agent(thread_id: str) -> ac.Agent:
         raise RuntimeError("no agent for you")
