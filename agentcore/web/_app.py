@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import importlib.resources
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
 import ag_ui.core as ag
@@ -63,8 +64,34 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 
-def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def _internal_error(request: Request, exc: Exception) -> JSONResponse:
+    _log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return _error(500, f"internal error: {type(exc).__name__}")
+
+
+def _json_errors(
+    handler: Callable[[Request], Awaitable[Response]],
+) -> Callable[[Request], Awaitable[Response]]:
+    """`handler`, with `BadInput` answered as its 4xx and any other failure as a JSON 500.
+
+    Answered here rather than by an exception handler, which Starlette re-raises after
+    responding: uvicorn would then drop the keep-alive connection the client reuses.
+    """
+
+    @functools.wraps(handler)
+    async def handle(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except BadInput as exc:
+            return _error(exc.status, exc.message)
+        except Exception as exc:
+            return _internal_error(request, exc)
+
+    return handle
 
 
 def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
@@ -102,35 +129,36 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def chat_page(request: Request) -> Response:
         return Response(page, media_type="text/html; charset=utf-8", headers=_PAGE_SECURITY)
 
+    @_json_errors
     async def run_endpoint(request: Request) -> Response:
+        body = await _read_body(request, max_body_bytes)
+        run_request = parse_run_input(body)
+        thread = await threads.get(run_request.thread_id)
+        thread.starting += 1  # no await since `get`: no eviction can have taken it meanwhile
         try:
-            body = await _read_body(request, max_body_bytes)
-            run_request = parse_run_input(body)
-            thread = await threads.get(run_request.thread_id)
             run = await _start(thread, run_request)
-        except BadInput as exc:
-            return _error(exc.status, exc.message)
+        finally:
+            thread.starting -= 1
         return _EventStream(run, Translator(run_request.thread_id, run_request.run_id))
 
+    @_json_errors
     async def thread_history(request: Request) -> Response:
         thread_id: str = request.path_params["thread_id"]
         if len(thread_id) > MAX_ID_CHARS or not thread_id.isprintable():
-            return _error(422, f"threadId must be 1 to {MAX_ID_CHARS} printable characters")
+            raise BadInput(422, f"threadId must be 1 to {MAX_ID_CHARS} printable characters")
         thread = await threads.find(thread_id)
         if thread is None:
-            return _error(404, f"unknown threadId {thread_id!r}: no conversation has it")
+            raise BadInput(404, f"unknown threadId {thread_id!r}: no conversation has it")
         state = thread.agent.state
         return JSONResponse({"threadId": thread_id, "running": thread.busy(),
                              **history(state.messages, state.pending_approvals)})
 
     async def http_error(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-        return _error(status, str(detail))
+        assert isinstance(exc, HTTPException)
+        return _error(exc.status_code, exc.detail, exc.headers)
 
     async def internal_error(request: Request, exc: Exception) -> Response:
-        _log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return _error(500, f"internal error: {type(exc).__name__}")
+        return _internal_error(request, exc)
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

@@ -101,8 +101,9 @@ def _user_message(message: ag.UserMessage, index: int) -> UserMessage:
             kind = getattr(part, "type", type(part).__name__)
             source = getattr(getattr(part, "source", None), "type", None)
             what = f"{kind} part" + (f" from a {source} source" if source else "")
-            raise BadInput(422, f"messages[{index}].content[{j}]: a {what} is not supported "
-                           "(text, and images given as base64 data, are)")
+            article = "an" if what[0] in "aeiou" else "a"
+            raise BadInput(422, f"messages[{index}].content[{j}]: {article} {what} is not "
+                           "supported (text, and images given as base64 data, are)")
     return UserMessage(blocks)
 
 

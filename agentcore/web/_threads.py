@@ -35,10 +35,11 @@ class Thread:
     agent: Agent
     run: AgentRun | None = None
     used: float = attrs.field(factory=time.monotonic)
-    gets: int = 0  # how many requests have asked for it (`find` closes only its own)
+    starting: int = 0  # requests between being handed this thread and recording their run
 
     def busy(self) -> bool:
-        return self.run is not None and not self.run.done()
+        """Whether a run is going, or about to start (eviction passes a busy thread by)."""
+        return self.starting > 0 or (self.run is not None and not self.run.done())
 
 
 class Threads:
@@ -53,19 +54,21 @@ class Threads:
     def __len__(self) -> int:
         return len(self._threads)
 
-    async def get(self, thread_id: str) -> Thread:
-        """The conversation `thread_id`, made now if the app has none by that id."""
-        while (thread := self._threads.get(thread_id)) is None:
+    async def get(self, thread_id: str, *, evict: bool = True) -> Thread:
+        """The conversation `thread_id`, made now if the app has none by that id.
+
+        A new conversation makes room for itself (`evict`) by closing the least recently
+        used idle ones beyond `max_threads`.
+        """
+        thread = self._threads.get(thread_id)
+        if thread is None:
             making = self._making.get(thread_id)
-            if making is None:
-                thread = await self._make(thread_id)
-                break
-            # another request is making it: wait, then look again (a `find` that made it
-            # may have closed it at once, finding it empty)
-            await asyncio.shield(making)
+            if making is not None:  # another request is making it: share the result
+                thread = await asyncio.shield(making)
+            else:
+                thread = await self._make(thread_id, evict)
         self._threads.move_to_end(thread_id)
         thread.used = time.monotonic()
-        thread.gets += 1
         return thread
 
     async def find(self, thread_id: str) -> Thread | None:
@@ -74,10 +77,12 @@ class Threads:
         A thread made here only to look, and found empty, is closed again at once.
         """
         known = thread_id in self._threads
-        thread = await self.get(thread_id)
+        thread = await self.get(thread_id, evict=False)  # looking evicts nobody ...
         if known or thread.agent.messages:
+            if not known:  # ... until the thread turns out to be worth keeping
+                await self._evict(keep=thread_id)
             return thread
-        if not thread.busy() and thread.gets == 1:  # no other request has it
+        if not thread.busy():
             self._threads.pop(thread_id, None)
             await _close(thread)
         return None
@@ -88,7 +93,7 @@ class Threads:
         self._threads.clear()
         await asyncio.gather(*(_close(thread) for thread in threads))
 
-    async def _make(self, thread_id: str) -> Thread:
+    async def _make(self, thread_id: str, evict: bool) -> Thread:
         future: asyncio.Future[Thread] = asyncio.get_running_loop().create_future()
         self._making[thread_id] = future
         try:
@@ -97,8 +102,6 @@ class Threads:
                 raise TypeError(f"make_agent({thread_id!r}) returned {agent!r}, not an Agent")
             thread = Thread(thread_id, agent)
             self._threads[thread_id] = thread
-            # before the waiting requests resume: their `get` then finds the registry settled
-            await self._evict(keep=thread_id)
             future.set_result(thread)
         except BaseException as exc:
             future.set_exception(exc)
@@ -106,6 +109,8 @@ class Threads:
             raise
         finally:
             del self._making[thread_id]
+        if evict:
+            await self._evict(keep=thread_id)
         return thread
 
     async def _evict(self, keep: str) -> None:
