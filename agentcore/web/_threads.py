@@ -60,13 +60,14 @@ class Threads:
         A new conversation makes room for itself (`evict`) by closing the least recently
         used idle ones beyond `max_threads`.
         """
-        thread = self._threads.get(thread_id)
-        if thread is None:
+        while (thread := self._threads.get(thread_id)) is None:
             making = self._making.get(thread_id)
-            if making is not None:  # another request is making it: share the result
-                thread = await asyncio.shield(making)
-            else:
+            if making is None:
                 thread = await self._make(thread_id, evict)
+                break
+            # another request is making it: wait, then look again (a `find` that made it
+            # may have closed it at once, finding it empty)
+            await asyncio.shield(making)
         self._threads.move_to_end(thread_id)
         thread.used = time.monotonic()
         return thread
@@ -102,6 +103,8 @@ class Threads:
                 raise TypeError(f"make_agent({thread_id!r}) returned {agent!r}, not an Agent")
             thread = Thread(thread_id, agent)
             self._threads[thread_id] = thread
+            if evict:  # before the waiting requests resume: the maker gets the thread first
+                await self._evict(keep=thread_id)
             future.set_result(thread)
         except BaseException as exc:
             future.set_exception(exc)
@@ -109,8 +112,6 @@ class Threads:
             raise
         finally:
             del self._making[thread_id]
-        if evict:
-            await self._evict(keep=thread_id)
         return thread
 
     async def _evict(self, keep: str) -> None:
