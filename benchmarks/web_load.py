@@ -4,6 +4,7 @@
     python benchmarks/web_load.py --streams 50 --rounds 3
     python benchmarks/web_load.py --servers agentcore --tokens-per-second 200
     python benchmarks/web_load.py --json             # one JSON object per server and round
+    python benchmarks/web_load.py --switch-interval 0.0005   # the servers' GIL switch interval
     python benchmarks/web_load.py --serve agentcore  # one server alone: prints its port
 
 Each server runs on uvicorn (h11, asyncio, 127.0.0.1) in a process of its own (this file with
@@ -22,7 +23,11 @@ machinery between the model and the socket):
   `calculate` as the demo's tool.
 
 A round sends N streams at once, each on a new threadId; the servers alternate round by round
-after one untimed warm-up round each. Every stream is checked afterwards (status 200, every
+after one untimed warm-up round each. Per stream, from the moment its request is written: time
+to the first `data:` line (first event, RUN_STARTED), to the first TEXT_MESSAGE_CONTENT (first
+text) and to the last `data:` line (last event). Per round: the wall time from the first
+connect to the last stream's end, events per second, the server's CPU (`/proc/PID/stat`), peak
+threads (sampled every 10 ms) and RSS. Every stream is checked afterwards (status 200, every
 event valid under `ag_ui.core`'s models, RUN_STARTED first and RUN_FINISHED last, the tool's
 result "42", the answer's text). See README.md beside this file for the figures.
 """
@@ -32,6 +37,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import random
@@ -210,11 +216,12 @@ def process_status(pid: int) -> dict[str, int]:
 class Stream:
     """One stream as the client saw it: times from its request's send, and its `data:` lines."""
 
-    __slots__ = ("closed", "error", "first", "last", "lines", "sent", "status")
+    __slots__ = ("closed", "error", "first", "last", "lines", "sent", "status", "text")
 
     def __init__(self) -> None:
         self.sent = 0.0
         self.first = 0.0  # the first `data:` line arrived (perf_counter)
+        self.text = 0.0  # the first TEXT_MESSAGE_CONTENT arrived
         self.last = 0.0  # the last `data:` line arrived
         self.closed = 0.0  # the body ended
         self.status = 0
@@ -266,6 +273,8 @@ async def one_stream(port: int, thread_id: str) -> Stream:
                     seen.first = seen.first or now
                     seen.last = now
                     seen.lines.append(line)
+                    if not seen.text and b'"TEXT_MESSAGE_CONTENT"' in line:
+                        seen.text = now
         seen.closed = clock()
     except Exception as exc:  # reported with the round's results, never raised mid-round
         seen.error = f"{type(exc).__name__}: {exc}"
@@ -354,6 +363,7 @@ def measure_round(kind: str, port: int, pid: int, n: int, label: str) -> dict[st
     good = [s for t, s in zip(thread_ids, streams, strict=True) if s.first]
     ttfe = [(s.first - s.sent) * 1e3 for s in good]
     ttle = [(s.last - s.sent) * 1e3 for s in good]
+    ttft = [(s.text - s.sent) * 1e3 for s in good if s.text]
     events = sum(len(s.lines) for s in good)
     wall = ended - started
     return {
@@ -361,6 +371,7 @@ def measure_round(kind: str, port: int, pid: int, n: int, label: str) -> dict[st
         "first_problem": f"{problems[0][0]}: {problems[0][1]}" if problems else None,
         "wall_s": wall, "ttfe_p50_ms": percentile(ttfe, 50), "ttfe_p99_ms": percentile(ttfe, 99),
         "ttfe_max_ms": max(ttfe, default=float("nan")),
+        "ttft_p50_ms": percentile(ttft, 50), "ttft_p99_ms": percentile(ttft, 99),
         "ttle_p50_ms": percentile(ttle, 50), "ttle_p99_ms": percentile(ttle, 99),
         "events": events, "events_per_stream": events / max(1, len(good)),
         "events_per_s": events / wall, "server_cpu_s": server_cpu,
@@ -376,6 +387,8 @@ ROWS = (  # key, label, unit, digits
     ("wall_s", "wall time, first send → last stream's end", "s", 3),
     ("ttfe_p50_ms", "time to first event, p50", "ms", 1),
     ("ttfe_p99_ms", "time to first event, p99", "ms", 1),
+    ("ttft_p50_ms", "time to first text (TEXT_MESSAGE_CONTENT), p50", "ms", 1),
+    ("ttft_p99_ms", "time to first text, p99", "ms", 1),
     ("ttle_p50_ms", "time to last event, p50", "ms", 1),
     ("ttle_p99_ms", "time to last event, p99", "ms", 1),
     ("events_per_s", "events per second (all streams)", "1/s", 0),
@@ -432,6 +445,12 @@ def main() -> int:
     unknown = set(kinds) - set(SERVERS)
     if unknown:
         parser.error(f"unknown servers: {sorted(unknown)}")
+    if "pydantic-ai" in kinds:
+        try:
+            importlib.import_module("pydantic_ai.ui.ag_ui")
+        except ImportError as exc:
+            print(f"pydantic-ai left out: {exc}", file=sys.stderr)
+            kinds.remove("pydantic-ai")
     results: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     with contextlib.ExitStack() as stack:
         servers = {k: stack.enter_context(
