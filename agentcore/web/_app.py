@@ -207,11 +207,12 @@ async def _start(thread: Thread, request: RunRequest) -> AgentRun:
     if request.approvals is None and pending:
         raise BadInput(409, f"{len(pending)} tool call(s) on thread {thread.thread_id!r} wait "
                        "for approval: answer their interrupts with 'resume' first")
-    try:
+    try:  # on the event loop: starting a run takes a thread start (about 0.3 ms), while a
+        # hop through a worker thread can wait for the GIL behind every run going on
         if request.approvals is not None:
-            run = await asyncio.to_thread(agent.continue_, approvals=request.approvals)
+            run = agent.continue_(approvals=request.approvals)
         else:
-            run = await asyncio.to_thread(agent.prompt, request.prompt)
+            run = agent.prompt(request.prompt)
     except AgentBusyError:
         raise BadInput(409, f"thread {thread.thread_id!r} is running: wait for its run to "
                        "finish, or stop it") from None
@@ -224,7 +225,13 @@ async def _start(thread: Thread, request: RunRequest) -> AgentRun:
 
 
 class _EventStream(Response):
-    """The SSE response of one run: its AG-UI events, aborting the run if the client leaves."""
+    """The SSE response of one run: its AG-UI events, aborting the run if the client leaves.
+
+    Two tasks share the work: this one reads the run and translates its events into a
+    buffer, a writer sends whatever the buffer holds whenever the reader waits for news. The
+    events a run produced while the event loop was busy elsewhere (under load, many at a time)
+    thus go out in one write, not one write each.
+    """
 
     def __init__(self, run: AgentRun, translator: Translator) -> None:
         super().__init__(media_type="text/event-stream", headers={
@@ -232,33 +239,38 @@ class _EventStream(Response):
         self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         self.run = run
         self.translator = translator
-        self.gone = False
-        self._lock = asyncio.Lock()
+        self.gone = False  # the client left (or a write failed): nothing more is sent
+        self._buffer = bytearray()
+        self._ready = asyncio.Event()  # the buffer has something, or the stream is over
+        self._over = False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code,
                     "headers": self.raw_headers})
+        writer = asyncio.create_task(self._writer(send))
         watcher = asyncio.create_task(self._watch(receive))
-        heartbeat = asyncio.create_task(self._heartbeat(send))
+        heartbeat = asyncio.create_task(self._heartbeat())
         try:
-            await self._send(send, self.translator.start())
+            self._put(self.translator.start())
             async for event in self.run:
                 if self.gone:
                     break
                 out = self.translator.feed(event)
                 if out:
-                    await self._send(send, out)
+                    self._put(out)
             if not self.gone:
-                await self._send(send, self.translator.finish(self.run))
-        except Exception as exc:  # a send to a vanished client, or a translation that failed
-            if not self.gone:
-                _log.exception("streaming the run failed")
-                with contextlib.suppress(Exception):
-                    await self._send(send, self.translator.error(f"streaming failed: {exc}"))
-            self.gone = True
+                self._put(self.translator.finish(self.run))
+        except Exception as exc:  # a translation that failed: say so, end the stream
+            _log.exception("streaming the run failed")
+            with contextlib.suppress(Exception):
+                self._put(self.translator.error(f"streaming failed: {exc}"))
         finally:
             heartbeat.cancel()
             watcher.cancel()
+            self._over = True
+            self._ready.set()
+            with contextlib.suppress(Exception):
+                await writer  # the last events go out before the body ends
             if self.gone or not self.run.done():
                 self.run.abort()
             with contextlib.suppress(asyncio.CancelledError):
@@ -267,26 +279,42 @@ class _EventStream(Response):
             with contextlib.suppress(Exception):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
+    def _put(self, events: list[ag.BaseEvent]) -> None:
+        for event in events:
+            self._buffer += b"data: " + event.model_dump_json(by_alias=True).encode() + b"\n\n"
+        self._ready.set()
+
+    async def _writer(self, send: Send) -> None:
+        """Send what the buffer holds each time it fills, until the stream is over."""
+        while True:
+            await self._ready.wait()
+            self._ready.clear()
+            if self._buffer and not self.gone:
+                body = bytes(self._buffer)
+                self._buffer.clear()
+                try:
+                    await send({"type": "http.response.body", "body": body, "more_body": True})
+                except Exception:  # the client is gone: the reader stops at its next event
+                    self._gone()
+            if self._over and (not self._buffer or self.gone):
+                return
+
     async def _watch(self, receive: Receive) -> None:
-        """Wait for the client to disconnect; then abort the run (the stream loop sees it)."""
+        """Wait for the client to disconnect; then abort the run (the reader sees it)."""
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                self.gone = True
-                self.run.abort()
+                self._gone()
                 return
 
-    async def _heartbeat(self, send: Send) -> None:
+    async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
-            await self._write(send, b": heartbeat\n\n")
+            if not self._buffer:
+                self._buffer += b": heartbeat\n\n"
+                self._ready.set()
 
-    async def _send(self, send: Send, events: list[ag.BaseEvent]) -> None:
-        body = b"".join(b"data: " + event.model_dump_json(by_alias=True).encode() + b"\n\n"
-                        for event in events)
-        await self._write(send, body)
-
-    async def _write(self, send: Send, body: bytes) -> None:
-        async with self._lock:
-            if not self.gone:
-                await send({"type": "http.response.body", "body": body, "more_body": True})
+    def _gone(self) -> None:
+        self.gone = True
+        self._buffer.clear()
+        self.run.abort()
