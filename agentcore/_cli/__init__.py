@@ -99,26 +99,39 @@ def _demo_command(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def _model_or_offline(args: argparse.Namespace, command: str,
+                      instead: str) -> tuple[Model | None, str | None]:
+    """The real model `--model` asks for, or None to run offline; else a usage error.
+
+    A model whose API key is missing is not an error for the interactive commands: they say
+    so on stderr (`instead` says what happens then) and run offline.
+    """
+    from ._console import missing_key_variable
+
+    if args.model is None:
+        if args.base_url is not None or args.api is not None:
+            return None, "--base-url and --api need --model PROVIDER/ID"
+        return None, None
+    resolved = _resolve_model(args)
+    if isinstance(resolved, str):
+        return None, resolved
+    variable = missing_key_variable(resolved)
+    if variable is None:
+        return resolved, None
+    print(f"agentcore {command}: no API key for provider {resolved.provider!r} (set "
+          f"{variable}); {instead}", file=sys.stderr)
+    return None, None
+
+
 def _chat_command(args: argparse.Namespace) -> int:
     from .._core import ThinkingLevel
     from ._chat import ChatOptions, run_chat
-    from ._console import missing_key_variable
     from ._demo_tools import SYSTEM_PROMPT
     from ._offline import DEFAULT_TOKENS_PER_SECOND
 
-    model = None
-    if args.model is not None:
-        resolved = _resolve_model(args)
-        if isinstance(resolved, str):
-            return _fail(resolved, "chat")
-        variable = missing_key_variable(resolved)
-        if variable is None:
-            model = resolved
-        else:
-            print(f"agentcore chat: no API key for provider {resolved.provider!r} (set "
-                  f"{variable}); running offline on the faux model instead", file=sys.stderr)
-    elif args.base_url is not None or args.api is not None:
-        return _fail("--base-url and --api need --model PROVIDER/ID", "chat")
+    model, error = _model_or_offline(args, "chat", "running offline on the faux model instead")
+    if error is not None:
+        return _fail(error, "chat")
     pace = args.tokens_per_second or DEFAULT_TOKENS_PER_SECOND
     options = ChatOptions(
         model=model, system_prompt=SYSTEM_PROMPT if args.system is None else args.system,
@@ -132,24 +145,13 @@ def _chat_command(args: argparse.Namespace) -> int:
 
 def _web_command(args: argparse.Namespace) -> int:
     from .._core import ThinkingLevel
-    from ._console import missing_key_variable
     from ._demo_tools import SYSTEM_PROMPT
     from ._offline import DEFAULT_TOKENS_PER_SECOND
     from ._web import WebOptions, run_web
 
-    model = None
-    if args.model is not None:
-        resolved = _resolve_model(args)
-        if isinstance(resolved, str):
-            return _fail(resolved, "web")
-        variable = missing_key_variable(resolved)
-        if variable is None:
-            model = resolved
-        else:
-            print(f"agentcore web: no API key for provider {resolved.provider!r} (set "
-                  f"{variable}); serving the offline faux model instead", file=sys.stderr)
-    elif args.base_url is not None or args.api is not None:
-        return _fail("--base-url and --api need --model PROVIDER/ID", "web")
+    model, error = _model_or_offline(args, "web", "serving the offline faux model instead")
+    if error is not None:
+        return _fail(error, "web")
     options = WebOptions(
         model=model, system_prompt=SYSTEM_PROMPT if args.system is None else args.system,
         thinking_level=ThinkingLevel(args.thinking),

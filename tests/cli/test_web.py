@@ -29,7 +29,8 @@ class WebProcess:
     """A running `python -m agentcore web`, its URL, and a way to stop it."""
 
     def __init__(self, *args: str) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        env = {k: v for k, v in os.environ.items()
+               if not k.lower().endswith("_proxy") and k != "OPENAI_API_KEY"}
         env["NO_PROXY"] = "127.0.0.1,localhost"
         self.process = subprocess.Popen(
             [sys.executable, "-m", "agentcore", "web", "--port", "0", "--tokens-per-second",
@@ -121,6 +122,17 @@ def test_confirm_tools_pauses_for_approval_and_resumes_on_allow(web: Any) -> Non
     assert [e["content"] for e in resumed if e["type"] == "TOOL_CALL_RESULT"] == ["5"]
     assert resumed[-1]["outcome"] == {"type": "success"}
     assert server.stop()[0] == 0
+
+
+def test_a_model_without_its_api_key_serves_offline_and_says_why(web: Any) -> None:
+    server = web("--model", "openai/gpt-4o-mini")
+    assert "offline" in server.banner
+    events = run(server.url, "t", "what is 2+2?")
+    assert [e["content"] for e in events if e["type"] == "TOOL_CALL_RESULT"] == ["4"]
+    code, _, err = server.stop()
+    assert code == 0
+    assert ("agentcore web: no API key for provider 'openai' (set OPENAI_API_KEY); serving the "
+            "offline faux model instead") in err
 
 
 @pytest.mark.parametrize(("args", "message"), [
