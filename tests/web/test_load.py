@@ -28,7 +28,7 @@ from agentcore._cli._offline import register_offline
 
 ag_ui_core = pytest.importorskip("ag_ui.core", reason="ag-ui-protocol is not installed (web extra)")
 uvicorn = pytest.importorskip("uvicorn", reason="uvicorn is not installed (web extra)")
-httpx = pytest.importorskip("httpx", reason="httpx is not installed (test extra, via mcp)")
+httpx = pytest.importorskip("httpx", reason="httpx is not installed (the test extra)")
 pydantic = pytest.importorskip("pydantic")
 
 from agentcore.web import app  # noqa: E402  (after the extra's check)
