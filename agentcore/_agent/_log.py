@@ -32,21 +32,27 @@ class EventLog:
     """The events of one run (about `max_events` at most) and whether it has finished.
 
     One producer (the run's thread) publishes and finishes; any number of consumers take what
-    was published since they last looked, or wait for news, under one Condition. `publish`
-    wakes only the waiters there are: threads in `wait` are counted, and asyncio tasks park
-    futures in `async_waiters`.
+    was published since they last looked, or wait, under one lock. `publish` wakes only the
+    waiters there are, and only those it concerns: a consumer waiting for news is woken by
+    every event, one waiting for the end (`until_end`) only by `agent_end` and `finish`, so a
+    thread in `run.wait()` sleeps through the run's hundreds of events. Threads in `wait` are
+    counted; asyncio tasks park futures, each in the set of the wake-up it waits for.
     """
 
     def __init__(self, max_events: int) -> None:
         self.max_events = max_events
         self.finished = False
-        self.async_waiters: Waiters = {}
-        self._cond = threading.Condition(threading.Lock())
+        self.async_waiters: Waiters = {}  # tasks waiting for news
+        self.async_end_waiters: Waiters = {}  # tasks waiting for the end
+        lock = threading.Lock()
+        self._cond = threading.Condition(lock)  # threads waiting for news
+        self._end_cond = threading.Condition(lock)  # threads waiting for the end
         self._events: list[AgentEvent] = []
         self._seqs = array("q")  # the sequence number of each kept event, ascending
         self._published = 0  # events published so far: the next one's sequence number
         self._updates = 0  # how many of the kept events are message_updates
-        self._waiting = 0  # threads in `wait` (under the lock): `publish` wakes only if any
+        self._waiting = 0  # threads waiting for news (under the lock): woken only if any
+        self._end_waiting = 0  # threads waiting for the end
 
     def publish(self, event: AgentEvent) -> None:
         """Append `event` and wake the consumers.
@@ -64,13 +70,13 @@ class EventLog:
             # log: publishing stays O(1) amortized even in a log mostly of kinds never dropped.
             if len(self._events) > self.max_events and self._updates * 10 >= len(self._events):
                 self._drop_updates()
-            self._wake(all_threads=False)
+            self._wake(end=isinstance(event, AgentEndEvent))
 
     def finish(self) -> None:
         """Mark the log finished (the run's outcome is set) and wake every consumer."""
         with self._cond:
             self.finished = True
-            self._wake(all_threads=True)
+            self._wake(end=True)
 
     def take(self, seen: int) -> tuple[list[AgentEvent], int, bool]:
         """The kept events published after the first `seen`, the count now, and `finished`."""
@@ -93,53 +99,65 @@ class EventLog:
                                  and isinstance(self._events[-1], AgentEndEvent))
 
     def wait(self, ready: Callable[[], bool], timeout: float | None,
-             refuse: Callable[[], None]) -> bool:
+             refuse: Callable[[], None], *, until_end: bool = False) -> bool:
         """Wait until `ready()` (under the lock); False on timeout.
 
-        `refuse()` is called before each wait; it raises when this thread must not wait.
+        `until_end`: `ready()` can only turn true at the end (`agent_end` or `finish`), so
+        the events before it need not wake this thread. `refuse()` is called before each
+        wait; it raises when this thread must not wait.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
+        cond = self._end_cond if until_end else self._cond
+        with cond:
             while not ready():
                 refuse()
                 left = None if deadline is None else deadline - time.monotonic()
                 if left is not None and left <= 0:
                     return False
-                self._waiting += 1
+                if until_end:
+                    self._end_waiting += 1
+                else:
+                    self._waiting += 1
                 try:
-                    self._cond.wait(left)
+                    cond.wait(left)
                 finally:
-                    self._waiting -= 1
+                    if until_end:
+                        self._end_waiting -= 1
+                    else:
+                        self._waiting -= 1
         return True
 
-    async def wait_async(self, ready: Callable[[], bool], refuse: Callable[[], None]) -> None:
+    async def wait_async(self, ready: Callable[[], bool], refuse: Callable[[], None], *,
+                         until_end: bool = False) -> None:
         """`wait` for asyncio: await `ready()` on the running loop without blocking it."""
         import asyncio  # here, not at the top: `import agentcore` never loads asyncio
 
         loop = asyncio.get_running_loop()
+        waiters = self.async_end_waiters if until_end else self.async_waiters
         while True:
             with self._cond:
                 if ready():
                     return
                 refuse()
                 future: asyncio.Future[None] = loop.create_future()
-                self.async_waiters[future] = loop
+                waiters[future] = loop
             try:
                 await future
             except BaseException:  # cancelled: a waiter left behind would be woken for nothing
                 with self._cond:
-                    self.async_waiters.pop(future, None)
+                    waiters.pop(future, None)
                 raise
 
-    def _wake(self, all_threads: bool) -> None:
-        if all_threads or self._waiting:  # most events have no thread waiting: skip the notify
+    def _wake(self, end: bool) -> None:
+        """Wake the waiters for news, and at the end (`end`) those waiting for it too."""
+        if self._waiting:  # most events have no thread waiting: skip the notify
             self._cond.notify_all()
-        if self.async_waiters:  # resolve each parked future on its own loop, and forget them
-            parked = list(self.async_waiters.items())
-            self.async_waiters.clear()
-            for future, loop in parked:
-                with contextlib.suppress(RuntimeError):  # its loop is closed: nobody to wake
-                    loop.call_soon_threadsafe(_resolve, future)
+        if end and self._end_waiting:
+            self._end_cond.notify_all()
+        if self.async_waiters:
+            _resolve_all(self.async_waiters)
+        if end and self.async_end_waiters:
+            _resolve_all(self.async_end_waiters)
 
     def _drop_updates(self) -> None:
         """Drop the oldest message_updates, down to about 90 % of `max_events` if they allow."""
@@ -161,6 +179,15 @@ class EventLog:
         seqs += self._seqs[index:]
         self._events, self._seqs = events, seqs
         self._updates -= drop
+
+
+def _resolve_all(waiters: Waiters) -> None:
+    """Resolve each parked future on its own loop, and forget them."""
+    parked = list(waiters.items())
+    waiters.clear()
+    for future, loop in parked:
+        with contextlib.suppress(RuntimeError):  # its loop is closed: nobody to wake
+            loop.call_soon_threadsafe(_resolve, future)
 
 
 def _resolve(future: asyncio.Future[None]) -> None:

@@ -115,7 +115,7 @@ class AgentRun:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the run to end, as `result()` does; False if `timeout` seconds passed first."""
-        return self._wait(self.done, timeout)
+        return self._wait(self.done, timeout, until_end=True)
 
     @property
     def text(self) -> str:
@@ -214,7 +214,7 @@ class AgentRun:
         cancelling the awaiting task leaves the run going (`abort()` stops it). From an event
         loop on the run's own thread (e.g. inside one of its tools) it raises `RuntimeError`.
         """
-        await self._log.wait_async(self.done, self._refuse_own_thread)
+        await self._log.wait_async(self.done, self._refuse_own_thread, until_end=True)
         return list(self._messages)
 
     def display(self, *, wait: bool = False) -> None:
@@ -294,7 +294,7 @@ class AgentRun:
 
     def wait_for_end(self, timeout: float | None = None) -> bool:
         """Wait until the run has emitted its last event; False on timeout."""
-        return self._wait(self._log.ended, timeout)
+        return self._wait(self._log.ended, timeout, until_end=True)
 
     def add_finisher(self, finisher: Callable[[], None]) -> bool:
         """Have `finisher()` run on the run's thread before `result()` returns.
@@ -387,7 +387,8 @@ class AgentRun:
         if self.on_own_thread():
             raise RuntimeError(_OWN_THREAD)
 
-    def _wait(self, ready: Callable[[], bool], timeout: float | None) -> bool:
+    def _wait(self, ready: Callable[[], bool], timeout: float | None, *,
+              until_end: bool = False) -> bool:
         """Wait until `ready()`; False on timeout. From a thread the run waits on, raise instead.
 
         A listener or hook on the run's thread, or a tool call on a worker, waiting for the run
@@ -395,7 +396,7 @@ class AgentRun:
         same situation.
         """
         try:
-            return self._log.wait(ready, timeout, self._refuse_own_thread)
+            return self._log.wait(ready, timeout, self._refuse_own_thread, until_end=until_end)
         except KeyboardInterrupt:
             self.abort()
             raise

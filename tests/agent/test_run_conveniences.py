@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -313,7 +314,7 @@ def test_wait_async_returns_the_runs_messages(faux: FauxProvider) -> None:
 
 async def _until_waiting(run: ac.AgentRun) -> None:
     for _ in range(1000):
-        if run._log.async_waiters:
+        if run._log.async_waiters or run._log.async_end_waiters:
             return
         await asyncio.sleep(0)
     raise AssertionError("no waiter ever registered")
@@ -330,10 +331,10 @@ def test_wait_async_cancelled_leaves_no_waiter_and_the_run_going(faux: FauxProvi
         waiting.cancel()
         with pytest.raises(asyncio.CancelledError):
             await waiting
-        assert run._log.async_waiters == {}
+        assert run._log.async_waiters == run._log.async_end_waiters == {}
         with pytest.raises(TimeoutError):
             await asyncio.wait_for(run.wait_async(), 0.02)
-        assert run._log.async_waiters == {}
+        assert run._log.async_waiters == run._log.async_end_waiters == {}
 
     asyncio.run(main())
     assert not run.signal.aborted
@@ -488,3 +489,24 @@ def test_import_agentcore_does_not_load_asyncio() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_thread_waiting_for_the_end_is_not_woken_by_each_event(
+        faux: FauxProvider, run_in_thread: Callable[[Callable[[], None]], None]) -> None:
+    """`run.wait()` waits on the end's own condition: the run's events wake only news waiters."""
+    agent, started, release = _blocked(faux)
+    run = agent.prompt("go")
+    assert started.wait(WAIT)
+    run_in_thread(lambda: run.wait(WAIT))
+    for _ in range(1000):
+        if run._log._end_waiting:
+            break
+        time.sleep(0.001)
+    assert (run._log._end_waiting, run._log._waiting) == (1, 0)
+    woken = []
+    cond = run._log._end_cond
+    original = cond.notify_all
+    cond.notify_all = lambda: (woken.append(1), original())[1]  # type: ignore[method-assign]
+    release.set()
+    assert run.text == "done"
+    assert len(woken) <= 2  # agent_end and finish, not every event of the reply
