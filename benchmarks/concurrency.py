@@ -95,6 +95,11 @@ def prompt_for(i: int) -> str:
     return f"What is the weather in {stream_server.CITIES[i % len(stream_server.CITIES)]}?"
 
 
+def weather_in(city: str) -> str:
+    """The tool's answer for `city` (the floor of `--single` answers with it too)."""
+    return f"{city}: sunny, 21 °C, light westerly breeze"
+
+
 @ac.tool
 def get_weather(city: str) -> str:
     """The weather in a city right now.
@@ -102,7 +107,7 @@ def get_weather(city: str) -> str:
     Args:
         city: the city's name.
     """
-    return f"{city}: sunny, 21 °C, light westerly breeze"
+    return weather_in(city)
 
 
 def make_agent(base_url: str) -> ac.Agent:
@@ -461,16 +466,139 @@ def _profiled(call: Callable[[], dict[str, Any]], path: str) -> dict[str, Any]:
         print(f"profile of {len(profiles) + 1} threads written to {path}", file=sys.stderr)
 
 
+# --- one conversation alone (issue 26) ---------------------------------------------------------
+
+SINGLE_ROUNDS = 8
+TARGET_SINGLE_CPU_MS = 2.0  # one conversation alone, paced as a real model (issue 26)
+PACINGS = {"paced": (), "unpaced": ("--first-token", "0", "--reply", "0")}
+
+
+def floor_conversation(base_url: str) -> str:
+    """The same two requests with nothing but requests, `iter_lines` and `json.loads` (a new
+    `requests.Session`, as a new agent has); the answer's text."""
+    import requests
+
+    url = f"{base_url}/v1/chat/completions"
+    tool = {"type": "function", "function": {
+        "name": "get_weather", "description": "The weather in a city right now.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                       "required": ["city"]}}}
+    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                      {"role": "user", "content": prompt_for(0)}]
+    text: list[str] = []
+    with requests.Session() as session:
+        for _ in range(2):
+            body = {"model": MODEL_ID, "messages": messages, "tools": [tool], "stream": True,
+                    "stream_options": {"include_usage": True}}
+            headers = {"Authorization": f"Bearer {API_KEY}"}
+            arguments: list[str] = []
+            call_id = ""
+            with session.post(url, json=body, headers=headers, stream=True,
+                              timeout=RUN_TIMEOUT_S) as reply:
+                for line in reply.iter_lines():
+                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                        continue
+                    chunk = json.loads(line[6:])
+                    for choice in chunk.get("choices") or ():
+                        delta = choice["delta"]
+                        if delta.get("content"):
+                            text.append(delta["content"])
+                        for call in delta.get("tool_calls") or ():
+                            call_id = call.get("id") or call_id
+                            arguments.append(call["function"].get("arguments") or "")
+            if not arguments:
+                break
+            city = json.loads("".join(arguments))["city"]
+            messages += [{"role": "assistant", "content": None, "tool_calls": [
+                             {"id": call_id, "type": "function", "function": {
+                                 "name": "get_weather", "arguments": "".join(arguments)}}]},
+                         {"role": "tool", "tool_call_id": call_id,
+                          "content": weather_in(city)}]
+    return "".join(text)
+
+
+def agentcore_conversation(base_url: str) -> str:
+    """One conversation of a new agent (made before the clock), its answer's text."""
+    agent = make_agent(base_url)
+    try:
+        cpu0 = _cpu_s()
+        run = agent.prompt(prompt_for(0))
+        run.wait(RUN_TIMEOUT_S)
+        single_conversation.cpu_ms = (_cpu_s() - cpu0) * 1000
+        return run.text
+    finally:
+        agent.close()
+
+
+def single_conversation(kind: str, base_url: str) -> float:
+    """CPU ms of one conversation of `kind` ("agentcore" or "floor") in this process."""
+    if kind == "floor":
+        cpu0 = _cpu_s()
+        text = floor_conversation(base_url)
+        cpu = (_cpu_s() - cpu0) * 1000
+    else:
+        text = agentcore_conversation(base_url)
+        cpu = single_conversation.cpu_ms
+    error = check_text(text)
+    if error is not None:
+        raise RuntimeError(f"{kind}: {error}")
+    return cpu
+
+
+single_conversation.cpu_ms = 0.0  # type: ignore[attr-defined]
+
+
+def run_single(rounds: int, as_json: bool, check: bool) -> int:
+    """`--single`: one conversation at a time, agentcore and the floor alternating, paced and not.
+
+    CPU is the process's (user + system, `getrusage`) from `prompt()` to the run's end (the
+    agent is made before, and closed after, the clock); the floor's, around its two requests.
+    """
+    results: dict[tuple[str, str], list[float]] = {}
+    for pacing, server_args in PACINGS.items():
+        with server_process(*server_args) as (url, _):
+            for kind in ("agentcore", "floor"):
+                single_conversation(kind, url)  # warm-up: imports, first connections
+            for _ in range(rounds):
+                for kind in ("agentcore", "floor"):
+                    results.setdefault((pacing, kind), []).append(
+                        single_conversation(kind, url))
+    rows = []
+    for pacing in PACINGS:
+        ours = statistics.median(results[(pacing, "agentcore")])
+        floor = statistics.median(results[(pacing, "floor")])
+        rows.append({"pacing": pacing, "agentcore_cpu_ms": round(ours, 2),
+                     "floor_cpu_ms": round(floor, 2), "above_floor_ms": round(ours - floor, 2),
+                     "rounds": rounds, "agentcore_all": [round(x, 2) for x in
+                                                        results[(pacing, "agentcore")]],
+                     "floor_all": [round(x, 2) for x in results[(pacing, "floor")]]})
+    if as_json:
+        for row in rows:
+            print(json.dumps(row))
+    else:
+        print(f"one conversation alone, median of {rounds} rounds (CPU ms, this process)")
+        print("| pacing | agentcore | floor (requests + json) | agentcore - floor |")
+        print("|---|---:|---:|---:|")
+        for row in rows:
+            print(f"| {row['pacing']} | {row['agentcore_cpu_ms']:.2f} | "
+                  f"{row['floor_cpu_ms']:.2f} | {row['above_floor_ms']:.2f} |")
+    paced = rows[0]["agentcore_cpu_ms"]
+    verdict = "met" if paced <= TARGET_SINGLE_CPU_MS else "MISSED"
+    print(f"  agentcore paced = {paced:.2f} ms (target <= {TARGET_SINGLE_CPU_MS}): {verdict}",
+          file=sys.stderr)
+    return 1 if check and paced > TARGET_SINGLE_CPU_MS else 0
+
+
 # --- the parent ---------------------------------------------------------------------------------
 
 
 @contextlib.contextmanager
-def server_process() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def server_process(*server_args: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     """Start stream_server.py in a child process; yield its base URL and process.
 
     The server is terminated (then killed, if need be) on the way out, whatever happens.
     """
-    argv = [sys.executable, os.path.join(HERE, "stream_server.py")]
+    argv = [sys.executable, os.path.join(HERE, "stream_server.py"), *server_args]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
@@ -736,7 +864,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--profile", metavar="PATH",
                         help="with --child: cProfile every thread, merged stats to PATH")
+    parser.add_argument("--single", action="store_true",
+                        help=f"one conversation alone, {SINGLE_ROUNDS} rounds (--runs), paced "
+                        "and unpaced, beside the bare requests + json.loads floor")
     args = parser.parse_args(argv)
+    if args.single:
+        return run_single(args.runs or SINGLE_ROUNDS, args.json, args.check)
     try:
         ns = [int(x) for x in (",".join(map(str, QUICK_NS)) if args.quick else args.n).split(",")]
     except ValueError:
