@@ -51,6 +51,7 @@ from collections.abc import Callable, Iterator
 from importlib import metadata
 from typing import Any
 
+import floors
 import stream_server
 
 import agentcore as ac
@@ -59,8 +60,10 @@ NS = (10, 100, 1000, 2000)
 QUICK_NS = (10, 100)
 RUNS = 3
 PEER_ONCE_FROM = 1000  # pydantic-ai runs once per N from here on (1-2 minutes a run)
-VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask", "pydantic-ai")
+VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask", "pydantic-ai",
+            "floor-requests", "floor-socket")
 AGENTCORE_VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask")
+BASE = "@base"  # a variant's label suffix: measured with the --baseline tree's agentcore
 PEER = "pydantic-ai"
 DASK_WORKERS = 2
 
@@ -96,8 +99,20 @@ def prompt_for(i: int) -> str:
 
 
 def weather_in(city: str) -> str:
-    """The tool's answer for `city` (the floor of `--single` answers with it too)."""
+    """The tool's answer for `city` (the floors answer with it too)."""
     return f"{city}: sunny, 21 °C, light westerly breeze"
+
+
+def ask_for(base_url: str, i: int) -> floors.Ask:
+    """Conversation `i` as the floors send it: the same model, key, messages and tool."""
+    return floors.Ask(base_url, MODEL_ID, API_KEY, SYSTEM_PROMPT, prompt_for(i), weather_in)
+
+
+FLOORS: dict[str, Callable[[floors.Ask], str]] = {
+    "floor-requests": floors.requests_conversation,
+    "floor-socket": floors.socket_conversation,
+}
+"""The conversation with no agent library: what the machine allows any thread-per-stream client."""
 
 
 @ac.tool
@@ -399,11 +414,42 @@ def run_pydantic_ai(base_url: str, n: int, meter: Meter) -> list[Outcome]:
     return asyncio.run(main())
 
 
+def run_floor(kind: str, base_url: str, n: int, meter: Meter) -> list[Outcome]:
+    """floor-requests, floor-socket: N threads started at once, one conversation each.
+
+    A conversation's latency is from the first start to its own end.
+    """
+    conversation = FLOORS[kind]
+    error = check_text(conversation(ask_for(base_url, 0)))
+    if error:
+        raise RuntimeError(f"warm-up run failed: {error}")
+    outcomes: list[Outcome] = [(0.0, "not finished")] * n
+
+    def one(i: int, t0: float) -> None:
+        try:
+            error = check_text(conversation(ask_for(base_url, i)))
+            outcomes[i] = (clock() - t0, error)
+        except Exception as exc:
+            outcomes[i] = (clock() - t0, f"{exc!r:.200}")
+
+    threads = []
+    t0 = meter.begin()
+    for i in range(n):
+        thread = threading.Thread(target=one, args=(i, t0), name=f"{kind}-{i}")
+        thread.start()
+        threads.append(thread)
+    for thread in threads:
+        thread.join()
+    meter.end()
+    return outcomes
+
+
 CHILD_VARIANTS: dict[str, Callable[[str, int, Meter], list[Outcome]]] = {
     "agentcore-agent": run_agents,
     "agentcore-batch": run_batch_variant,
     "agentcore-dask": run_dask,
     "pydantic-ai": run_pydantic_ai,
+    **{kind: functools.partial(run_floor, kind) for kind in FLOORS},
 }
 
 
@@ -473,118 +519,93 @@ TARGET_SINGLE_CPU_MS = 2.0  # one conversation alone, paced as a real model (iss
 PACINGS = {"paced": (), "unpaced": ("--first-token", "0", "--reply", "0")}
 
 
-def floor_conversation(base_url: str) -> str:
-    """The same two requests with nothing but requests, `iter_lines` and `json.loads` (a new
-    `requests.Session`, as a new agent has); the answer's text."""
-    import requests
-
-    url = f"{base_url}/v1/chat/completions"
-    tool = {"type": "function", "function": {
-        "name": "get_weather", "description": "The weather in a city right now.",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                       "required": ["city"]}}}
-    messages: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
-                                      {"role": "user", "content": prompt_for(0)}]
-    text: list[str] = []
-    with requests.Session() as session:
-        for _ in range(2):
-            body = {"model": MODEL_ID, "messages": messages, "tools": [tool], "stream": True,
-                    "stream_options": {"include_usage": True}}
-            headers = {"Authorization": f"Bearer {API_KEY}"}
-            arguments: list[str] = []
-            call_id = ""
-            with session.post(url, json=body, headers=headers, stream=True,
-                              timeout=RUN_TIMEOUT_S) as reply:
-                for line in reply.iter_lines():
-                    if not line.startswith(b"data: ") or line == b"data: [DONE]":
-                        continue
-                    chunk = json.loads(line[6:])
-                    for choice in chunk.get("choices") or ():
-                        delta = choice["delta"]
-                        if delta.get("content"):
-                            text.append(delta["content"])
-                        for call in delta.get("tool_calls") or ():
-                            call_id = call.get("id") or call_id
-                            arguments.append(call["function"].get("arguments") or "")
-            if not arguments:
-                break
-            city = json.loads("".join(arguments))["city"]
-            messages += [{"role": "assistant", "content": None, "tool_calls": [
-                             {"id": call_id, "type": "function", "function": {
-                                 "name": "get_weather", "arguments": "".join(arguments)}}]},
-                         {"role": "tool", "tool_call_id": call_id,
-                          "content": weather_in(city)}]
-    return "".join(text)
+def _usage() -> tuple[float, int]:
+    """(CPU seconds, voluntary context switches) of this process so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
 
 
-def agentcore_conversation(base_url: str) -> str:
-    """One conversation of a new agent (made before the clock), its answer's text."""
-    agent = make_agent(base_url)
-    try:
-        cpu0 = _cpu_s()
-        run = agent.prompt(prompt_for(0))
-        run.wait(RUN_TIMEOUT_S)
-        single_conversation.cpu_ms = (_cpu_s() - cpu0) * 1000
-        return run.text
-    finally:
-        agent.close()
+def single_child(kind: str, base_url: str) -> dict[str, Any]:
+    """`--single-child`: one warm-up conversation of `kind`, then one measured: its report.
 
-
-def single_conversation(kind: str, base_url: str) -> float:
-    """CPU ms of one conversation of `kind` ("agentcore" or "floor") in this process."""
-    if kind == "floor":
-        cpu0 = _cpu_s()
-        text = floor_conversation(base_url)
-        cpu = (_cpu_s() - cpu0) * 1000
-    else:
-        text = agentcore_conversation(base_url)
-        cpu = single_conversation.cpu_ms
-    error = check_text(text)
-    if error is not None:
-        raise RuntimeError(f"{kind}: {error}")
-    return cpu
-
-
-single_conversation.cpu_ms = 0.0  # type: ignore[attr-defined]
-
-
-def run_single(rounds: int, as_json: bool, check: bool) -> int:
-    """`--single`: one conversation at a time, agentcore and the floor alternating, paced and not.
-
-    CPU is the process's (user + system, `getrusage`) from `prompt()` to the run's end (the
-    agent is made before, and closed after, the clock); the floor's, around its two requests.
+    For agentcore the agent is made before, and closed after, the clock: CPU is from
+    `prompt()` to the run's end (the HTTP session, made at the first prompt, included). For a
+    floor, around its whole conversation (its `requests.Session` or socket included).
     """
-    results: dict[tuple[str, str], list[float]] = {}
+    def once() -> dict[str, Any]:
+        if kind == "agentcore":
+            agent = make_agent(base_url)
+            try:
+                cpu0, switches0 = _usage()
+                run = agent.prompt(prompt_for(0))
+                run.wait(RUN_TIMEOUT_S)
+                cpu1, switches1 = _usage()
+                text = run.text
+            finally:
+                agent.close()
+        else:
+            cpu0, switches0 = _usage()
+            text = FLOORS[kind](ask_for(base_url, 0))
+            cpu1, switches1 = _usage()
+        error = check_text(text)
+        if error is not None:
+            raise RuntimeError(f"{kind}: {error}")
+        return {"kind": kind, "cpu_ms": (cpu1 - cpu0) * 1e3, "switches": switches1 - switches0}
+
+    once()  # imports, the server's first connection
+    return once()
+
+
+def run_single(rounds: int, as_json: bool, check: bool, baseline: str | None) -> int:
+    """`--single`: one conversation at a time, paced and not, each in a fresh process.
+
+    Every round measures agentcore (and the `--baseline` tree's), then both floors, one child
+    process each, so that the trees and floors alternate; medians over the rounds.
+    """
+    kinds = ["agentcore", *(["agentcore@base"] if baseline else []), *FLOORS]
+    results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for pacing, server_args in PACINGS.items():
         with server_process(*server_args) as (url, _):
-            for kind in ("agentcore", "floor"):
-                single_conversation(kind, url)  # warm-up: imports, first connections
-            for _ in range(rounds):
-                for kind in ("agentcore", "floor"):
-                    results.setdefault((pacing, kind), []).append(
-                        single_conversation(kind, url))
+            for r in range(rounds):
+                for kind in kinds:
+                    report = run_child(kind, 1, url, single=True, baseline=baseline)
+                    if "error" in report:
+                        raise RuntimeError(f"{kind} ({pacing}): {report['error']}")
+                    results.setdefault((pacing, kind), []).append(report)
+                if not as_json:
+                    print(f"  {pacing} round {r + 1}: " + ", ".join(
+                        f"{k} {results[(pacing, k)][-1]['cpu_ms']:.2f} ms" for k in kinds),
+                        file=sys.stderr, flush=True)
     rows = []
     for pacing in PACINGS:
-        ours = statistics.median(results[(pacing, "agentcore")])
-        floor = statistics.median(results[(pacing, "floor")])
-        rows.append({"pacing": pacing, "agentcore_cpu_ms": round(ours, 2),
-                     "floor_cpu_ms": round(floor, 2), "above_floor_ms": round(ours - floor, 2),
-                     "rounds": rounds, "agentcore_all": [round(x, 2) for x in
-                                                        results[(pacing, "agentcore")]],
-                     "floor_all": [round(x, 2) for x in results[(pacing, "floor")]]})
+        for kind in kinds:
+            cpu = [x["cpu_ms"] for x in results[(pacing, kind)]]
+            rows.append({"pacing": pacing, "kind": kind, "rounds": rounds,
+                         "cpu_ms": round(statistics.median(cpu), 3),
+                         "cpu_ms_min": round(min(cpu), 3), "cpu_ms_max": round(max(cpu), 3),
+                         "switches": statistics.median(
+                             x["switches"] for x in results[(pacing, kind)]),
+                         "cpu_ms_all": [round(x, 3) for x in cpu]})
+    median = {(row["pacing"], row["kind"]): row["cpu_ms"] for row in rows}
+    paced = median[("paced", "agentcore")]
     if as_json:
         for row in rows:
             print(json.dumps(row))
     else:
-        print(f"one conversation alone, median of {rounds} rounds (CPU ms, this process)")
-        print("| pacing | agentcore | floor (requests + json) | agentcore - floor |")
-        print("|---|---:|---:|---:|")
+        print(f"one conversation alone, median of {rounds} rounds, each in a fresh process "
+              f"(CPU ms of the process: user + system; {_source()}"
+              + (f"; @base: {_source(baseline)}" if baseline else "") + ")")
+        print("| pacing | client | CPU ms | min | max | context switches | above the socket "
+              "floor |")
+        print("|---|---|---:|---:|---:|---:|---:|")
         for row in rows:
-            print(f"| {row['pacing']} | {row['agentcore_cpu_ms']:.2f} | "
-                  f"{row['floor_cpu_ms']:.2f} | {row['above_floor_ms']:.2f} |")
-    paced = rows[0]["agentcore_cpu_ms"]
-    verdict = "met" if paced <= TARGET_SINGLE_CPU_MS else "MISSED"
-    print(f"  agentcore paced = {paced:.2f} ms (target <= {TARGET_SINGLE_CPU_MS}): {verdict}",
+            above = row["cpu_ms"] - median[(row["pacing"], "floor-socket")]
+            print(f"| {row['pacing']} | {row['kind']} | {row['cpu_ms']:.2f} | "
+                  f"{row['cpu_ms_min']:.2f} | {row['cpu_ms_max']:.2f} | {row['switches']:.0f} | "
+                  f"{above:+.2f} |")
+    verdict = "ok" if paced <= TARGET_SINGLE_CPU_MS else "MISSED"
+    print(f"  agentcore, paced = {paced:.2f} ms (target <= {TARGET_SINGLE_CPU_MS:g}): {verdict}; "
+          f"the socket floor, paced = {median[('paced', 'floor-socket')]:.2f} ms",
           file=sys.stderr)
     return 1 if check and paced > TARGET_SINGLE_CPU_MS else 0
 
@@ -616,15 +637,21 @@ def server_process(*server_args: str) -> Iterator[tuple[str, subprocess.Popen[st
             proc.wait(timeout=10)
 
 
-def run_child(variant: str, n: int, base_url: str) -> dict[str, Any]:
+def run_child(label: str, n: int, base_url: str, *, single: bool = False,
+              baseline: str | None = None) -> dict[str, Any]:
     """One measurement in a fresh interpreter; its JSON report (or an `error`).
 
-    The child leads its own process group, so that a child that overruns CHILD_TIMEOUT_S is
-    killed with everything it started (a Dask cluster's worker processes).
+    A label ending in `@base` measures its variant with the agentcore of the `baseline` tree
+    (first on the child's PYTHONPATH). `single`: `--single-child` (one conversation) instead of
+    `--child`. The child leads its own process group, so that a child that overruns
+    CHILD_TIMEOUT_S is killed with everything it started (a Dask cluster's worker processes).
     """
+    variant, based, _ = label.partition(BASE)
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (HERE, env.get("PYTHONPATH")) if p)
-    argv = [sys.executable, os.path.abspath(__file__), "--child", variant, "--n", str(n),
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (baseline if based else None, HERE, env.get("PYTHONPATH")) if p)
+    argv = [sys.executable, os.path.abspath(__file__),
+            *(("--single-child", variant) if single else ("--child", variant, "--n", str(n))),
             "--url", base_url]
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env, start_new_session=True)
@@ -634,11 +661,13 @@ def run_child(variant: str, n: int, base_url: str) -> dict[str, Any]:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        return {"variant": variant, "n": n, "error": f"timed out after {CHILD_TIMEOUT_S:.0f} s"}
+        return {"variant": label, "n": n, "error": f"timed out after {CHILD_TIMEOUT_S:.0f} s"}
     if proc.returncode != 0:
-        return {"variant": variant, "n": n,
+        return {"variant": label, "n": n,
                 "error": f"exit {proc.returncode}: {err.strip()[-600:]}"}
-    return dict(json.loads(out.strip().splitlines()[-1]))
+    report = dict(json.loads(out.strip().splitlines()[-1]))
+    report["variant"] = label
+    return report
 
 
 class Cell:
@@ -777,20 +806,21 @@ def table(cells: list[Cell]) -> str:
     return "\n".join(lines)
 
 
-def ratios(cells: dict[tuple[str, int], Cell], ns: list[int], variants: list[str]) -> str:
-    ours = [v for v in variants if v in AGENTCORE_VARIANTS]
-    if PEER not in variants or not ours:
+def ratios(cells: dict[tuple[str, int], Cell], ns: list[int],
+           pairs: list[tuple[str, str]]) -> str:
+    """A table of wall-time ratios, one column per (variant, reference) pair measured."""
+    pairs = [(a, b) for a, b in pairs if any(
+        cells.get((a, n)) and cells.get((b, n)) for n in ns)]
+    if not pairs:
         return ""
-    lines = ["| N | " + " | ".join(f"{v} / pydantic-ai" for v in ours) + " |",
-             "|---:|" + "---:|" * len(ours)]
+    lines = ["| N | " + " | ".join(f"{a} / {b}" for a, b in pairs) + " |",
+             "|---:|" + "---:|" * len(pairs)]
     for n in ns:
-        peer = cells.get((PEER, n))
         row = []
-        for v in ours:
-            cell = cells.get((v, n))
-            if peer and peer.runs and cell and cell.runs:
-                ratio = cell.median("wall_s") / peer.median("wall_s")
-                row.append(f"{ratio:.3f} ({1 / ratio:.1f}x faster)")
+        for a, b in pairs:
+            ours, theirs = cells.get((a, n)), cells.get((b, n))
+            if ours and ours.runs and theirs and theirs.runs:
+                row.append(f"{ours.median('wall_s') / theirs.median('wall_s'):.3f}")
             else:
                 row.append("-")
         lines.append(f"| {n:,} | " + " | ".join(row) + " |")
@@ -830,9 +860,9 @@ def _versions() -> str:
     return ", ".join(parts)
 
 
-def _source() -> str:
-    """Which agentcore is measured: the repository's commit, or the tree on PYTHONPATH."""
-    tree = os.path.dirname(os.path.dirname(os.path.abspath(ac.__file__)))
+def _source(tree: str | None = None) -> str:
+    """Which agentcore is measured: `tree`'s (by default the one imported) commit."""
+    tree = tree or os.path.dirname(os.path.dirname(os.path.abspath(ac.__file__)))
     try:
         head = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
                               capture_output=True, text=True, timeout=10).stdout.strip()
@@ -866,10 +896,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="with --child: cProfile every thread, merged stats to PATH")
     parser.add_argument("--single", action="store_true",
                         help=f"one conversation alone, {SINGLE_ROUNDS} rounds (--runs), paced "
-                        "and unpaced, beside the bare requests + json.loads floor")
+                        "and unpaced, beside the floors (no --n, no --variants)")
+    parser.add_argument("--single-child", choices=("agentcore", *FLOORS),
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", metavar="TREE",
+                        help="also measure each agentcore variant (label ending in @base) with "
+                        "the agentcore of TREE, a checkout of another commit (before/after "
+                        "in the same run)")
     args = parser.parse_args(argv)
+    if args.baseline and not os.path.isfile(os.path.join(args.baseline, "agentcore",
+                                                         "__init__.py")):
+        parser.error(f"--baseline {args.baseline!r} holds no agentcore/ package")
+    if args.single_child:
+        print(json.dumps(single_child(args.single_child, args.url)))
+        return 0
     if args.single:
-        return run_single(args.runs or SINGLE_ROUNDS, args.json, args.check)
+        return run_single(args.runs or SINGLE_ROUNDS, args.json, args.check, args.baseline)
     try:
         ns = [int(x) for x in (",".join(map(str, QUICK_NS)) if args.quick else args.n).split(",")]
     except ValueError:
@@ -881,6 +923,9 @@ def main(argv: list[str] | None = None) -> int:
                      if unknown else "--n must be positive")
     runs = args.runs if args.runs is not None else (1 if args.quick else RUNS)
     stream_server.raise_open_files_limit()
+    if args.baseline and not args.child:  # each agentcore variant, then the baseline's
+        variants = [label for v in variants
+                    for label in ((v, v + BASE) if v in AGENTCORE_VARIANTS else (v,))]
 
     if args.child:
         def child(url: str) -> dict[str, Any]:
@@ -905,7 +950,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     cell = cells[(v, n)]
                     for attempt in range(1 + INVALID_RETRIES):
-                        report = run_child(v, n, url)
+                        report = run_child(v, n, url, baseline=args.baseline)
                         late = (None if "error" in report
                                 else report["server"]["lateness_ms"]["p99"])
                         if not args.json:
@@ -938,14 +983,21 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(lines))
     else:
         print(f"{_versions()}; Python {platform.python_version()}, nproc {os.cpu_count()}; "
-              f"{_source()}; median of {runs} run(s) per cell"
+              f"{_source()}"
+              + (f"; @base: {_source(args.baseline)}" if args.baseline else "")
+              + f"; median of {runs} run(s) per cell"
               + (f", pydantic-ai once from N={PEER_ONCE_FROM}" if PEER in variants and runs > 1
                  and any(n >= PEER_ONCE_FROM for n in ns) else ""))
         print(table(ordered))
-        ratio_table = ratios(cells, ns, variants)
-        if ratio_table:
-            print("\nwall time, agentcore / pydantic-ai:")
-            print(ratio_table)
+        ours = [v for v in variants if v in AGENTCORE_VARIANTS]
+        for title, pairs in (
+                ("agentcore / pydantic-ai", [(v, PEER) for v in ours]),
+                ("after / before (the --baseline tree)", [(v, v + BASE) for v in ours]),
+                ("agentcore / the floors", [(v, f) for v in ours for f in FLOORS])):
+            ratio_table = ratios(cells, ns, pairs)
+            if ratio_table:
+                print(f"\nwall time, {title}:")
+                print(ratio_table)
         print("\ntargets:")
         for t in found:
             print(f"  {t.line()}")
