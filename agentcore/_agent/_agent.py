@@ -197,7 +197,8 @@ class Agent:
     _lock: threading.RLock = attrs.field(init=False, factory=threading.RLock, on_setattr=_KEEP)
     _steering: MessageQueue = attrs.field(init=False, on_setattr=_KEEP)
     _follow_up: MessageQueue = attrs.field(init=False, on_setattr=_KEEP)
-    _listeners: list[Listener] = attrs.field(init=False, factory=list, on_setattr=_KEEP)
+    # Replaced, never changed in place: a run reads it once an event, without the lock
+    _listeners: tuple[Listener, ...] = attrs.field(init=False, default=(), on_setattr=_KEEP)
     _run: AgentRun | None = attrs.field(init=False, default=None, on_setattr=_KEEP)
     _live: LiveState = attrs.field(init=False, factory=LiveState, on_setattr=_KEEP)
     _http_session: Any = attrs.field(init=False, default=None, on_setattr=_KEEP)
@@ -255,11 +256,11 @@ class Agent:
                             f"listener(event, signal); got {listener!r}")
         with self._lock:
             if not any(existing is listener for existing in self._listeners):
-                self._listeners.append(listener)
+                self._listeners = (*self._listeners, listener)
 
         def unsubscribe() -> None:
             with self._lock:
-                self._listeners = [x for x in self._listeners if x is not listener]
+                self._listeners = tuple(x for x in self._listeners if x is not listener)
 
         return unsubscribe
 

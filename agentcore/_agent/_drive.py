@@ -28,6 +28,7 @@ from .._core import (
     AgentTool,
     MessageEndEvent,
     MessageStartEvent,
+    MessageUpdateEvent,
     Model,
     Session,
     TextContent,
@@ -258,22 +259,32 @@ def _fail(agent: Agent, run: AgentRun, model: Model, exc: BaseException) -> list
 
 
 def _handle(agent: Agent, run: AgentRun, event: AgentEvent) -> None:
-    """Apply `event` to the state, log it on the run, then call the listeners."""
-    with agent._lock:
-        started, ended = agent._live.apply(event)
-        if started is not None and not agent._steering.accept(started):
-            agent._follow_up.accept(started)
-        if ended is not None:
-            agent.messages.append(ended)
-        listeners = list(agent._listeners)
-    if ended is not None and agent._writer is not None:
-        agent._writer.save(ended, lambda: agent.state.messages)  # durable before it is heard
+    """Apply `event` to the state, log it on the run, then call the listeners.
+
+    A `message_update` (most events by far) changes only the streaming message: one
+    reference, written without the lock (a snapshot sees it before or after, both states the
+    run went through).
+    """
+    if event.__class__ is MessageUpdateEvent:
+        agent._live.streaming_message = event.message
+    else:
+        with agent._lock:
+            started, ended = agent._live.apply(event)
+            if started is not None and not agent._steering.accept(started):
+                agent._follow_up.accept(started)
+            if ended is not None:
+                agent.messages.append(ended)
+        if ended is not None and agent._writer is not None:
+            agent._writer.save(ended, lambda: agent.state.messages)  # durable before heard
     run.publish(event)
-    for listener in listeners:
-        try:
-            listener(event, run.signal)
-        except Exception:
-            _log.exception("agent listener %r raised on %s", listener, event.type)
+    listeners = agent._listeners
+    if listeners:
+        signal = run.signal
+        for listener in listeners:
+            try:
+                listener(event, signal)
+            except Exception:
+                _log.exception("agent listener %r raised on %s", listener, event.type)
 
 
 def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None],

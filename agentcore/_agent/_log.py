@@ -44,7 +44,7 @@ class EventLog:
         self.finished = False
         self.async_waiters: Waiters = {}  # tasks waiting for news
         self.async_end_waiters: Waiters = {}  # tasks waiting for the end
-        lock = threading.Lock()
+        self._lock = lock = threading.Lock()
         self._cond = threading.Condition(lock)  # threads waiting for news
         self._end_cond = threading.Condition(lock)  # threads waiting for the end
         self._events: list[AgentEvent] = []
@@ -60,17 +60,20 @@ class EventLog:
         When the log outgrows `max_events`, one pass drops enough of its oldest
         `message_update`s to bring it down to about 90 % of the bound.
         """
-        with self._cond:
-            self._events.append(event)
+        with self._lock:
+            events = self._events
+            events.append(event)
             self._seqs.append(self._published)
             self._published += 1
-            if isinstance(event, MessageUpdateEvent):
+            if event.__class__ is MessageUpdateEvent:
                 self._updates += 1
             # A pass costs the log's length, so it runs only when it can drop a tenth of the
             # log: publishing stays O(1) amortized even in a log mostly of kinds never dropped.
-            if len(self._events) > self.max_events and self._updates * 10 >= len(self._events):
+            if len(events) > self.max_events and self._updates * 10 >= len(events):
                 self._drop_updates()
-            self._wake(end=isinstance(event, AgentEndEvent))
+            if self._waiting or self._end_waiting or self.async_waiters \
+                    or self.async_end_waiters:  # most events have nobody to wake
+                self._wake(end=isinstance(event, AgentEndEvent))
 
     def finish(self) -> None:
         """Mark the log finished (the run's outcome is set) and wake every consumer."""
