@@ -163,7 +163,9 @@ def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steeri
     session = loop.http_session
     if http and session is None:
         if http_session is None and agent._http_session is None:
-            agent._http_session = new_http_session()  # kept alive across runs
+            # Kept alive across runs; an agent's runs take turns, so few idle connections
+            # need keeping (each slot of a new pool costs a queue put and a get at close).
+            agent._http_session = new_http_session(pool_size=2)
         session = http_session or agent._http_session
     config = _config(agent, loop, skip_first_steering, output, session)
     context = AgentContext(agent.system_prompt, list(agent.messages), list(agent.tools))
