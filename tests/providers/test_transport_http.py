@@ -1,10 +1,12 @@
-"""A reply's body over real HTTP, read in bulk (`Urllib3Response.chunks`, `_bodies`).
+"""The transports over real HTTP: the request as sent (`_lean`, `_opener`), and the reply's
+body read in bulk (`Urllib3Response.chunks`, `_bodies`).
 
-A raw server on 127.0.0.1 writes byte-exact answers (chunked, sized, up to the close, with
-trailers, extensions, bytes after the end, a content coding) in the writes each test asks for,
-and counts connections: a body read to its end leaves its connection for the next request; a
-body read in part, or followed by stray bytes, does not. Timeouts, a cut from another thread,
-a dropped connection and a malformed size end the read with `ReadError`.
+A raw server on 127.0.0.1 records the bytes of each request as they come and writes byte-exact
+answers (chunked, sized, up to the close, with trailers, extensions, bytes after the end, a
+content coding) in the writes each test asks for, and counts connections: a body read to its
+end leaves its connection for the next request; a body read in part, or followed by stray
+bytes, does not. Timeouts, a cut from another thread, a dropped connection and a malformed size
+end the read with `ReadError`.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from typing import Any
 import pytest
 import requests
 
-from agentcore.providers import _http, _transport, new_http_session
+from agentcore.providers import _http, _lean, _opener, _transport, new_http_session
 from agentcore.providers._sse import ServerSentEvent
 from agentcore.providers._transport import Outgoing, ReadError
 
@@ -48,6 +50,7 @@ class RawServer:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/v1/x"
         self.scripts: deque[Script] = deque()
+        self.received: list[tuple[bytes, bytes]] = []  # per request: (its first read, all of it)
         self.accepted = 0
         self.gone = threading.Event()  # set when the client closed a connection a script held
         self.errors: list[BaseException] = []
@@ -92,16 +95,19 @@ class RawServer:
         buffer = b""
         try:
             while True:
+                first = buffer
                 while b"\r\n\r\n" not in buffer:
-                    data = peer.recv(65536)
+                    data = peer.recv(1024 * 1024)
                     if not data:
                         return
+                    first = first or data
                     buffer += data
                 head, buffer = buffer.split(b"\r\n\r\n", 1)
                 length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
                                if line.lower().startswith(b"content-length:")), 0)
                 while len(buffer) < length:
-                    buffer += peer.recv(65536)
+                    buffer += peer.recv(1024 * 1024)
+                self.received.append((first, head + b"\r\n\r\n" + buffer[:length]))
                 buffer = buffer[length:]
                 if not self.scripts.popleft()(peer):
                     return
@@ -144,10 +150,10 @@ def session(request: pytest.FixtureRequest) -> Iterator[requests.Session]:
         yield made
 
 
-def open_reply(session: requests.Session, server: RawServer,
-               read_timeout: float = WAIT_S) -> Any:
+def open_reply(session: requests.Session, server: RawServer, read_timeout: float = WAIT_S,
+               body: bytes = b"{}") -> Any:
     return _transport.transport_of(session).open(
-        session, Outgoing(server.url, {"Content-Type": "application/json"}, b"{}"),
+        session, Outgoing(server.url, {"Content-Type": "application/json"}, body),
         (WAIT_S, read_timeout), None)
 
 
@@ -159,10 +165,65 @@ def body_of(session: requests.Session, server: RawServer) -> list[bytes]:
         response.close()
 
 
+# --- the request ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("size", [2, 30_000, 200_000, _opener.JOINED_BODY_LIMIT + 1])
+def test_transport_http_the_head_and_a_body_go_out_together(
+    server: RawServer, session: requests.Session, size: int
+) -> None:
+    body = bytes(range(256)) * (size // 256) + b"{}"
+    server.answer(HEAD + BODY)
+    response = open_reply(session, server, body=body)
+    response.close()
+    [(first, whole)] = server.received
+    head, sent = whole.split(b"\r\n\r\n", 1)
+    assert sent == body
+    assert b"\r\ncontent-length: %d\r\n" % len(body) in head.lower() + b"\r\n"
+    if size <= 30_000 and type(session) is not requests.Session:
+        assert first == whole  # one send, one segment: the first read has it all
+
+
+def test_transport_http_a_request_without_a_body_goes_out(server: RawServer) -> None:
+    server.answer(HEAD + BODY)
+    with new_http_session() as session:
+        response = open_reply(session, server, body=b"")
+        assert b"".join(response.chunks()) == PAYLOAD
+    [(_, whole)] = server.received
+    assert whole.startswith(b"POST /v1/x HTTP/1.1\r\n")
+    assert b"Content-Length: 0\r\n" in whole
+    assert whole.endswith(b"\r\n\r\n")
+
+
+@pytest.mark.parametrize("ttl", [60.0, 0.0])
+def test_transport_http_the_pool_is_found_once_a_while(
+    server: RawServer, monkeypatch: pytest.MonkeyPatch, ttl: float
+) -> None:
+    monkeypatch.setattr(_lean, "POOLS_TTL_S", ttl)
+    with new_http_session() as session:
+        adapter = session.get_adapter(server.url)
+        found: list[Any] = []
+        find = adapter.get_connection_with_tls_context
+
+        def counting(*args: Any, **kwargs: Any) -> Any:
+            found.append(find(*args, **kwargs))
+            return found[-1]
+
+        monkeypatch.setattr(adapter, "get_connection_with_tls_context", counting)
+        for _ in range(3):
+            server.answer(HEAD + BODY)
+            assert body_of(session, server) == [PAYLOAD]
+        assert len(found) == (1 if ttl else 3)
+        assert all(pool is found[0] for pool in found)
+        assert adapter.agentcore_pools
+    assert not adapter.agentcore_pools  # closed with the session: its connections close
+    assert server.accepted == 1
+
+
 # --- what comes -----------------------------------------------------------------------------------
 
 
-def test_transport_bodies_every_chunk_of_one_read_comes_at_once(
+def test_transport_http_every_chunk_of_one_read_comes_at_once(
     server: RawServer, session: requests.Session
 ) -> None:
     server.answer(HEAD + BODY)  # the body arrives with the headers, in http.client's buffer
@@ -172,7 +233,7 @@ def test_transport_bodies_every_chunk_of_one_read_comes_at_once(
 
 
 @pytest.mark.parametrize("write", ["one-byte", "one-piece-a-chunk"])
-def test_transport_bodies_any_split_gives_the_payload(server: RawServer, write: str) -> None:
+def test_transport_http_any_split_gives_the_payload(server: RawServer, write: str) -> None:
     if write == "one-byte":
         server.answer(HEAD, *(BODY[i:i + 1] for i in range(len(BODY))))
     else:
@@ -181,7 +242,7 @@ def test_transport_bodies_any_split_gives_the_payload(server: RawServer, write: 
         assert b"".join(body_of(session, server)) == PAYLOAD
 
 
-def test_transport_bodies_the_sse_decoder_takes_several_events_a_feed(server: RawServer) -> None:
+def test_transport_http_the_sse_decoder_takes_several_events_a_feed(server: RawServer) -> None:
     server.answer(HEAD + BODY)
     with new_http_session() as session:
         events = list(_http.iter_events(open_reply(session, server), None))
@@ -189,7 +250,7 @@ def test_transport_bodies_the_sse_decoder_takes_several_events_a_feed(server: Ra
                       ServerSentEvent(None, "[DONE]")]
 
 
-def test_transport_bodies_a_huge_chunk_comes_in_pieces(server: RawServer) -> None:
+def test_transport_http_a_huge_chunk_comes_in_pieces(server: RawServer) -> None:
     huge = b"data: " + b"z" * (1024 * 1024) + b"\n\n"
     server.answer(HEAD, frame(huge) + b"0\r\n\r\n")
     with new_http_session() as session:
@@ -198,7 +259,7 @@ def test_transport_bodies_a_huge_chunk_comes_in_pieces(server: RawServer) -> Non
     assert max(map(len, pieces)) <= _transport._READ_SIZE
 
 
-def test_transport_bodies_a_content_coding_is_undone(server: RawServer) -> None:
+def test_transport_http_a_content_coding_is_undone(server: RawServer) -> None:
     packed = gzip.compress(PAYLOAD)
     server.answer(HEAD.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"),
                   frame(packed[:10]) + frame(packed[10:]) + b"0\r\n\r\n")
@@ -221,7 +282,7 @@ BODIES = {
 
 
 @pytest.mark.parametrize("answer", list(BODIES))
-def test_transport_bodies_a_body_read_to_its_end_leaves_its_connection_for_the_next(
+def test_transport_http_a_body_read_to_its_end_leaves_its_connection_for_the_next(
     server: RawServer, session: requests.Session, answer: str
 ) -> None:
     for _ in range(3):
@@ -231,7 +292,7 @@ def test_transport_bodies_a_body_read_to_its_end_leaves_its_connection_for_the_n
     assert server.accepted == 1
 
 
-def test_transport_bodies_a_body_read_in_part_closes_its_connection(
+def test_transport_http_a_body_read_in_part_closes_its_connection(
     server: RawServer, session: requests.Session
 ) -> None:
     server.answer(HEAD, frame(EVENTS[0]), then="hold")
@@ -247,7 +308,7 @@ def test_transport_bodies_a_body_read_in_part_closes_its_connection(
 @pytest.mark.parametrize("answer", [HEAD + BODY + b"HTTP/1.1 200 OK\r\n",
                                     HEAD + frame(PAYLOAD) + b"0\r\nX-Cut: 1"],
                          ids=["bytes-after-the-end", "closed-in-the-trailers"])
-def test_transport_bodies_a_connection_in_doubt_is_not_reused(
+def test_transport_http_a_connection_in_doubt_is_not_reused(
     server: RawServer, answer: bytes
 ) -> None:
     server.answer(answer, then="keep" if answer.endswith(b"\r\n") else "close")
@@ -258,7 +319,7 @@ def test_transport_bodies_a_connection_in_doubt_is_not_reused(
     assert server.accepted == 2
 
 
-def test_transport_bodies_a_body_up_to_the_close_is_whole(server: RawServer) -> None:
+def test_transport_http_a_body_up_to_the_close_is_whole(server: RawServer) -> None:
     server.answer(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", PAYLOAD, then="close")
     server.answer(HEAD + BODY)
     with new_http_session() as session:
@@ -275,7 +336,7 @@ def test_transport_bodies_a_body_up_to_the_close_is_whole(server: RawServer) -> 
     HEAD + b"zz\r\nabc\r\n",  # not a size
     b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\nabc",  # dropped inside a sized body
 ], ids=["dropped-mid-chunk", "malformed-size", "dropped-mid-sized"])
-def test_transport_bodies_a_broken_body_is_a_read_error(
+def test_transport_http_a_broken_body_is_a_read_error(
     server: RawServer, session: requests.Session, answer: bytes
 ) -> None:
     server.answer(answer, then="close")
@@ -289,7 +350,7 @@ def test_transport_bodies_a_broken_body_is_a_read_error(
     assert server.accepted == 2
 
 
-def test_transport_bodies_silence_past_the_read_timeout_is_a_timeout(
+def test_transport_http_silence_past_the_read_timeout_is_a_timeout(
     server: RawServer, session: requests.Session
 ) -> None:
     server.answer(HEAD, frame(EVENTS[0]), then="hold")
@@ -305,7 +366,7 @@ def test_transport_bodies_silence_past_the_read_timeout_is_a_timeout(
     assert server.gone.wait(WAIT_S)
 
 
-def test_transport_bodies_a_cut_wakes_a_blocked_read(
+def test_transport_http_a_cut_wakes_a_blocked_read(
     server: RawServer, session: requests.Session,
     run_in_thread: Callable[[Callable[[], None]], None],
 ) -> None:
