@@ -72,13 +72,13 @@ def iter_dechunked(first: Read, read: Read, size: int,
             pos = 0
         while True:  # at a chunk's CRLF, followed by the next chunk's size line
             line_end = data.find(b"\n", pos + 2)
+            if data[pos:pos + 2] != b"\r\n" and len(data) - pos >= 2:
+                raise BodyError("a chunk's payload does not end with CRLF")
             if line_end < 0:
                 tail = data[pos:]
                 if len(tail) > MAX_LINE + 2:
                     raise BodyError("a chunk size line is too long")
                 break
-            if data[pos:pos + 2] != b"\r\n":
-                raise BodyError("a chunk's payload does not end with CRLF")
             if line_end - pos > MAX_LINE + 2:
                 raise BodyError("a chunk size line is too long")
             chunk = _chunk_size(data[pos + 2:line_end])

@@ -196,11 +196,13 @@ def test_bodies_a_connection_that_ends_early_is_an_error(body: bytes) -> None:
     (b"\r\n", "invalid chunk size line b'\\\\r'"),
     (b";ext\r\n", "invalid chunk size line"),
     (b"5\r\nhelloXY3\r\nabc\r\n", "a chunk's payload does not end with CRLF"),
+    (b"5\r\nhelloXY", "a chunk's payload does not end with CRLF"),
     (b"5" * (MAX_LINE + 1) + b"\r\n", "a chunk size line is too long"),
     (b"5;" + b"x" * (MAX_LINE + 1), "a chunk size line is too long"),
     (b"0\r\nX: " + b"x" * (MAX_LINE + 1), "a trailer line is too long"),
     (b"0\r\nX: " + b"x" * (MAX_LINE + 1) + b"\r\n\r\n", "a trailer line is too long"),
-], ids=["not-hex", "negative", "empty", "extension-only", "no-crlf", "long-size",
+], ids=["not-hex", "negative", "empty", "extension-only", "no-crlf", "no-crlf-no-lf",
+        "long-size",
         "long-extension", "long-trailer-cut", "long-trailer"])
 def test_bodies_a_malformed_body_is_an_error(body: bytes, message: str) -> None:
     whole = [[body]] if len(body) <= SIZE else []
