@@ -8,6 +8,8 @@ whenever the session needs none of it, and through `session.post` otherwise.
 from __future__ import annotations
 
 import contextlib
+import functools
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -32,12 +34,7 @@ def lean_post(session: Any, adapter: Any, verify: Any, cert: Any, url: str, body
     """
     if session.auth or session.params or session.cookies or any(session.hooks.values()):
         return None
-    import requests
-    from urllib3.util import Timeout, parse_url
-
-    target = requests.PreparedRequest()
-    target.url, target.method = url, "POST"
-    pool = adapter.get_connection_with_tls_context(target, verify, proxies=None, cert=cert)
+    pool = _pool(adapter, url, verify, cert)
     adapter.cert_verify(pool, url, verify, cert)
     ours = {name.lower() for name in headers}
     sent = {name: value for name, value in session.headers.items()
@@ -45,14 +42,14 @@ def lean_post(session: Any, adapter: Any, verify: Any, cert: Any, url: str, body
     sent.update(headers)
     sent["Content-Length"] = str(len(body))
     with _requests_errors():
-        raw = pool.urlopen("POST", parse_url(url).request_uri, body=body, headers=sent,
+        raw = pool.urlopen("POST", _request_uri(url), body=body, headers=sent,
                            redirect=False, assert_same_host=False, preload_content=False,
                            decode_content=False, retries=adapter.max_retries,
-                           timeout=Timeout(connect=timeouts[0], read=timeouts[1]),
-                           chunked=False)
+                           timeout=_timeout(*timeouts), chunked=False)
     if "set-cookie" in raw.headers:  # kept for the next request, as requests does
         from requests import cookies, structures
 
+        target = _prepared(url)
         target.headers = structures.CaseInsensitiveDict(
             {name: str(value) for name, value in sent.items()})
         extract: Any = cookies.extract_cookies_to_jar
@@ -62,6 +59,65 @@ def lean_post(session: Any, adapter: Any, verify: Any, cert: Any, url: str, body
         raw.release_conn()
         return None
     return raw
+
+
+def _pool(adapter: Any, url: str, verify: Any, cert: Any) -> Any:
+    """The urllib3 pool `adapter` sends `url` through, as requests finds it; kept a while.
+
+    requests finds the pool anew for every request (it parses the URL, builds the pool's key,
+    looks at the certificate bundle on disk), tens of microseconds each time. An adapter of
+    `new_http_session` keeps the pools it found (`agentcore_pools`, emptied when it closes) by
+    origin and certificate settings for `POOLS_TTL_S`, then asks its pool manager again: a pool
+    the manager has dropped since (one host too many) is not used for long, and the one in use
+    stays the manager's most recent.
+    """
+    pools: dict[Any, tuple[Any, float]] | None = getattr(adapter, "agentcore_pools", None)
+    key = (*url.split("/", 3)[:3], verify, cert)
+    now = time.monotonic()
+    try:
+        kept = pools.get(key) if pools is not None else None
+    except TypeError:  # an unhashable setting: found anew every time
+        pools = kept = None
+    if kept is not None and now < kept[1] and getattr(kept[0], "pool", None) is not None:
+        return kept[0]
+    pool = adapter.get_connection_with_tls_context(_prepared(url), verify, proxies=None,
+                                                   cert=cert)
+    if pools is not None:
+        if len(pools) >= _POOLS_KEPT:
+            pools.clear()
+        pools[key] = (pool, now + POOLS_TTL_S)
+    return pool
+
+
+POOLS_TTL_S = 1.0
+"""How long an adapter of `new_http_session` sends through a pool before asking for it again."""
+
+_POOLS_KEPT = 64
+
+
+def _prepared(url: str) -> Any:
+    """A `requests.PreparedRequest` of a POST to `url` (what requests' helpers look at)."""
+    import requests
+
+    target = requests.PreparedRequest()
+    target.url, target.method = url, "POST"
+    return target
+
+
+@functools.lru_cache(maxsize=256)
+def _request_uri(url: str) -> str:
+    """The path and query of `url`, as urllib3 sends them (a model's URL is one of a few)."""
+    from urllib3.util import parse_url
+
+    return parse_url(url).request_uri
+
+
+@functools.lru_cache(maxsize=64)
+def _timeout(connect: float, read: float) -> Any:
+    """urllib3's `Timeout` for (connect, read) seconds; urllib3 copies it before using it."""
+    from urllib3.util import Timeout
+
+    return Timeout(connect=connect, read=read)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import attrs
 
 from .._core import ABORTED_TEXT, AbortSignal
+from ._bodies import BodyError, iter_dechunked, iter_sized
 from ._lean import lean_post
 from ._opener import (
     Opener,
@@ -131,27 +132,38 @@ class Urllib3Response:
     `headers` are the response's own unless given (requests' view of them, say).
     """
 
-    __slots__ = ("headers", "raw", "status")
+    __slots__ = ("_body", "headers", "raw", "status")
 
     def __init__(self, raw: Any, headers: Mapping[str, str] | None = None) -> None:
         self.raw = raw
         self.status: int = raw.status
         self.headers: Mapping[str, str] = raw.headers if headers is None else headers
+        self._body: Iterator[bytes] | None = None
 
     def chunks(self) -> Iterator[bytes]:
-        """Whole HTTP chunks when the body is chunked, else whatever one read gives.
+        """The body's bytes, in bulk: whatever one read of the connection brings (`_bodies`).
 
-        urllib3's chunked reader costs a third of its generic `read1` per call; a server's one
-        huge chunk still comes in pieces of at most `_READ_SIZE`, so that a decoder can refuse
-        it before it is all read.
+        A chunked body comes de-chunked, all the chunks of one read as one bytes object; a read
+        gives at most `_READ_SIZE` bytes, so that a decoder can refuse a server's huge chunk
+        before it is all read. A body read to its end gives its connection back to the pool.
+        urllib3 reads what is unusual (a content coding to undo, say). Every call continues
+        the same iterator.
         """
+        if self._body is None:
+            self._body = self._read()
+        return self._body
+
+    def _read(self) -> Iterator[bytes]:
         raw = self.raw
         try:
-            if getattr(raw, "chunked", False) and raw.supports_chunked_reads():
+            body = _bulk_body(raw)
+            if body is not None:
+                yield from body
+            elif getattr(raw, "chunked", False) and raw.supports_chunked_reads():
                 yield from raw.read_chunked(_READ_SIZE, decode_content=True)
-                return
-            while chunk := raw.read1(_READ_SIZE, decode_content=True):
-                yield chunk
+            else:
+                while chunk := raw.read1(_READ_SIZE, decode_content=True):
+                    yield chunk
         except _read_errors() as exc:
             import urllib3
 
@@ -231,13 +243,57 @@ class Replayed:
         self._response.close()
 
 
+def _bulk_body(raw: Any) -> Iterator[bytes] | None:
+    """urllib3 response `raw`'s body, read straight from its socket (`_bodies`).
+
+    None when urllib3 should read it: a content coding to undo, no body by its status, a chunk
+    begun by another reader, or not the http.client response over a socket file that urllib3 2
+    makes. The first
+    read takes what http.client's buffered file holds already past the headers (or receives,
+    when it holds nothing); every later read receives from the socket itself, skipping two
+    layers of Python per read. Once the body is whole, its connection goes back to the pool if
+    nothing follows the body, and is closed otherwise.
+    """
+    import http.client  # loaded already, by urllib3
+    import io
+
+    response = getattr(raw, "_fp", None)
+    file = getattr(response, "fp", None)
+    if (type(file) is not io.BufferedReader or not isinstance(response, http.client.HTTPResponse)
+            or not isinstance(file.raw, socket.SocketIO)
+            or raw.headers.get("content-encoding", "identity").lower() not in _IDENTITY
+            or raw.chunk_left is not None or response.chunk_left is not None
+            or not 200 <= raw.status < 300 or raw.status in (204, 304)):
+        return None
+    first = file.read1
+    # Once `first` has emptied the file's buffer (as a read of at least its size does), the
+    # socket the file reads from is read directly
+    sock = getattr(file.raw, "_sock", None)
+    read = sock.recv if isinstance(sock, socket.socket) and \
+        io.DEFAULT_BUFFER_SIZE <= _READ_SIZE else first
+
+    def end(clean: bool) -> None:
+        if clean:
+            response.close()  # as urllib3 does at a body's end: the connection is free
+            raw.release_conn()
+        else:
+            raw.close()
+
+    if raw.chunked:
+        return iter_dechunked(first, read, _READ_SIZE, end)
+    return iter_sized(first, read, _READ_SIZE, response.length, end)
+
+
+_IDENTITY = frozenset({"identity", ""})
+
+
 @functools.cache
 def _read_errors() -> tuple[type[BaseException], ...]:
     """What a read of a body raises when its connection fails (or an abort closed it)."""
     import requests
     import urllib3
 
-    return (OSError, ValueError, AttributeError, requests.RequestException,
+    return (OSError, ValueError, AttributeError, BodyError, requests.RequestException,
             urllib3.exceptions.HTTPError)
 
 
