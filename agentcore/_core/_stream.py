@@ -83,23 +83,28 @@ class _Feed(Protocol[E]):
 class _QueueFeed(Generic[E]):
     """Events pushed by any thread, queued until the consumer reads them.
 
-    All state is written under `_cond`. `done` and `exc` are read without it: each is a single
-    attribute, and once `done` is true neither changes again.
+    All state is written under `_lock`, a plain lock held only for a few operations. A thread
+    that must wait (the consumer in `get`, anyone in `result`) parks on a lock of its own,
+    listed in `_waiters`, which the next `push`, end or `wake` releases: a push nobody waits
+    for costs no notification, and a stream costs no `threading.Condition`. The consumer reads
+    `done` and `_items` without the lock: it alone removes items, and `done`, once true, never
+    changes again, so reading `done` before `_items` never misses an event.
     """
 
-    __slots__ = ("_cond", "_ends", "_items", "_result", "_woken", "done", "exc")
+    __slots__ = ("_ends", "_items", "_lock", "_result", "_waiters", "_woken", "done", "exc")
 
     def __init__(self, ends: _Ends | None) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
         self._items: deque[E] = deque()
         self._ends = ends
         self._result: Any = None
+        self._waiters: list[threading.Lock] = []  # each held, released to wake its owner
         self._woken = False
         self.done = False
         self.exc: BaseException | None = None
 
     def push(self, event: E) -> None:
-        with self._cond:
+        with self._lock:
             if self.done:
                 return
             self._items.append(event)
@@ -107,44 +112,81 @@ class _QueueFeed(Generic[E]):
                 result = self._ends(event)
                 if result is not None:
                     self._result, self.done = result, True
-            self._cond.notify_all()
+            if not self._waiters:
+                return
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.release()
 
     def finish(self, result: Any, exc: BaseException | None) -> None:
-        with self._cond:
+        with self._lock:
             if self.done:
                 return
             self._result, self.exc, self.done = result, exc, True
-            self._cond.notify_all()
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.release()
 
     def get(self, timeout: float | None) -> E | _Mark:
-        with self._cond:
-            while True:
-                if self._items:
-                    return self._items.popleft()
+        done, items = self.done, self._items  # `done` first: see the class docstring
+        if items:
+            return items.popleft()
+        if done:
+            return _END
+        while True:
+            with self._lock:
+                if items:
+                    return items.popleft()
                 if self.done:
                     return _END
                 if self._woken:
                     self._woken = False  # one `_NOTHING` per `wake()`
                     return _NOTHING
-                if not self._cond.wait(timeout) and not self._items and not self.done:
-                    return _NOTHING
+                waiter = self._park()
+            if not self._wait(waiter, timeout) and not items and not self.done:
+                return _NOTHING
 
     def result(self, timeout: float | None) -> Any:
-        with self._cond:
-            if not self._cond.wait_for(lambda: self.done, timeout):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.done:
+            with self._lock:
+                if self.done:
+                    break
+                waiter = self._park()
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not self._wait(waiter, left) and not self.done:
                 raise TimeoutError(f"stream did not end within {timeout} s")
         if self.exc is not None:
             raise self.exc
         return self._result
 
     def wake(self) -> None:
-        # A flag, not only a notification: the consumer may be about to wait, not waiting yet.
-        with self._cond:
+        # A flag, not only a release: the consumer may be about to wait, not waiting yet.
+        with self._lock:
             self._woken = True
-            self._cond.notify_all()
+            waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            waiter.release()
 
     def close(self) -> None:
         """Nothing to release: the producer owns whatever feeds the queue."""
+
+    def _park(self) -> threading.Lock:
+        """A new held lock, listed to be released by the next change; the caller holds `_lock`."""
+        waiter = threading.Lock()
+        waiter.acquire()
+        self._waiters.append(waiter)
+        return waiter
+
+    def _wait(self, waiter: threading.Lock, timeout: float | None) -> bool:
+        """Block until `waiter` is released or `timeout` passes; whether it was released."""
+        if waiter.acquire(True, -1 if timeout is None else min(timeout, threading.TIMEOUT_MAX)):
+            return True
+        with self._lock:
+            if waiter in self._waiters:  # nobody released it: take it off the list
+                self._waiters.remove(waiter)
+                return False
+        return True  # released between the timeout and the lock: a change did come
 
 
 @final
