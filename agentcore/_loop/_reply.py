@@ -35,6 +35,15 @@ from .._core import (
     StartEvent,
     StopReason,
     StreamOptions,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
     default_convert_to_llm,
     describe,
     error_reply,
@@ -47,6 +56,12 @@ from ._observe import RunTrace
 __all__ = ["ModelCall", "SinkError"]
 
 _log = logging.getLogger(__name__)
+
+
+_GROWTH = frozenset({TextStartEvent, TextDeltaEvent, TextEndEvent, ThinkingStartEvent,
+                     ThinkingDeltaEvent, ThinkingEndEvent, ToolCallStartEvent, ToolCallDeltaEvent,
+                     ToolCallEndEvent})
+"""The classes of the events that only grow the reply: one set lookup, not an isinstance chain."""
 
 
 class SinkError(Exception):
@@ -103,21 +118,24 @@ class ModelCall:
             elif failed is not None and limit is not None and (reached := limit()):
                 final = self._error_reply(reached)
             else:
+                emit, messages = self.emit, self.context.messages
                 for event in self._stream_events():
-                    if isinstance(event, StartEvent):
-                        partial = event.partial
-                        self.context.messages.append(partial)
-                        self.emit(MessageStartEvent(partial))
-                    elif isinstance(event, DoneEvent):
-                        final = event.message
-                        break
-                    elif isinstance(event, ErrorEvent):
-                        final = event.error
-                        break
-                    elif partial is not None:
-                        partial = event.partial
-                        self.context.messages[-1] = partial
-                        self.emit(MessageUpdateEvent(partial, event))
+                    if type(event) not in _GROWTH:  # most events only grow the reply
+                        if isinstance(event, StartEvent):
+                            partial = event.partial
+                            messages.append(partial)
+                            emit(MessageStartEvent(partial))
+                            continue
+                        if isinstance(event, DoneEvent):
+                            final = event.message
+                            break
+                        if isinstance(event, ErrorEvent):
+                            final = event.error
+                            break
+                    if partial is not None:  # a growth event, or another kind of one
+                        partial = event.partial  # type: ignore[union-attr]
+                        messages[-1] = partial
+                        emit(MessageUpdateEvent(partial, event))
                 if final is None:
                     raise RuntimeError("the model stream ended without a done or error event")
         except SinkError:
