@@ -44,6 +44,17 @@ R = TypeVar("R")
 
 _Ends = Callable[[Any], Any]
 """Given an event, the result it ends its stream with, or None when it does not end it."""
+_Ending = tuple[tuple[type, ...], _Ends]
+"""How a stream ends itself: the classes of the events that may end it, and `_Ends` for those.
+
+A feed gives `_Ends` only the events of those classes: every other event costs one isinstance."""
+
+
+def _never(_: object) -> None:
+    """The `_Ends` of a stream that never ends itself (never called: no class may end it)."""
+
+
+_NEVER_ENDS: _Ending = ((), _never)
 
 
 class _Mark(enum.Enum):
@@ -91,12 +102,13 @@ class _QueueFeed(Generic[E]):
     changes again, so reading `done` before `_items` never misses an event.
     """
 
-    __slots__ = ("_ends", "_items", "_lock", "_result", "_waiters", "_woken", "done", "exc")
+    __slots__ = ("_end_types", "_ends", "_items", "_lock", "_result", "_waiters", "_woken", "done",
+                 "exc")
 
-    def __init__(self, ends: _Ends | None) -> None:
+    def __init__(self, ending: _Ending | None) -> None:
         self._lock = threading.Lock()
         self._items: deque[E] = deque()
-        self._ends = ends
+        self._end_types, self._ends = ending or _NEVER_ENDS
         self._result: Any = None
         self._waiters: list[threading.Lock] = []  # each held, released to wake its owner
         self._woken = False
@@ -108,7 +120,7 @@ class _QueueFeed(Generic[E]):
             if self.done:
                 return
             self._items.append(event)
-            if self._ends is not None:
+            if isinstance(event, self._end_types):
                 result = self._ends(event)
                 if result is not None:
                     self._result, self.done = result, True
@@ -148,7 +160,7 @@ class _QueueFeed(Generic[E]):
 
     def result(self, timeout: float | None) -> Any:
         deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.done:
+        while True:
             with self._lock:
                 if self.done:
                     break
@@ -200,11 +212,12 @@ class _PullFeed(Generic[E]):
     `_lock`: a stale read only defers a pushed event, or the end, to the next `get`.
     """
 
-    __slots__ = ("_ends", "_items", "_lock", "_pull_lock", "_result", "_source", "done", "exc")
+    __slots__ = ("_end_types", "_ends", "_items", "_lock", "_pull_lock", "_result", "_source",
+                 "done", "exc")
 
-    def __init__(self, source: Iterator[E], ends: _Ends | None) -> None:
+    def __init__(self, source: Iterator[E], ending: _Ending | None) -> None:
         self._source = source
-        self._ends = ends
+        self._end_types, self._ends = ending or _NEVER_ENDS
         self._pull_lock = threading.Lock()
         self._lock = threading.Lock()
         self._items: deque[E] = deque()  # pulled ahead by `result()` or pushed by a thread
@@ -217,7 +230,7 @@ class _PullFeed(Generic[E]):
             if self.done:
                 return
             self._items.append(event)
-            if self._ends is None:
+            if not isinstance(event, self._end_types):
                 return
             result = self._ends(event)
             if result is None:
@@ -285,7 +298,7 @@ class _PullFeed(Generic[E]):
         if self.done:  # ended meanwhile by another thread: a late event, ignored
             self._close_source()
             return _END
-        if self._ends is not None:
+        if isinstance(event, self._end_types):
             result = self._ends(event)
             if result is not None:
                 self._record_end(result, None)
@@ -322,14 +335,14 @@ class EventStream(Generic[E, R]):
     `result` block the consumer's thread. Once ended, further pushes are ignored.
     """
 
-    _ends: ClassVar[_Ends | None] = None
-    """For a stream that ends itself at some event: the result that event ends it with."""
+    _ending: ClassVar[_Ending | None] = None
+    """For a stream that ends itself at some event: which events may, and the result they give."""
 
     def __init__(self, *, on_close: Callable[[], None] | None = None) -> None:
         """`on_close()` runs once, when the consumer calls `close()` (say, to abort a run)."""
         if on_close is not None and not callable(on_close):
             raise TypeError(f"EventStream: 'on_close' must be callable or None, got {on_close!r}")
-        self._feed: _Feed[E] = _QueueFeed(type(self)._ends)
+        self._feed: _Feed[E] = _QueueFeed(type(self)._ending)
         self._on_close = on_close
 
     @classmethod
@@ -340,7 +353,7 @@ class EventStream(Generic[E, R]):
         the stream. The source is closed once the stream ends.
         """
         stream = cls()  # cls() runs a subclass's own __init__; its unused queue costs ~1 µs
-        stream._feed = _PullFeed(iter(events), cls._ends)
+        stream._feed = _PullFeed(iter(events), cls._ending)
         return stream
 
     def push(self, event: E) -> None:
@@ -469,4 +482,4 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
     Its result is the final `AssistantMessage` of that terminal event.
     """
 
-    _ends = _final_message
+    _ending = ((DoneEvent, ErrorEvent), _final_message)
