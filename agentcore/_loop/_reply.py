@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
@@ -173,7 +173,7 @@ class ModelCall:
         config = self.config
         messages: list[AgentMessage] = list(self.context.messages)  # hooks get their own copy
         if self.llm_only:  # known plain: nothing to convert, nothing to check
-            llm_messages: Sequence[Message] = cast("list[Message]", messages)
+            llm_messages: Sequence[Message] = messages  # type: ignore[assignment]
             make_context = Context.unchecked
         else:
             if config.transform_context is not None:

@@ -10,6 +10,7 @@ run calls in another process gets a picklable work item instead (see `_remote`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import time
@@ -30,6 +31,7 @@ from .._core import (
     MessageStartEvent,
     StopReason,
     TextContent,
+    ToolCall,
     ToolExecutionEndEvent,
     ToolExecutionMode,
     ToolExecutionStartEvent,
@@ -63,6 +65,7 @@ from ._tool_messages import (
     Update,
     served,
 )
+from ._workers import Work, WorkerPool
 
 __all__ = ["Submitter", "ToolBatch"]
 
@@ -103,12 +106,13 @@ class ToolBatch:
     wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
     denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
 
-    def run(self, refusal: str | None = None) -> tuple[list[ToolResultMessage], bool]:
-        """Execute every call; return the results in source order and whether to terminate.
+    def run(self, tool_calls: list[ToolCall], refusal: str | None = None,
+            ) -> tuple[list[ToolResultMessage], bool]:
+        """Run the message's `tool_calls`; return their results in source order and whether to stop.
 
         With a `refusal` (a usage limit reached), every call gets it as its error result.
         """
-        calls = [Call(c) for c in self.message.tool_calls]
+        calls = [Call(c) for c in tool_calls]
         results: list[ToolResultMessage] = []  # in source order
         if refusal is not None or self.message.stop_reason == StopReason.LENGTH:
             for c in calls:  # none runs: refused, or its arguments may be cut short
@@ -120,7 +124,6 @@ class ToolBatch:
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
-                    self._submit(c)
                     self._pump([c])
                 results.append(self._message(c))
         else:
@@ -129,11 +132,10 @@ class ToolBatch:
                 self._start(c)
                 if self._prepare(c):
                     ready.append(c)
-            for c in ready:
-                self._submit(c)
             if ready:
                 self._pump(ready)
-            results = [self._message(c) for c in calls]
+            for c in calls:
+                results.append(self._message(c))
         terminate = bool(calls)
         for c in calls:
             if c.result is None or c.result.terminate is not True:
@@ -227,7 +229,7 @@ class ToolBatch:
             if not c.finished:
                 inbox.put(Update(c, partial))
 
-        def work() -> None:
+        def work() -> Callable[[], None]:
             runs: list[AbortSignal] = served.__dict__.setdefault("runs", [])
             runs.append(owner)
             previous = enter_deps(deps)
@@ -245,12 +247,16 @@ class ToolBatch:
                 leave_deps(previous)
                 runs.pop()
             c.finished = True
-            inbox.put(message)  # last: the run's thread wakes to find this one about to wait
+            return functools.partial(inbox.put, message)  # the hand-back (see `WorkerPool`)
 
-        if self.wrap is not None:
-            work = self.wrap(c.call.id, work)
+        job: Work = work
+        if self.wrap is not None or not isinstance(executor, WorkerPool):
+            def deliver() -> None:
+                work()()
+
+            job = deliver if self.wrap is None else self.wrap(c.call.id, deliver)
         try:
-            executor.submit(work)
+            executor.submit(job)
         except Exception as exc:  # a shut-down or saturated user executor
             inbox.put(Raised(c, exc))
 
@@ -279,15 +285,18 @@ class ToolBatch:
         future.add_done_callback(lambda done: inbox.put(Settled(c, done)))
 
     def _pump(self, calls: list[Call]) -> None:
-        """Handle tool progress and completions on this thread until every call has its result.
+        """Submit `calls`; handle their progress and completions here until each has its result.
 
-        A call past its deadline, or still running `ABORT_GRACE_S` after the tools' signal
-        aborted, gets its error result now; its thread is abandoned (whatever it sends later
-        is ignored).
+        The calls are handed over last, just before the wait: a worker that wakes while this
+        thread still runs Python waits for the GIL, a second sleep and wake-up. A call past its
+        deadline, or still running `ABORT_GRACE_S` after the tools' signal aborted, gets its
+        error result now; its thread is abandoned (whatever it sends later is ignored).
         """
         pending = {id(c): c for c in calls}  # a call's messages hold it: ids stay unique
         inbox = self._inbox
         grace_ends = time.monotonic() + ABORT_GRACE_S if self._aborted() else _NEVER
+        for c in calls:
+            self._submit(c)
         while pending:
             wake = grace_ends
             for c in pending.values():
@@ -389,7 +398,7 @@ class ToolBatch:
 class Submitter(Protocol):
     """What runs a batch's calls: a `concurrent.futures.Executor`, or the run's `WorkerPool`."""
 
-    def submit(self, fn: Callable[[], None], /) -> object:
-        """Run `fn` on another thread of this process (what it returns is not used)."""
+    def submit(self, fn: Callable[[], object], /) -> object:
+        """Run `fn` on another thread of this process (see `WorkerPool` for what it returns)."""
 
 
