@@ -220,8 +220,8 @@ class Run:
         limit = None if limits is None else (
             lambda: limits.before_model_call(self.turns, self.new_messages))
         call = ModelCall(self.context, self.config, self.model, self._call_options, self.stream_fn,
-                         self.signal, self.halt_signal, self._emit, self.new_messages, limit,
-                         self._llm_only, self._trace)
+                         self.signal, self.halt_signal, self._send, self._emit,
+                         self.new_messages, limit, self._llm_only, self._trace)
         final = call.reply()
         self._llm_only = call.llm_only  # a before_model_call hook may have replaced the messages
         return final
@@ -266,7 +266,7 @@ class Run:
             if decisions is None:
                 waiting = waiting_calls(reply, self.context.tools)
                 for call in waiting:
-                    self._emit(ToolApprovalRequestEvent(call.id, call.name, call.arguments))
+                    self._send(ToolApprovalRequestEvent(call.id, call.name, call.arguments))
                 if waiting:
                     if self.config.approve is None:
                         return None
@@ -279,7 +279,7 @@ class Run:
         if self._inbox is None:
             self._inbox = tool_inbox(self.halt_signal)
         denied = {k: v for k, v in decisions.items() if v is not None} if decisions else None
-        batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
+        batch = ToolBatch(reply, self.context, self.config, self.signal, self._send,
                           self._get_executor, self.halt_signal, self._inbox,
                           self._trace.tool_work if self._trace is not None else None, denied)
         results, terminate = batch.run(calls, refusal)
@@ -314,13 +314,13 @@ class Run:
     def _add(self, message: AgentMessage) -> None:
         if type(message) not in LLM_TYPES:
             self._llm_only = False
-        self._emit(MessageStartEvent(message))
-        self._emit(MessageEndEvent(message))
+        self._send(MessageStartEvent(message))
+        self._send(MessageEndEvent(message))
         self.context.messages.append(message)
         self.new_messages.append(message)
 
     def _end(self) -> list[AgentMessage]:
-        self._emit(AgentEndEvent(list(self.new_messages)))
+        self._send(AgentEndEvent(list(self.new_messages)))
         return self.new_messages
 
     def _end_with_error(self, text: str) -> list[AgentMessage]:
@@ -333,11 +333,19 @@ class Run:
         return self._end()
 
     def _emit(self, event: AgentEvent) -> None:
+        """Emit any event (hooks emit through this): a turn's start or end is counted."""
         if isinstance(event, TurnStartEvent):
             self.turn_open = True
             self.turns += 1
         elif isinstance(event, TurnEndEvent):
             self.turn_open = False
+        try:
+            self.sink(event)
+        except Exception as exc:
+            raise SinkError(exc) from exc
+
+    def _send(self, event: AgentEvent) -> None:
+        """Emit an event of the run's own that neither starts nor ends a turn."""
         try:
             self.sink(event)
         except Exception as exc:

@@ -85,7 +85,8 @@ class ModelCall:
     stream_fn: StreamFn
     signal: AbortSignal
     halt: AbortSignal
-    emit: Callable[[AgentEvent], None]  # raises `SinkError` for the sink's own exceptions
+    emit: Callable[[AgentEvent], None]  # the call's own events; raises `SinkError` ...
+    hook_emit: Callable[[AgentEvent], None]  # ... and any event, for `before_model_call`
     new_messages: list[AgentMessage]
     limit: Callable[[], str | None] | None
     llm_only: bool
@@ -161,7 +162,7 @@ class ModelCall:
         call = BeforeModelCallContext(
             AgentContext(self.context.system_prompt, list(messages), list(self.context.tools)),
             self.model, self.options(), failed)
-        replacement = hook(call, self.emit, self.signal)
+        replacement = hook(call, self.hook_emit, self.signal)
         if replacement is None:
             return failed is None
         self.context.messages = list(replacement)  # validated: a list of messages

@@ -162,7 +162,7 @@ class ToolBatch:
 
     def _prepare(self, c: Call) -> bool:
         """Find, reshape, validate and vet the call; False when it already has its result."""
-        if self._aborted():
+        if self.halt.aborted:
             self._finish(c, error_result(CALL_ABORTED_TEXT), True)
             return False
         call = c.call
@@ -230,7 +230,10 @@ class ToolBatch:
                 inbox.put(Update(c, partial))
 
         def work() -> Callable[[], None]:
-            runs: list[AbortSignal] = served.__dict__.setdefault("runs", [])
+            try:
+                runs: list[AbortSignal] = served.runs
+            except AttributeError:  # this thread's first call
+                runs = served.runs = []
             runs.append(owner)
             previous = enter_deps(deps)
             message: NotStarted | Raised | Returned
@@ -294,7 +297,7 @@ class ToolBatch:
         """
         pending = {id(c): c for c in calls}  # a call's messages hold it: ids stay unique
         inbox = self._inbox
-        grace_ends = time.monotonic() + ABORT_GRACE_S if self._aborted() else _NEVER
+        grace_ends = time.monotonic() + ABORT_GRACE_S if self.halt.aborted else _NEVER
         for c in calls:
             self._submit(c)
         while pending:
