@@ -249,7 +249,15 @@ class _PullFeed(Generic[E]):
         """
         with self._pull_lock:
             if not self._items and not self.done:
-                event = self._pull()
+                event: E | Literal[_Mark.END]
+                try:  # `_pull`, its common case inline: this runs for every streamed event
+                    pulled = next(self._source)
+                except BaseException as exc:
+                    event = self._pull_failed(exc)
+                else:
+                    if not self.done and not isinstance(pulled, self._end_types):
+                        return pulled
+                    event = self._pulled_last(pulled)
                 if event is not _END:
                     return event
             with self._lock:
@@ -287,22 +295,30 @@ class _PullFeed(Generic[E]):
         """One event from the source, or `_END` once the stream has ended; holds `_pull_lock`."""
         try:
             event = next(self._source)
-        except StopIteration as stop:
-            self._record_end(stop.value, None)
-            self._close_source()
-            return _END
-        except BaseException as exc:  # KeyboardInterrupt too: raised to the consumer after all
+        except BaseException as exc:
+            return self._pull_failed(exc)
+        if self.done or isinstance(event, self._end_types):
+            return self._pulled_last(event)
+        return event
+
+    def _pull_failed(self, exc: BaseException) -> Literal[_Mark.END]:
+        """End the stream with what the source's `next` raised (its return value or error)."""
+        if isinstance(exc, StopIteration):
+            self._record_end(exc.value, None)
+        else:  # KeyboardInterrupt too: raised to the consumer after all
             self._record_end(None, exc)
-            self._close_source()
-            return _END
+        self._close_source()
+        return _END
+
+    def _pulled_last(self, event: E) -> E | Literal[_Mark.END]:
+        """`event`, pulled after the stream ended or of a class that may end it; `_END` if late."""
         if self.done:  # ended meanwhile by another thread: a late event, ignored
             self._close_source()
             return _END
-        if isinstance(event, self._end_types):
-            result = self._ends(event)
-            if result is not None:
-                self._record_end(result, None)
-                self._close_source()
+        result = self._ends(event)
+        if result is not None:
+            self._record_end(result, None)
+            self._close_source()
         return event
 
     def _record_end(self, result: Any, exc: BaseException | None) -> bool:
