@@ -209,13 +209,15 @@ def run_loop_with_limits(turns: int = TURNS) -> float:
     return run_loop(turns, limits=LIMITS)[0]
 
 
-def thread_round_trip_us(count: int = 2000) -> float:
+def thread_round_trip_us(count: int = 2000, gap_us: float = 0.0) -> float:
     """One hand-off to another thread and back (SimpleQueue both ways), in µs.
 
     The floor of any tool run off the run's thread, whoever's pool it is: what the loop must
     do per call, one submit to a parked worker and one result back to the parked run thread,
     and nothing else. On a VM it depends on whether the other CPU sleeps (about 5 µs busy,
-    35-90 µs idle).
+    35-90 µs idle). With `gap_us` the calling thread first spins that long before each round
+    trip (not counted), as the loop works between its calls: the worker's CPU then idles
+    longer between hand-offs, as it does under the loop.
     """
     import queue
     import threading
@@ -229,15 +231,27 @@ def thread_round_trip_us(count: int = 2000) -> float:
 
     thread = threading.Thread(target=serve)
     thread.start()
+    clock, gap = time.perf_counter, gap_us / 1e6
     try:
         for _ in range(100):
             work.put(1)
             done.get()
-        start = time.perf_counter()
+        if not gap:
+            start = clock()
+            for _ in range(count):
+                work.put(1)
+                done.get()
+            return (clock() - start) / count * 1e6
+        total = 0.0
         for _ in range(count):
+            until = clock() + gap
+            while clock() < until:
+                pass
+            start = clock()
             work.put(1)
             done.get()
-        return (time.perf_counter() - start) / count * 1e6
+            total += clock() - start
+        return total / count * 1e6
     finally:
         work.put(None)
         thread.join()
@@ -259,7 +273,7 @@ def measure_loop(runs: int = RUNS, turns: int = TURNS,
     thread_round_trip_us(200)
     if limits:
         run_loop_with_limits(turns)
-    per_turn, growth, floor, ratio, no_gc, pool, hop, over, here = ([] for _ in range(9))
+    per_turn, growth, floor, ratio, no_gc, pool, hop, over, here, paced = ([] for _ in range(10))
     limited: list[float] = []
     for _ in range(runs):
         wall, durations = run_loop(turns)
@@ -271,6 +285,7 @@ def measure_loop(runs: int = RUNS, turns: int = TURNS,
         floor.append(floor_wall / turns * 1e6)
         ratio.append(wall / floor_wall)
         here.append(run_loop_here(turns) / turns * 1e6)
+        paced.append(thread_round_trip_us(turns, gap_us=here[-1]))
         no_gc.append(run_loop_without_gc(turns) / turns * 1e6)
         pool.append(run_loop_on_pool(turns) / turns * 1e6)
         if limits:
@@ -283,6 +298,8 @@ def measure_loop(runs: int = RUNS, turns: int = TURNS,
         _row("loop - floor, same round: time per turn", over, "us", TARGET_OVER_FLOOR_US),
         _row(f"loop: last {EDGE} / first {EDGE} turns", growth, "x", TARGET_GROWTH),
         _row("loop, calls run where submitted (no hand-off): time per turn", here, "us", None),
+        _row("thread hand-off at the loop's pace (a turn's work between calls)", paced, "us",
+             None),
         _row("floor (plain dicts): time per turn", floor, "us", None),
         _row("loop / plain-dict floor", ratio, "x", None),
         _row("loop, gc disabled: time per turn", no_gc, "us", None),
