@@ -121,7 +121,7 @@ class ModelCall:
             else:
                 emit, messages = self.emit, self.context.messages
                 for event in self._stream_events():
-                    if type(event) not in _GROWTH:  # most events only grow the reply
+                    if type(event) not in _GROWTH:  # tested first: most events are growth
                         if isinstance(event, StartEvent):
                             partial = event.partial
                             messages.append(partial)

@@ -27,11 +27,11 @@ Work = Callable[[], object]
 class WorkerPool:
     """At most `max_workers` daemon threads running the callables given to `submit`.
 
-    A work item may return a hand-back, a callable that the thread calls once it counts as idle, as
-    its last act before it waits for more work: the loop's items hand their result to the
-    run's thread that way, which then wakes to a free GIL (a thread that wakes while another
-    still runs Python sleeps again, waiting for the GIL: on a VM each wake-up costs tens of
-    µs) and to an idle thread for its next call.
+    A work item may return a hand-back, a callable that the thread calls once it counts as
+    idle, as its last act before it waits for more work. The loop's items hand their result to
+    the run's thread that way: the run's thread then wakes to a free GIL (a thread that wakes
+    while another still runs Python sleeps again, waiting for the GIL, and on a VM each
+    wake-up costs tens of µs), and finds an idle thread for its next call.
 
     Thread-safety: `submit` and `shutdown` may be called from any thread. A callable must not
     raise (the loop's work items report through their run's inbox); one that does is logged.
