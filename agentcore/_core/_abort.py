@@ -19,13 +19,16 @@ class AbortSignal:
     """A one-shot, thread-safe flag that tells work to stop.
 
     Read it with `aborted`, block on it with `wait`, or get called back with `add_listener`.
-    Only its `AbortController` can set it.
+    Only its `AbortController` can set it. Every run makes a few and reads them on every turn:
+    `aborted` is a plain attribute, and the `threading.Event` behind `wait` is made only when
+    someone waits.
     """
 
-    __slots__ = ("__weakref__", "_event", "_listeners", "_lock", "_reason")
+    __slots__ = ("__weakref__", "_aborted", "_event", "_listeners", "_lock", "_reason")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._aborted = False
+        self._event: threading.Event | None = None  # made by the first `wait`
         self._lock = threading.Lock()
         self._reason: Any = None
         self._listeners: list[Callable[[], None]] = []
@@ -33,7 +36,7 @@ class AbortSignal:
     @property
     def aborted(self) -> bool:
         """Whether the signal has been aborted."""
-        return self._event.is_set()
+        return self._aborted
 
     @property
     def reason(self) -> Any:
@@ -42,7 +45,13 @@ class AbortSignal:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until aborted or `timeout` seconds pass; return whether it is aborted."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._aborted:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def add_listener(self, fn: Callable[[], None]) -> Callable[[], None]:
         """Call `fn()` once when the signal aborts (at once if it already has).
@@ -53,7 +62,7 @@ class AbortSignal:
         if not callable(fn):
             raise TypeError(f"add_listener: 'fn' must be callable, got {fn!r}")
         with self._lock:
-            if not self._event.is_set():
+            if not self._aborted:
                 self._listeners.append(fn)
                 return lambda: self._remove(fn)
         _call_listener(fn)
@@ -61,7 +70,7 @@ class AbortSignal:
 
     def throw_if_aborted(self) -> None:
         """Raise `AbortError` if the signal has been aborted."""
-        if self._event.is_set():
+        if self._aborted:
             raise AbortError(f"operation aborted: {self._reason!r}" if self._reason else
                              "operation aborted")
 
@@ -72,10 +81,11 @@ class AbortSignal:
 
     def _abort(self, reason: Any) -> None:
         with self._lock:
-            if self._event.is_set():
+            if self._aborted:
                 return
-            self._reason = reason
-            self._event.set()
+            self._reason, self._aborted = reason, True
+            if self._event is not None:
+                self._event.set()
             listeners, self._listeners = self._listeners, []
         for fn in listeners:
             _call_listener(fn)

@@ -23,14 +23,14 @@ _ANNOTATIONS = frozenset({"description", "title", "default", "examples", "$comme
 _KNOWN = _ANNOTATIONS | {"type", "properties", "required", "additionalProperties", "items",
                          "enum"}
 _PRIMITIVE = (str, int, float, bool, type(None))
-_TYPES: dict[str, Check] = {
-    "string": lambda v: type(v) is str,
-    "integer": lambda v: type(v) is int,
-    "number": lambda v: type(v) is int or type(v) is float,
-    "boolean": lambda v: type(v) is bool,
-    "null": lambda v: v is None,
-    "object": lambda v: type(v) is dict,
-    "array": lambda v: type(v) is list,
+_KINDS: dict[str, frozenset[type]] = {  # exact classes: a bool is not an integer here
+    "string": frozenset({str}),
+    "integer": frozenset({int}),
+    "number": frozenset({int, float}),
+    "boolean": frozenset({bool}),
+    "null": frozenset({type(None)}),
+    "object": frozenset({dict}),
+    "array": frozenset({list}),
 }
 
 
@@ -38,16 +38,13 @@ def compile_fast(schema: Any) -> Check | None:
     """A predicate that is True only for values `schema` certainly accepts; None if unsupported."""
     if schema is True or schema == {}:
         return lambda _: True
-    if not isinstance(schema, dict) or not _KNOWN.issuperset(schema):
+    kinds = _kinds(schema)
+    if kinds is None:
         return None
+    if kinds:  # only a type: one set lookup
+        return lambda v: type(v) in kinds
     checks: list[Check] = []
     kind = schema.get("type")
-    if kind is not None:
-        names = [kind] if isinstance(kind, str) else kind
-        if not isinstance(names, list) or not names or not all(n in _TYPES for n in names):
-            return None
-        tests = [_TYPES[n] for n in names]
-        checks.append(tests[0] if len(tests) == 1 else lambda v: any(t(v) for t in tests))
     if "enum" in schema:
         allowed = schema["enum"]
         if not isinstance(allowed, list) or not all(type(e) in _PRIMITIVE for e in allowed):
@@ -60,24 +57,59 @@ def compile_fast(schema: Any) -> Check | None:
             return None
         checks.append(lambda v: type(v) is not list or all(item(x) for x in v))
     if {"properties", "required", "additionalProperties"} & schema.keys():
-        check = _object_check(schema)
+        check = _object_check(schema, only_objects=kind == "object")
         if check is None:
             return None
+        if kind == "object":  # the tool schemas' case: the type is checked inside
+            kind = None
         checks.append(check)
+    if kind is not None:
+        names = [kind] if isinstance(kind, str) else kind
+        if not isinstance(names, list) or not names or not all(n in _KINDS for n in names):
+            return None
+        allowed_kinds = frozenset().union(*(_KINDS[n] for n in names))
+        checks.insert(0, lambda v: type(v) in allowed_kinds)
     if len(checks) == 1:
         return checks[0]
     return lambda v: all(check(v) for check in checks)
 
 
-def _object_check(schema: dict[str, Any]) -> Check | None:
+def _kinds(schema: Any) -> frozenset[type] | None:
+    """For a schema of known keywords: the classes its `type` allows, if that is all it says.
+
+    None for a schema this module does not support; an empty set when it says more.
+    """
+    if not isinstance(schema, dict) or not _KNOWN.issuperset(schema):
+        return None
+    kind = schema.get("type")
+    if kind is None or not _ANNOTATIONS.issuperset(k for k in schema if k != "type"):
+        return frozenset()
+    names = [kind] if isinstance(kind, str) else kind
+    if not isinstance(names, list) or not names or not all(n in _KINDS for n in names):
+        return None
+    return frozenset().union(*(_KINDS[n] for n in names))
+
+
+def _object_check(schema: dict[str, Any], only_objects: bool) -> Check | None:
+    """The check of `properties`, `required` and `additionalProperties`, in one function.
+
+    With `only_objects` (the schema says `"type": "object"`) anything but a dict fails it;
+    otherwise these keywords constrain dicts only. A property whose schema is only a type is
+    checked by a set lookup, without a call.
+    """
     properties = schema.get("properties", {})
     required = schema.get("required", [])
     extra = schema.get("additionalProperties", True)
     if (not isinstance(properties, dict) or not isinstance(required, list)
             or not isinstance(extra, bool)):
         return None
+    typed: dict[str, frozenset[type]] = {}
     compiled: dict[str, Check] = {}
     for name, sub in properties.items():
+        kinds = _kinds(sub)
+        if kinds:
+            typed[name] = kinds
+            continue
         check = compile_fast(sub)
         if check is None:
             return None
@@ -86,11 +118,16 @@ def _object_check(schema: dict[str, Any]) -> Check | None:
 
     def check_object(value: Any) -> bool:
         if type(value) is not dict:
-            return True  # properties and required constrain objects only
+            return not only_objects
         for name in needed:
             if name not in value:
                 return False
         for name, item in value.items():
+            kinds = typed.get(name)
+            if kinds is not None:
+                if type(item) not in kinds:
+                    return False
+                continue
             sub = compiled.get(name)
             if sub is None:
                 if not extra:

@@ -233,6 +233,10 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
         held_by_init = getattr(vars(cls).get(via), "init", True)  # attrs.field(init=...)
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            if not args and not positional and held_by_init \
+                    and aliases.keys().isdisjoint(kwargs):
+                self.__attrs_init__(**kwargs)  # no alias given (`attrs.evolve`, say)
+                return
             if len(args) > len(positional):
                 raise TypeError(f"{cls.__name__}() takes {len(positional)} positional "
                                 f"argument(s) but {len(args)} were given; pass the others by "

@@ -5,33 +5,21 @@ iterates the events and/or calls `result()`. Pushing never blocks. A stream may 
 fed lazily by an iterator (`from_iterator`), which then runs on the consumer's thread: no extra
 thread, and a slow consumer never lets events pile up.
 
-`EventStream` is a facade over one of two feeds behind one small interface (`_Feed`):
-`_QueueFeed` queues pushed events, `_PullFeed` pulls them from a source when asked.
+`EventStream` is a facade over one of two feeds behind one small interface (`Feed`, in
+`_feeds`): `QueueFeed` queues pushed events, `PullFeed` pulls them from a source when asked.
 """
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    ClassVar,
-    Final,
-    Generic,
-    Literal,
-    Protocol,
-    TypeVar,
-    cast,
-    final,
-)
+from typing import TYPE_CHECKING, ClassVar, Generic, TypeVar, cast
 
 from ._abort import AbortSignal
 from ._errors import ABORTED_TEXT, AbortError
 from ._events import AssistantMessageEvent, DoneEvent, ErrorEvent
+from ._feeds import END, NOTHING, Ending, Feed, PullFeed, QueueFeed
 from ._messages import AssistantMessage
 
 if TYPE_CHECKING:
@@ -42,236 +30,6 @@ __all__ = ["AssistantMessageEventStream", "EventStream"]
 E = TypeVar("E")
 R = TypeVar("R")
 
-_Ends = Callable[[Any], Any]
-"""Given an event, the result it ends its stream with, or None when it does not end it."""
-
-
-class _Mark(enum.Enum):
-    """What a feed's `get` returns instead of an event."""
-
-    END = enum.auto()  # the stream has ended and every event has been read
-    NOTHING = enum.auto()  # woken by `wake()`, or `timeout` passed, before any event came
-
-
-_END: Final = _Mark.END
-_NOTHING: Final = _Mark.NOTHING
-
-
-class _Feed(Protocol[E]):
-    """Where a stream's events come from; holds the stream's state and does its blocking."""
-
-    @property
-    def done(self) -> bool: ...
-
-    @property
-    def exc(self) -> BaseException | None: ...
-
-    def push(self, event: E) -> None: ...
-
-    def finish(self, result: Any, exc: BaseException | None) -> None: ...
-
-    def get(self, timeout: float | None) -> E | _Mark: ...
-
-    def result(self, timeout: float | None) -> Any: ...
-
-    def wake(self) -> None: ...
-
-    def close(self) -> None: ...
-
-
-@final
-class _QueueFeed(Generic[E]):
-    """Events pushed by any thread, queued until the consumer reads them.
-
-    All state is written under `_cond`. `done` and `exc` are read without it: each is a single
-    attribute, and once `done` is true neither changes again.
-    """
-
-    __slots__ = ("_cond", "_ends", "_items", "_result", "_woken", "done", "exc")
-
-    def __init__(self, ends: _Ends | None) -> None:
-        self._cond = threading.Condition(threading.Lock())
-        self._items: deque[E] = deque()
-        self._ends = ends
-        self._result: Any = None
-        self._woken = False
-        self.done = False
-        self.exc: BaseException | None = None
-
-    def push(self, event: E) -> None:
-        with self._cond:
-            if self.done:
-                return
-            self._items.append(event)
-            if self._ends is not None:
-                result = self._ends(event)
-                if result is not None:
-                    self._result, self.done = result, True
-            self._cond.notify_all()
-
-    def finish(self, result: Any, exc: BaseException | None) -> None:
-        with self._cond:
-            if self.done:
-                return
-            self._result, self.exc, self.done = result, exc, True
-            self._cond.notify_all()
-
-    def get(self, timeout: float | None) -> E | _Mark:
-        with self._cond:
-            while True:
-                if self._items:
-                    return self._items.popleft()
-                if self.done:
-                    return _END
-                if self._woken:
-                    self._woken = False  # one `_NOTHING` per `wake()`
-                    return _NOTHING
-                if not self._cond.wait(timeout) and not self._items and not self.done:
-                    return _NOTHING
-
-    def result(self, timeout: float | None) -> Any:
-        with self._cond:
-            if not self._cond.wait_for(lambda: self.done, timeout):
-                raise TimeoutError(f"stream did not end within {timeout} s")
-        if self.exc is not None:
-            raise self.exc
-        return self._result
-
-    def wake(self) -> None:
-        # A flag, not only a notification: the consumer may be about to wait, not waiting yet.
-        with self._cond:
-            self._woken = True
-            self._cond.notify_all()
-
-    def close(self) -> None:
-        """Nothing to release: the producer owns whatever feeds the queue."""
-
-
-@final
-class _PullFeed(Generic[E]):
-    """Events pulled from a source iterator by whichever thread asks for the next one.
-
-    Two locks with separate jobs. `_pull_lock` serialises every use of `_source` (pulling,
-    closing) and is the only lock on the hot path. `_lock` guards the state (`_items`,
-    `_result`, `done`, `exc`) and is held only briefly, so `push`, `end` and `fail` from other
-    threads never wait for a pull in progress. The hot path reads `_items` and `done` without
-    `_lock`: a stale read only defers a pushed event, or the end, to the next `get`.
-    """
-
-    __slots__ = ("_ends", "_items", "_lock", "_pull_lock", "_result", "_source", "done", "exc")
-
-    def __init__(self, source: Iterator[E], ends: _Ends | None) -> None:
-        self._source = source
-        self._ends = ends
-        self._pull_lock = threading.Lock()
-        self._lock = threading.Lock()
-        self._items: deque[E] = deque()  # pulled ahead by `result()` or pushed by a thread
-        self._result: Any = None
-        self.done = False
-        self.exc: BaseException | None = None
-
-    def push(self, event: E) -> None:
-        with self._lock:
-            if self.done:
-                return
-            self._items.append(event)
-            if self._ends is None:
-                return
-            result = self._ends(event)
-            if result is None:
-                return
-            self._result, self.done = result, True
-        self._close_if_idle()
-
-    def finish(self, result: Any, exc: BaseException | None) -> None:
-        if self._record_end(result, exc):
-            self._close_if_idle()
-
-    def get(self, timeout: float | None) -> E | _Mark:
-        """The next event, handed straight from the source to the consumer: no queue, one lock.
-
-        `timeout` is ignored: a source blocked in `next` can only be interrupted by itself.
-        """
-        with self._pull_lock:
-            if not self._items and not self.done:
-                event = self._pull()
-                if event is not _END:
-                    return event
-            with self._lock:
-                return self._items.popleft() if self._items else _END
-
-    def result(self, timeout: float | None) -> Any:
-        """Pull the source to its end, buffering events past unread ones; return the result.
-
-        `timeout` bounds the wait for another thread's pull, not a source blocked in `next`.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self.done:
-            wait = -1.0 if deadline is None else max(0.0, deadline - time.monotonic())
-            if not self._pull_lock.acquire(timeout=wait):
-                raise TimeoutError(f"stream did not end within {timeout} s")
-            try:
-                event = self._pull()
-                if event is not _END:
-                    with self._lock:
-                        self._items.append(event)
-            finally:
-                self._pull_lock.release()
-        if self.exc is not None:
-            raise self.exc
-        return self._result
-
-    def wake(self) -> None:
-        """Nothing to wake: the consumer only ever blocks inside the source itself."""
-
-    def close(self) -> None:
-        with self._pull_lock:
-            self._close_source()
-
-    def _pull(self) -> E | Literal[_Mark.END]:
-        """One event from the source, or `_END` once the stream has ended; holds `_pull_lock`."""
-        try:
-            event = next(self._source)
-        except StopIteration as stop:
-            self._record_end(stop.value, None)
-            self._close_source()
-            return _END
-        except BaseException as exc:  # KeyboardInterrupt too: raised to the consumer after all
-            self._record_end(None, exc)
-            self._close_source()
-            return _END
-        if self.done:  # ended meanwhile by another thread: a late event, ignored
-            self._close_source()
-            return _END
-        if self._ends is not None:
-            result = self._ends(event)
-            if result is not None:
-                self._record_end(result, None)
-                self._close_source()
-        return event
-
-    def _record_end(self, result: Any, exc: BaseException | None) -> bool:
-        with self._lock:
-            if self.done:
-                return False
-            self._result, self.exc, self.done = result, exc, True
-            return True
-
-    def _close_if_idle(self) -> None:
-        """Close the source now unless a pull is in progress (that pull then closes it)."""
-        if self._pull_lock.acquire(blocking=False):
-            try:
-                self._close_source()
-            finally:
-                self._pull_lock.release()
-
-    def _close_source(self) -> None:
-        """Close the source (say, the HTTP response) once; the caller holds `_pull_lock`."""
-        source, self._source = self._source, iter(())
-        close = getattr(source, "close", None)
-        if close is not None:
-            close()
-
 
 class EventStream(Generic[E, R]):
     """A one-consumer, many-producer stream of events ending in a result.
@@ -280,14 +38,14 @@ class EventStream(Generic[E, R]):
     `result` block the consumer's thread. Once ended, further pushes are ignored.
     """
 
-    _ends: ClassVar[_Ends | None] = None
-    """For a stream that ends itself at some event: the result that event ends it with."""
+    _ending: ClassVar[Ending | None] = None
+    """For a stream that ends itself at some event: which events may, and the result they give."""
 
     def __init__(self, *, on_close: Callable[[], None] | None = None) -> None:
         """`on_close()` runs once, when the consumer calls `close()` (say, to abort a run)."""
         if on_close is not None and not callable(on_close):
             raise TypeError(f"EventStream: 'on_close' must be callable or None, got {on_close!r}")
-        self._feed: _Feed[E] = _QueueFeed(type(self)._ends)
+        self._feed: Feed[E] = QueueFeed(type(self)._ending)
         self._on_close = on_close
 
     @classmethod
@@ -298,7 +56,7 @@ class EventStream(Generic[E, R]):
         the stream. The source is closed once the stream ends.
         """
         stream = cls()  # cls() runs a subclass's own __init__; its unused queue costs ~1 µs
-        stream._feed = _PullFeed(iter(events), cls._ends)
+        stream._feed = PullFeed(iter(events), cls._ending)
         return stream
 
     def push(self, event: E) -> None:
@@ -324,11 +82,11 @@ class EventStream(Generic[E, R]):
         get = feed.get
         while True:
             item = get(None)
-            if item is _END:
+            if item is END:
                 if feed.exc is not None:
                     raise feed.exc
                 return
-            if item is not _NOTHING:  # a `wake()` left over from `iter_until`
+            if item is not NOTHING:  # a `wake()` left over from `iter_until`
                 yield item
 
     def close(self) -> None:
@@ -401,11 +159,11 @@ class EventStream(Generic[E, R]):
                     if not timeout and not feed.done:
                         raise AbortError(ABORTED_TEXT)
                 item = feed.get(timeout)
-                if item is _END:
+                if item is END:
                     if feed.exc is not None:
                         raise feed.exc
                     return
-                if item is not _NOTHING:
+                if item is not NOTHING:
                     yield item
         finally:
             remove()
@@ -427,4 +185,4 @@ class AssistantMessageEventStream(EventStream[AssistantMessageEvent, AssistantMe
     Its result is the final `AssistantMessage` of that terminal event.
     """
 
-    _ends = _final_message
+    _ending = ((DoneEvent, ErrorEvent), _final_message)

@@ -215,6 +215,14 @@ def _path_text(path: list[Any]) -> str:
     return "/".join(str(p) for p in path) or "root"
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _copy_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object, its scalar values (the most) taken as they are."""
+    return {k: v if type(v) in _SCALARS else json_copy(v) for k, v in args.items()}
+
+
 def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
     """Validate a copy of `tool_call.arguments` against `tool.parameters` and return it.
 
@@ -222,6 +230,11 @@ def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
     boolean, `3` for a string). Raises `ToolArgumentsError` listing every failing path and the
     arguments received.
     """
+    if isinstance(tool, AgentTool) and isinstance(tool_call, ToolCall) \
+            and tool_call.arguments_error is None:  # the loop's case, once a turn: the fast yes
+        fast = tool._fast_check
+        if fast is not None and fast(args := tool_call.arguments):
+            return _copy_arguments(args) if type(args) is dict else json_copy(args)
     if not isinstance(tool, Tool):
         raise TypeError(f"validate_tool_arguments: 'tool' must be a Tool, got {tool!r}")
     if not isinstance(tool_call, ToolCall):
@@ -235,13 +248,7 @@ def validate_tool_arguments(tool: Tool, tool_call: ToolCall) -> dict[str, Any]:
             "object matching the tool's schema."
         )
     args = tool_call.arguments
-    if isinstance(tool, AgentTool):
-        fast = tool._fast_check
-        if fast is not None and fast(args):  # the common case, without jsonschema's walk
-            return json_copy(args)  # type: ignore[no-any-return]
-        validator = tool._validator
-    else:
-        validator = _compile(tool.parameters)
+    validator = tool._validator if isinstance(tool, AgentTool) else _compile(tool.parameters)
     if validator.is_valid(args):
         return copy.deepcopy(args)
     args = copy.deepcopy(args)

@@ -340,7 +340,16 @@ callable itself, and such a cache would keep them, and whatever they hold, alive
 
 
 def _shape(fn: Callable[..., Any], count: int) -> tuple[Any, ...] | None:
-    """What `fn`'s signature depends on, when that is its code or its class; else None."""
+    """What `fn`'s signature depends on, when that is its code or its class; else None.
+
+    A `functools.partial` (an agent's sink is one, new for every run) has its function's
+    shape, with the arguments it binds.
+    """
+    if type(fn) is functools.partial:
+        inner = _shape(fn.func, count + len(fn.args))
+        if inner is None:
+            return None
+        return ("partial", inner, len(fn.args), tuple(sorted(fn.keywords)), count)
     target, bound = fn, False
     if isinstance(fn, types.MethodType):
         target, bound = fn.__func__, True

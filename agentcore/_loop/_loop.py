@@ -79,6 +79,7 @@ class Run:
     detached: bool = False
     resume: Resume | None = None  # a `*_continue` run that begins with a paused batch (§20)
     halt: AbortController = attrs.field(init=False, factory=AbortController)
+    halt_signal: AbortSignal = attrs.field(init=False)  # `halt`'s, read every turn
     signal: AbortSignal = attrs.field(init=False)
     model: Model = attrs.field(init=False)  # prepare_next_turn may swap these two for the run
     reasoning: ThinkingLevel | None = attrs.field(init=False)
@@ -97,7 +98,8 @@ class Run:
     _trace: RunTrace | None = None  # what observes the run, when anything does
 
     def __attrs_post_init__(self) -> None:
-        self.signal = self.halt.signal if self.detached else self.caller
+        self.halt_signal = self.halt.signal
+        self.signal = self.halt_signal if self.detached else self.caller
         self.model = self.config.model
         self.reasoning = self.config.reasoning
         config = self.config
@@ -167,17 +169,17 @@ class Run:
         resume, self.resume = self.resume, None
         # A paused batch's results must follow its reply: steering waits for the next turn
         pending = [] if resume else self._poll(self.config.get_steering_messages)
-        first = True
+        halt_signal, first = self.halt_signal, True
         while True:
             more_tools = True
             while more_tools or pending:
                 if not first:
-                    if self.halt.signal.aborted:
+                    if halt_signal.aborted:
                         return self._end()
                     self._emit(TurnStartEvent())
                 first = False
                 for message in pending:
-                    if self.halt.signal.aborted:
+                    if halt_signal.aborted:
                         break  # the rest stay with their owner (the Agent requeues them)
                     self._add(message)
                 decisions = None
@@ -206,7 +208,7 @@ class Run:
                         return self._end_with_error(self.output.failure_text())
                     if verdict is Verdict.NUDGE:
                         nudge.append(self.output.nudge())
-                if self._between_turns(reply, results) or self.halt.signal.aborted:
+                if self._between_turns(reply, results) or halt_signal.aborted:
                     return self._end()
                 pending = nudge + self._poll(self.config.get_steering_messages)
             pending = self._poll(self.config.get_follow_up_messages)
@@ -218,18 +220,19 @@ class Run:
         limit = None if limits is None else (
             lambda: limits.before_model_call(self.turns, self.new_messages))
         call = ModelCall(self.context, self.config, self.model, self._call_options, self.stream_fn,
-                         self.signal, self.halt.signal, self._emit, self.new_messages, limit,
-                         self._llm_only, self._trace)
+                         self.signal, self.halt_signal, self._send, self._emit,
+                         self.new_messages, limit, self._llm_only, self._trace)
         final = call.reply()
         self._llm_only = call.llm_only  # a before_model_call hook may have replaced the messages
         return final
 
     def _call_options(self) -> StreamOptions:
         """The provider options of the next model call."""
-        key = self.config.get_api_key(self.model.provider) if self.config.get_api_key else None
-        wanted = (key or self.config.api_key, self.reasoning, self._choice)
+        config = self.config
+        key = config.get_api_key(self.model.provider) if config.get_api_key else None
+        wanted = (key or config.options.api_key, self.reasoning, self._choice)
         if self._options is None or self._options_for != wanted:  # rebuilt only on a change
-            self._options = self.config.stream_options(self.signal, *wanted, self._schema)
+            self._options = config.stream_options(self.signal, *wanted, self._schema)
             self._options_for = wanted
         return self._options
 
@@ -254,7 +257,8 @@ class Run:
         announced (`tool_approval_request`) and decided by `approve` if the config has one.
         Decisions enter the transcript (a `ToolApprovalMessage`) before any call runs.
         """
-        if not reply.tool_calls:
+        calls = reply.tool_calls
+        if not calls:
             return [], False
         # A usage limit reached refuses the calls (and then the next model call)
         refusal = self._limits.before_tools(reply) if self._limits else None
@@ -262,23 +266,23 @@ class Run:
             if decisions is None:
                 waiting = waiting_calls(reply, self.context.tools)
                 for call in waiting:
-                    self._emit(ToolApprovalRequestEvent(call.id, call.name, call.arguments))
+                    self._send(ToolApprovalRequestEvent(call.id, call.name, call.arguments))
                 if waiting:
                     if self.config.approve is None:
                         return None
                     by_name = {t.name: t for t in self.context.tools}
                     decisions = ask(self.config.approve,
                                     [(c, by_name[c.name]) for c in waiting],
-                                    self._get_pool(), self.halt.signal)
+                                    self._get_pool(), self.halt_signal)
             if decisions:
                 self._add(decision_message(decisions))
         if self._inbox is None:
-            self._inbox = tool_inbox(self.halt.signal)
+            self._inbox = tool_inbox(self.halt_signal)
         denied = {k: v for k, v in decisions.items() if v is not None} if decisions else None
-        batch = ToolBatch(reply, self.context, self.config, self.signal, self._emit,
-                          self._get_executor, self.halt.signal, self._inbox,
+        batch = ToolBatch(reply, self.context, self.config, self.signal, self._send,
+                          self._get_executor, self.halt_signal, self._inbox,
                           self._trace.tool_work if self._trace is not None else None, denied)
-        results, terminate = batch.run(refusal)
+        results, terminate = batch.run(calls, refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)
         return results, terminate
@@ -303,25 +307,25 @@ class Run:
         return False
 
     def _poll(self, source: Callable[[], Sequence[AgentMessage]] | None) -> list[AgentMessage]:
-        if source is None or self.halt.signal.aborted:
+        if source is None or self.halt_signal.aborted:
             return []
         return list(source() or ())
 
     def _add(self, message: AgentMessage) -> None:
         if type(message) not in LLM_TYPES:
             self._llm_only = False
-        self._emit(MessageStartEvent(message))
-        self._emit(MessageEndEvent(message))
+        self._send(MessageStartEvent(message))
+        self._send(MessageEndEvent(message))
         self.context.messages.append(message)
         self.new_messages.append(message)
 
     def _end(self) -> list[AgentMessage]:
-        self._emit(AgentEndEvent(list(self.new_messages)))
+        self._send(AgentEndEvent(list(self.new_messages)))
         return self.new_messages
 
     def _end_with_error(self, text: str) -> list[AgentMessage]:
         """End the run with an assistant message of `stop_reason` error saying `text`."""
-        message = error_reply(self.model, text, aborted=self.halt.signal.aborted)
+        message = error_reply(self.model, text, aborted=self.halt_signal.aborted)
         if not self.turn_open:
             self._emit(TurnStartEvent())
         self._add(message)
@@ -329,11 +333,19 @@ class Run:
         return self._end()
 
     def _emit(self, event: AgentEvent) -> None:
+        """Emit any event (hooks emit through this): a turn's start or end is counted."""
         if isinstance(event, TurnStartEvent):
             self.turn_open = True
             self.turns += 1
         elif isinstance(event, TurnEndEvent):
             self.turn_open = False
+        try:
+            self.sink(event)
+        except Exception as exc:
+            raise SinkError(exc) from exc
+
+    def _send(self, event: AgentEvent) -> None:
+        """Emit an event of the run's own that neither starts nor ends a turn."""
         try:
             self.sink(event)
         except Exception as exc:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, cast
+from typing import Any
 
 import attrs
 
@@ -35,6 +35,15 @@ from .._core import (
     StartEvent,
     StopReason,
     StreamOptions,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
     default_convert_to_llm,
     describe,
     error_reply,
@@ -47,6 +56,12 @@ from ._observe import RunTrace
 __all__ = ["ModelCall", "SinkError"]
 
 _log = logging.getLogger(__name__)
+
+
+_GROWTH = frozenset({TextStartEvent, TextDeltaEvent, TextEndEvent, ThinkingStartEvent,
+                     ThinkingDeltaEvent, ThinkingEndEvent, ToolCallStartEvent, ToolCallDeltaEvent,
+                     ToolCallEndEvent})
+"""The classes of the events that only grow the reply: one set lookup, not an isinstance chain."""
 
 
 class SinkError(Exception):
@@ -70,7 +85,8 @@ class ModelCall:
     stream_fn: StreamFn
     signal: AbortSignal
     halt: AbortSignal
-    emit: Callable[[AgentEvent], None]  # raises `SinkError` for the sink's own exceptions
+    emit: Callable[[AgentEvent], None]  # the call's own events; raises `SinkError` ...
+    hook_emit: Callable[[AgentEvent], None]  # ... and any event, for `before_model_call`
     new_messages: list[AgentMessage]
     limit: Callable[[], str | None] | None
     llm_only: bool
@@ -103,21 +119,24 @@ class ModelCall:
             elif failed is not None and limit is not None and (reached := limit()):
                 final = self._error_reply(reached)
             else:
+                emit, messages = self.emit, self.context.messages
                 for event in self._stream_events():
-                    if isinstance(event, StartEvent):
-                        partial = event.partial
-                        self.context.messages.append(partial)
-                        self.emit(MessageStartEvent(partial))
-                    elif isinstance(event, DoneEvent):
-                        final = event.message
-                        break
-                    elif isinstance(event, ErrorEvent):
-                        final = event.error
-                        break
-                    elif partial is not None:
-                        partial = event.partial
-                        self.context.messages[-1] = partial
-                        self.emit(MessageUpdateEvent(partial, event))
+                    if type(event) not in _GROWTH:  # tested first: most events are growth
+                        if isinstance(event, StartEvent):
+                            partial = event.partial
+                            messages.append(partial)
+                            emit(MessageStartEvent(partial))
+                            continue
+                        if isinstance(event, DoneEvent):
+                            final = event.message
+                            break
+                        if isinstance(event, ErrorEvent):
+                            final = event.error
+                            break
+                    if partial is not None:  # a growth event, or another kind of one
+                        partial = event.partial  # type: ignore[union-attr]
+                        messages[-1] = partial
+                        emit(MessageUpdateEvent(partial, event))
                 if final is None:
                     raise RuntimeError("the model stream ended without a done or error event")
         except SinkError:
@@ -143,7 +162,7 @@ class ModelCall:
         call = BeforeModelCallContext(
             AgentContext(self.context.system_prompt, list(messages), list(self.context.tools)),
             self.model, self.options(), failed)
-        replacement = hook(call, self.emit, self.signal)
+        replacement = hook(call, self.hook_emit, self.signal)
         if replacement is None:
             return failed is None
         self.context.messages = list(replacement)  # validated: a list of messages
@@ -155,7 +174,7 @@ class ModelCall:
         config = self.config
         messages: list[AgentMessage] = list(self.context.messages)  # hooks get their own copy
         if self.llm_only:  # known plain: nothing to convert, nothing to check
-            llm_messages: Sequence[Message] = cast("list[Message]", messages)
+            llm_messages: Sequence[Message] = messages  # type: ignore[assignment]
             make_context = Context.unchecked
         else:
             if config.transform_context is not None:

@@ -10,6 +10,7 @@ run calls in another process gets a picklable work item instead (see `_remote`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import time
@@ -30,6 +31,7 @@ from .._core import (
     MessageStartEvent,
     StopReason,
     TextContent,
+    ToolCall,
     ToolExecutionEndEvent,
     ToolExecutionMode,
     ToolExecutionStartEvent,
@@ -63,6 +65,7 @@ from ._tool_messages import (
     Update,
     served,
 )
+from ._workers import Work, WorkerPool
 
 __all__ = ["Submitter", "ToolBatch"]
 
@@ -70,6 +73,7 @@ _log = logging.getLogger(__name__)
 _tools_log = logging.getLogger("agentcore.tools")  # tool failures, for the tools' developers
 
 CALL_ABORTED_TEXT = "Operation aborted"
+_NEVER = float("inf")
 _OVERRIDABLE = ("content", "details", "usage", "terminate")  # by an AfterToolCallResult
 LENGTH_TEXT = (
     'Tool call "{name}" was not executed: the response hit the output token limit, so its '
@@ -102,12 +106,13 @@ class ToolBatch:
     wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
     denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
 
-    def run(self, refusal: str | None = None) -> tuple[list[ToolResultMessage], bool]:
-        """Execute every call; return the results in source order and whether to terminate.
+    def run(self, tool_calls: list[ToolCall], refusal: str | None = None,
+            ) -> tuple[list[ToolResultMessage], bool]:
+        """Run the message's `tool_calls`; return their results in source order and whether to stop.
 
         With a `refusal` (a usage limit reached), every call gets it as its error result.
         """
-        calls = [Call(c) for c in self.message.tool_calls]
+        calls = [Call(c) for c in tool_calls]
         results: list[ToolResultMessage] = []  # in source order
         if refusal is not None or self.message.stop_reason == StopReason.LENGTH:
             for c in calls:  # none runs: refused, or its arguments may be cut short
@@ -119,7 +124,6 @@ class ToolBatch:
             for c in calls:
                 self._start(c)
                 if self._prepare(c):
-                    self._submit(c)
                     self._pump([c])
                 results.append(self._message(c))
         else:
@@ -128,47 +132,60 @@ class ToolBatch:
                 self._start(c)
                 if self._prepare(c):
                     ready.append(c)
-            for c in ready:
-                self._submit(c)
-            self._pump(ready)
-            results = [self._message(c) for c in calls]
-        terminate = bool(calls) and all(c.result is not None and c.result.terminate is True
-                                        for c in calls)
+            if ready:
+                self._pump(ready)
+            for c in calls:
+                results.append(self._message(c))
+        terminate = bool(calls)
+        for c in calls:
+            if c.result is None or c.result.terminate is not True:
+                terminate = False
+                break
         return results, terminate
 
     def _sequential(self, calls: list[Call]) -> bool:
         if self.config.tool_execution is ToolExecutionMode.SEQUENTIAL:
             return True
-        by_name = {t.name: t for t in self.context.tools}
-        return any((tool := by_name.get(c.call.name)) is not None
-                   and tool.execution_mode is ToolExecutionMode.SEQUENTIAL for c in calls)
+        tools = self.context.tools
+        for tool in tools:  # most runs have no sequential tool: one pass, no dict
+            if tool.execution_mode is ToolExecutionMode.SEQUENTIAL:
+                break
+        else:
+            return False
+        by_name = {t.name: t for t in tools}
+        return any((t := by_name.get(c.call.name)) is not None
+                   and t.execution_mode is ToolExecutionMode.SEQUENTIAL for c in calls)
 
     def _start(self, c: Call) -> None:
-        self.emit(ToolExecutionStartEvent(c.call.id, c.call.name, c.call.arguments))
+        call = c.call
+        self.emit(ToolExecutionStartEvent(call.id, call.name, call.arguments))
 
     def _prepare(self, c: Call) -> bool:
         """Find, reshape, validate and vet the call; False when it already has its result."""
-        if self._aborted():
+        if self.halt.aborted:
             self._finish(c, error_result(CALL_ABORTED_TEXT), True)
             return False
-        if self.denied is not None and c.call.id in self.denied:
-            self._finish(c, error_result(denial_text(self.denied[c.call.id])), True)
+        call = c.call
+        if self.denied is not None and call.id in self.denied:
+            self._finish(c, error_result(denial_text(self.denied[call.id])), True)
             return False
-        tool = next((t for t in self.context.tools if t.name == c.call.name), None)
-        if tool is None:
-            self._finish(c, error_result(f"Tool {c.call.name} not found"), True)
+        for tool in self.context.tools:  # the first of that name
+            if tool.name == call.name:
+                break
+        else:
+            self._finish(c, error_result(f"Tool {call.name} not found"), True)
             return False
+        hook = self.config.before_tool_call
         try:
-            call = c.call
             if tool.prepare_arguments is not None:
                 prepared = tool.prepare_arguments(call.arguments)
                 if prepared is not call.arguments:
                     call = attrs.evolve(call, arguments=prepared)
             args = validate_tool_arguments(tool, call)
             verdict = None
-            if self.config.before_tool_call is not None:
-                verdict = self.config.before_tool_call(
-                    BeforeToolCallContext(self.message, c.call, args, self.context), self.signal)
+            if hook is not None:
+                verdict = hook(BeforeToolCallContext(self.message, c.call, args, self.context),
+                               self.signal)
         except Exception as exc:
             self._finish(c, error_result(describe(exc)), True)
             return False
@@ -212,30 +229,37 @@ class ToolBatch:
             if not c.finished:
                 inbox.put(Update(c, partial))
 
-        def work() -> None:
-            runs: list[AbortSignal] = served.__dict__.setdefault("runs", [])
+        def work() -> Callable[[], None]:
+            try:
+                runs: list[AbortSignal] = served.runs
+            except AttributeError:  # this thread's first call
+                runs = served.runs = []
             runs.append(owner)
             previous = enter_deps(deps)
+            message: NotStarted | Raised | Returned
             try:
                 if signal.aborted:
-                    inbox.put(NotStarted(c))
-                    return
-                result = tool.execute(c.call.id, c.args, signal, on_update)
-                check_result(tool.name, result)
+                    message = NotStarted(c)
+                else:
+                    result = tool.execute(c.call.id, c.args, signal, on_update)
+                    check_result(tool.name, result)
+                    message = Returned(c, result)
             except BaseException as exc:
-                c.finished = True
-                inbox.put(Raised(c, exc))
-            else:
-                c.finished = True
-                inbox.put(Returned(c, result))
+                message = Raised(c, exc)
             finally:
                 leave_deps(previous)
                 runs.pop()
+            c.finished = True
+            return functools.partial(inbox.put, message)  # the hand-back (see `WorkerPool`)
 
-        if self.wrap is not None:
-            work = self.wrap(c.call.id, work)
+        job: Work = work
+        if self.wrap is not None or not isinstance(executor, WorkerPool):
+            def deliver() -> None:
+                work()()
+
+            job = deliver if self.wrap is None else self.wrap(c.call.id, deliver)
         try:
-            executor.submit(work)
+            executor.submit(job)
         except Exception as exc:  # a shut-down or saturated user executor
             inbox.put(Raised(c, exc))
 
@@ -264,23 +288,31 @@ class ToolBatch:
         future.add_done_callback(lambda done: inbox.put(Settled(c, done)))
 
     def _pump(self, calls: list[Call]) -> None:
-        """Handle tool progress and completions on this thread until every call has its result.
+        """Submit `calls`; handle their progress and completions here until each has its result.
 
-        A call past its deadline, or still running `ABORT_GRACE_S` after the tools' signal
-        aborted, gets its error result now; its thread is abandoned (whatever it sends later
-        is ignored).
+        The calls are handed over last, just before the wait: a worker that wakes while this
+        thread still runs Python waits for the GIL, a second sleep and wake-up. A call past its
+        deadline, or still running `ABORT_GRACE_S` after the tools' signal aborted, gets its
+        error result now; its thread is abandoned (whatever it sends later is ignored).
         """
         pending = {id(c): c for c in calls}  # a call's messages hold it: ids stay unique
-        inbox, never = self._inbox, float("inf")
-        grace_ends = time.monotonic() + ABORT_GRACE_S if self._aborted() else never
+        inbox = self._inbox
+        grace_ends = time.monotonic() + ABORT_GRACE_S if self.halt.aborted else _NEVER
+        for c in calls:
+            self._submit(c)
         while pending:
-            wake = min(grace_ends, min(c.deadline for c in pending.values()))
+            wake = grace_ends
+            for c in pending.values():
+                if c.deadline < wake:
+                    wake = c.deadline
             try:
-                message = inbox.get(timeout=None if wake == never
+                message = inbox.get(timeout=None if wake == _NEVER
                                     else max(0.0, wake - time.monotonic()))
             except queue.Empty:
                 message = None
-            match message:
+            match message:  # the most frequent first
+                case Returned(c, result) if pending.pop(id(c), None) is not None:
+                    self._after(c, result, False)
                 case Update(c, partial):
                     if c.result is None:  # else a late update, behind its call's result
                         self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name,
@@ -294,8 +326,6 @@ class ToolBatch:
                     _tools_log.info("tool %r raised %s", c.call.name, type(exc).__name__,
                                     exc_info=exc)
                     self._after(c, error_result(failure_text(exc)), True)
-                case Returned(c, result) if pending.pop(id(c), None) is not None:
-                    self._after(c, result, False)
                 case Settled(c, future) if pending.pop(id(c), None) is not None:
                     assert c.tool is not None
                     settled = outcome(future, c.tool, c.args, self.config.deps,
@@ -371,7 +401,7 @@ class ToolBatch:
 class Submitter(Protocol):
     """What runs a batch's calls: a `concurrent.futures.Executor`, or the run's `WorkerPool`."""
 
-    def submit(self, fn: Callable[[], None], /) -> object:
-        """Run `fn` on another thread of this process (what it returns is not used)."""
+    def submit(self, fn: Callable[[], object], /) -> object:
+        """Run `fn` on another thread of this process (see `WorkerPool` for what it returns)."""
 
 

@@ -15,21 +15,30 @@ import threading
 import time
 from collections.abc import Callable
 
-__all__ = ["WorkerPool"]
+__all__ = ["Work", "WorkerPool"]
 
 _log = logging.getLogger(__name__)
 _pool_numbers = itertools.count(1)
 
+Work = Callable[[], object]
+"""A pool's work item; what it returns, if callable, is its hand-back (see `WorkerPool`)."""
+
 
 class WorkerPool:
     """At most `max_workers` daemon threads running the callables given to `submit`.
+
+    A work item may return a hand-back, a callable that the thread calls once it counts as
+    idle, as its last act before it waits for more work. The loop's items hand their result to
+    the run's thread that way: the run's thread then wakes to a free GIL (a thread that wakes
+    while another still runs Python sleeps again, waiting for the GIL, and on a VM each
+    wake-up costs tens of µs), and finds an idle thread for its next call.
 
     Thread-safety: `submit` and `shutdown` may be called from any thread. A callable must not
     raise (the loop's work items report through their run's inbox); one that does is logged.
     """
 
     def __init__(self, max_workers: int = 64, name: str = "agentcore-tool") -> None:
-        self._tasks: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._tasks: queue.SimpleQueue[Work | None] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._threads: list[threading.Thread] = []
         self._idle = 0
@@ -37,8 +46,8 @@ class WorkerPool:
         self._name = f"{name}-{next(_pool_numbers)}"
         self._closed = False
 
-    def submit(self, work: Callable[[], None]) -> None:
-        """Run `work` on a pool thread; on this thread if no thread can be started."""
+    def submit(self, work: Work) -> None:
+        """Run `work`, then its hand-back, on a pool thread; on this one if none can start."""
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot submit to a pool that was shut down")
@@ -56,7 +65,9 @@ class WorkerPool:
                 with self._lock:
                     self._threads.remove(thread)
                 _log.debug("no thread for a tool call; running it on the caller's thread")
-                work()
+                hand_back = work()
+                if callable(hand_back):
+                    hand_back()
                 return
         self._tasks.put(work)
 
@@ -78,13 +89,20 @@ class WorkerPool:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     def _serve(self) -> None:
+        tasks, lock = self._tasks, self._lock
         while True:
-            work = self._tasks.get()
+            work = tasks.get()
             if work is None:
                 return
+            hand_back: object = None
             try:
-                work()
+                hand_back = work()
             except BaseException:  # the loop's work items never raise; keep serving
                 _log.exception("a tool work item raised")
-            with self._lock:
+            with lock:
                 self._idle += 1
+            if callable(hand_back):
+                try:
+                    hand_back()
+                except BaseException:
+                    _log.exception("a tool work item's hand-back raised")

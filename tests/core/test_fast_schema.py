@@ -96,3 +96,114 @@ def test_json_copy_is_deep() -> None:
     assert copied["a"][1] is not value["a"][1]
     odd = {"s": (1, [2])}
     assert json_copy(odd)["s"][1] is not odd["s"][1]  # non-JSON values: deepcopy
+
+
+def _reference(schema: Any) -> Any:
+    """The first fast check (issue 11), one closure per keyword: what the compiled one must say."""
+    kinds = {"string": lambda v: type(v) is str, "integer": lambda v: type(v) is int,
+             "number": lambda v: type(v) is int or type(v) is float,
+             "boolean": lambda v: type(v) is bool, "null": lambda v: v is None,
+             "object": lambda v: type(v) is dict, "array": lambda v: type(v) is list}
+    known = {"description", "title", "default", "examples", "$comment", "$schema", "deprecated",
+             "readOnly", "writeOnly", "type", "properties", "required",
+             "additionalProperties", "items", "enum"}
+    primitive = (str, int, float, bool, type(None))
+    if schema is True or schema == {}:
+        return lambda _: True
+    if not isinstance(schema, dict) or not known.issuperset(schema):
+        return None
+    checks: list[Any] = []
+    kind = schema.get("type")
+    if kind is not None:
+        names = [kind] if isinstance(kind, str) else kind
+        if not isinstance(names, list) or not names or not all(n in kinds for n in names):
+            return None
+        tests = [kinds[n] for n in names]
+        checks.append(lambda v: any(t(v) for t in tests))
+    if "enum" in schema:
+        allowed = schema["enum"]
+        if not isinstance(allowed, list) or not all(type(e) in primitive for e in allowed):
+            return None
+        pairs = frozenset((type(e), e) for e in allowed)
+        checks.append(lambda v: type(v) in primitive and (type(v), v) in pairs)
+    if "items" in schema:
+        item = _reference(schema["items"])
+        if item is None:
+            return None
+        checks.append(lambda v: type(v) is not list or all(item(x) for x in v))
+    if {"properties", "required", "additionalProperties"} & schema.keys():
+        properties = schema.get("properties", {})
+        required = schema.get("required", [])
+        extra = schema.get("additionalProperties", True)
+        if (not isinstance(properties, dict) or not isinstance(required, list)
+                or not isinstance(extra, bool)):
+            return None
+        compiled = {name: _reference(sub) for name, sub in properties.items()}
+        if any(c is None for c in compiled.values()):
+            return None
+        checks.append(lambda v: type(v) is not dict or (
+            all(name in v for name in required)
+            and all(compiled[k](x) if k in compiled else extra for k, x in v.items())))
+    return lambda v: all(check(v) for check in checks)
+
+
+def _odd_schemas() -> st.SearchStrategy[Any]:
+    """Schemas the compiled check must decline or judge like the reference: bad types too."""
+    return st.one_of(
+        _schemas(),
+        st.builds(lambda t, extra: {"type": t, **extra},
+                  st.one_of(st.sampled_from([*_TYPES, "objectx"]), st.just([]),
+                            st.lists(st.sampled_from(_TYPES), max_size=2)),
+                  st.sampled_from([{}, {"description": "d"}, {"properties": {}},
+                                   {"properties": {"a": True}, "required": ["a"]},
+                                   {"properties": {"a": {}}}, {"items": {"type": "null"}},
+                                   {"enum": [1, "a", None]}, {"additionalProperties": 1}])),
+    )
+
+
+@pytest.mark.slow  # a stress test, as the one above
+@settings(max_examples=600, deadline=None)
+@given(_odd_schemas(), values)
+def test_fast_schema_compiled_check_answers_as_the_reference(schema: Any, value: Any) -> None:
+    check, reference = compile_fast(schema), _reference(schema)
+    assert (check is None) == (reference is None), schema
+    if check is not None:
+        assert check(value) == reference(value), (schema, value)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(_schemas(), st.dictionaries(st.sampled_from(["a", "b", "c"]), values, max_size=3))
+def test_fast_schema_validation_fast_path_gives_what_the_full_check_gives(
+    schema: dict[str, Any], args: dict[str, Any],
+) -> None:
+    schema = {"type": "object", "properties": {"x": schema}}
+    args = {"x": args}
+    call = ac.ToolCall("c", "t", args)
+    fast = ac.AgentTool("t", "d", schema, lambda *a: ac.AgentToolResult([]))
+    full = ac.Tool("t", "d", schema)  # a plain Tool: jsonschema every time
+    try:
+        expected: Any = ac.validate_tool_arguments(full, call)
+    except ac.ToolArgumentsError as exc:
+        expected = str(exc)
+    try:
+        got: Any = ac.validate_tool_arguments(fast, call)
+    except ac.ToolArgumentsError as exc:
+        got = str(exc)
+    assert got == expected
+    assert type(got) is type(expected)
+    if isinstance(got, dict):
+        assert got is not args  # a copy, deep
+        assert got["x"] is not args["x"]
+
+
+def test_fast_schema_validation_keeps_a_dict_subclass_as_the_full_check_does() -> None:
+    class Arguments(dict[str, Any]):
+        pass
+
+    tool = ac.AgentTool("t", "d", {"type": "object"}, lambda *a: ac.AgentToolResult([]))
+    args = Arguments(n=1)
+    copied = ac.validate_tool_arguments(tool, ac.ToolCall("c", "t", args))
+    assert type(copied) is Arguments
+    assert copied == args
+    assert copied is not args

@@ -82,6 +82,19 @@ def test_options_evolve_changes_one_option(faux: FauxProvider) -> None:
     assert swapped.options == ac.StreamOptions(timeout=3.0)
 
 
+def test_options_evolve_without_an_alias_checks_as_construction_does(faux: FauxProvider) -> None:
+    # No alias given (the Agent's config per run): attrs' own __init__ at once, same value
+    config = ac.AgentLoopConfig(model=faux.get_model(), max_tokens=5, deps="d")
+    assert attrs.evolve(config, deps=1) == ac.AgentLoopConfig(
+        model=faux.get_model(), options=ac.StreamOptions(max_tokens=5), deps=1)
+    with pytest.raises(TypeError, match="'before_tool_call' must accept 2 argument"):
+        attrs.evolve(config, before_tool_call=lambda context: None)
+    with pytest.raises(ValueError, match=r"'options\.signal' must be None"):
+        attrs.evolve(config, options=ac.StreamOptions(signal=ac.AbortController().signal))
+    with pytest.raises(TypeError, match="takes 0 positional argument"):
+        ac.AgentLoopConfig(faux.get_model())  # type: ignore[misc]
+
+
 def test_options_config_is_frozen_through_its_aliases(faux: FauxProvider) -> None:
     config = ac.AgentLoopConfig(model=faux.get_model())
     with pytest.raises(attrs.exceptions.FrozenInstanceError):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import re
 from typing import Any
 
 import pytest
 
 import agentcore as ac
-from agentcore.providers.faux import FauxProvider
+from agentcore._core._validators import cannot_take
+from agentcore.providers.faux import FauxProvider, faux_assistant_message
 
 HOOKS = {  # name -> a callable with one parameter too few, the signature the error names
     "convert_to_llm": (lambda: None, "convert_to_llm(messages)"),
@@ -75,3 +78,49 @@ def test_signatures_listener_sink_stream_fn_and_tool_are_checked(faux: FauxProvi
         ac.AgentTool("t", "d", {"type": "object"}, lambda call_id, args: None)
     with pytest.raises(TypeError, match=r"'on_payload' must accept"):
         ac.StreamOptions(on_payload=lambda payload: None)
+
+
+def _three(agent: Any, run: Any, event: Any) -> None:
+    return None
+
+
+def _keyword(agent: Any, *, run: Any) -> None:
+    return None
+
+
+@pytest.mark.parametrize(("fn", "count"), [
+    (functools.partial(_three, 1, 2), 1), (functools.partial(_three, 1, 2), 2),
+    (functools.partial(_three, 1), 1), (functools.partial(_three, 1), 2),
+    (functools.partial(_three, 1, run=2), 1), (functools.partial(_keyword, run=1), 0),
+    (functools.partial(_keyword, run=1), 1), (functools.partial(_keyword), 1),
+    (functools.partial(functools.partial(_three, 1), 2), 1),
+])
+def test_signatures_partial_is_judged_as_inspect_judges_it(fn: Any, count: int) -> None:
+    try:
+        inspect.signature(fn).bind(*range(count))
+    except TypeError:
+        expected = True
+    else:
+        expected = False
+    assert cannot_take(fn, count) is expected
+    assert cannot_take(fn, count) is expected  # the second answer comes from the cache
+
+
+def test_signatures_a_new_partial_per_run_is_checked_once(monkeypatch: pytest.MonkeyPatch,
+                                                          faux: FauxProvider) -> None:
+    # An agent's sink is a new functools.partial for every run: its check is cached by its
+    # function and what it binds, so a run never asks inspect.signature again
+    calls = []
+    real = inspect.signature
+    monkeypatch.setattr(inspect, "signature", lambda fn, **kw: calls.append(fn) or real(fn, **kw))
+
+    def sink(events: list[Any], event: Any) -> None:
+        events.append(event)
+
+    context = ac.AgentContext("", [])
+    config = ac.AgentLoopConfig(model=faux.get_model())
+    faux.set_responses([faux_assistant_message("one"), faux_assistant_message("two")])
+    ac.run_agent_loop([ac.UserMessage("hi")], context, config, functools.partial(sink, []))
+    calls.clear()
+    ac.run_agent_loop([ac.UserMessage("hi")], context, config, functools.partial(sink, []))
+    assert calls == []

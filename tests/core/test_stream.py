@@ -694,3 +694,84 @@ def test_event_stream_iter_until_rejects_bad_arguments_at_once(signal, grace_s, 
     stream: EventStream[int, None] = EventStream()
     with pytest.raises(error, match="iter_until"):
         stream.iter_until(signal or AbortController().signal, grace_s)
+
+
+# --- the pushed feed's parking (issue 26): a waiter parks on a lock of its own -------------------
+
+
+@pytest.fixture
+def parked(monkeypatch: pytest.MonkeyPatch) -> threading.Semaphore:
+    """Released once each time a thread parks to wait on a pushed stream."""
+    from agentcore._core._feeds import QueueFeed
+
+    parks = threading.Semaphore(0)
+    park = QueueFeed._park
+
+    def counting(self: QueueFeed[object]) -> threading.Lock:
+        waiter = park(self)
+        parks.release()
+        return waiter
+
+    monkeypatch.setattr(QueueFeed, "_park", counting)
+    return parks
+
+
+def test_event_stream_result_waits_past_pushes_that_do_not_end_it(
+        parked: threading.Semaphore) -> None:
+    stream: EventStream[int, str] = EventStream()
+    got: list[str] = []
+    waiter = _start_thread(lambda: got.append(stream.result(timeout=WAIT_S)))
+    for i in range(3):
+        assert parked.acquire(timeout=WAIT_S)  # parked: this push wakes it, it parks again
+        stream.push(i)
+    assert parked.acquire(timeout=WAIT_S)
+    stream.end("done")
+    waiter.join(WAIT_S)
+    assert got == ["done"]
+    assert list(stream) == [0, 1, 2]
+
+
+def test_event_stream_a_push_wakes_the_consumer_and_a_result_waiter_alike(
+        parked: threading.Semaphore) -> None:
+    stream: EventStream[int, str] = EventStream()
+    seen: list[int] = []
+    results: list[str] = []
+    consumer = _start_thread(lambda: seen.extend(stream))
+    waiter = _start_thread(lambda: results.append(stream.result(timeout=WAIT_S)))
+    assert parked.acquire(timeout=WAIT_S)
+    assert parked.acquire(timeout=WAIT_S)  # both wait, each on its own lock
+    stream.push(1)
+    stream.push(2)
+    stream.end("end")
+    consumer.join(WAIT_S)
+    waiter.join(WAIT_S)
+    assert seen == [1, 2]
+    assert results == ["end"]
+
+
+def test_event_stream_a_timed_out_wait_leaves_no_waiter_behind() -> None:
+    stream: EventStream[int, str] = EventStream()
+    with pytest.raises(TimeoutError):
+        stream.result(timeout=0.01)
+    assert stream._feed._waiters == []  # type: ignore[attr-defined]
+    stream.push(1)
+    stream.end("ok")
+    assert list(stream) == [1]
+    assert stream.result(timeout=0) == "ok"
+
+
+@pytest.mark.parametrize("pulled", [False, True])
+def test_assistant_message_event_stream_ends_at_a_subclass_of_done(pulled: bool) -> None:
+    class LateDone(DoneEvent):
+        pass
+
+    final = _message("bye")
+    events = [StartEvent(_message("")), LateDone(StopReason.STOP, final), StartEvent(final)]
+    if pulled:
+        stream = AssistantMessageEventStream.from_iterator(iter(events))
+    else:
+        stream = AssistantMessageEventStream()
+        for event in events:
+            stream.push(event)
+    assert list(stream) == events[:2]  # the stream ended at the subclass's event
+    assert stream.result(timeout=0) == final
