@@ -54,7 +54,18 @@ class QueueMode(WireEnum):
 
 
 def _member(cls: type[WireEnum], value: Any) -> Any:
-    """`cls(value)`, or `value` unchanged so that `member_of` can reject it by field name."""
+    """`cls(value)`, or `value` unchanged so that `member_of` can reject it by field name.
+
+    A member, or a value of one, is looked up in the enum's own value map first: `cls(value)`
+    goes through `EnumMeta.__call__`, ten times the cost, and this runs in every
+    `AssistantMessage` built. What the map does not hold takes `cls(value)` as before.
+    """
+    if type(value) is cls:
+        return value
+    try:
+        return cls._value2member_map_[value]
+    except (KeyError, TypeError):
+        pass
     try:
         return cls(value)
     except (ValueError, TypeError):

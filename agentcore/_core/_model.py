@@ -100,4 +100,10 @@ def calculate_cost(model: Model, usage: Usage) -> Usage:
         price.cache_read * usage.cache_read / 1e6,
         price.cache_write * usage.cache_write / 1e6,
     )
-    return attrs.evolve(usage, cost=Cost(*parts, total=sum(parts)))
+    cost = Cost(*parts, total=sum(parts))
+    if usage.__class__ is not Usage:  # a subclass keeps its class
+        return attrs.evolve(usage, cost=cost)
+    # What `attrs.evolve` makes, without its walk over the fields: a reply prices its usage
+    # every time the server reports it.
+    return Usage(usage.input, usage.output, usage.cache_read, usage.cache_write,
+                 usage.total_tokens, cost)

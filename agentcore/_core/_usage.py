@@ -11,7 +11,25 @@ from ._validators import count, instance_of, not_bool
 
 __all__ = ["Cost", "Usage"]
 
-_money: Any = and_(not_bool, instance_of(int, float, expected="a number"))
+_checked_money: Any = and_(not_bool, instance_of(int, float, expected="a number"))
+
+
+def _money(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Attrs validator: an `int` or `float`, not a bool.
+
+    A plain int or float passes at once (every usage a reply records builds one `Cost` and one
+    `Usage`, and attrs' composed validators cost a call each per field); anything else is
+    checked, and refused, by the composed validators with their own errors.
+    """
+    kind = type(value)
+    if kind is not float and kind is not int:
+        _checked_money(instance, attribute, value)
+
+
+def _count(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Attrs validator `count` (a non-negative int, not a bool), the common case at once."""
+    if type(value) is not int or value < 0:
+        count(instance, attribute, value)
 
 
 @attrs.frozen
@@ -44,11 +62,11 @@ class Usage:
     adds them field by field, so `sum(usages, Usage())` totals a run.
     """
 
-    input: int = attrs.field(default=0, validator=count)
-    output: int = attrs.field(default=0, validator=count)
-    cache_read: int = attrs.field(default=0, validator=count)
-    cache_write: int = attrs.field(default=0, validator=count)
-    total_tokens: int = attrs.field(default=0, validator=count)
+    input: int = attrs.field(default=0, validator=_count)
+    output: int = attrs.field(default=0, validator=_count)
+    cache_read: int = attrs.field(default=0, validator=_count)
+    cache_write: int = attrs.field(default=0, validator=_count)
+    total_tokens: int = attrs.field(default=0, validator=_count)
     cost: Cost = attrs.field(default=Cost(), validator=instance_of(Cost))  # frozen: shareable
 
     def __add__(self, other: Usage) -> Usage:
