@@ -12,6 +12,12 @@ kept as a list of its pieces and joined once, and only new bytes are searched fo
 Memory is bounded too: one event, or one line, longer than the decoder's `max_event_bytes`
 raises `EventTooLargeError`.
 
+Most reads hold whole events of the commonest forms, one `data: ` line each, or an `event: `
+line and a `data: ` line (Anthropic, OpenAI Responses), with LF line ends: `feed` decodes such a
+run of events as one string, split at the blank lines, and falls back to the line-by-line
+decoder for anything else (a comment, an id, CR line ends, a line cut across reads), whose
+results it gives exactly.
+
 `SSEDecoder` is the decoder a `WireApi` reads its body with unless it names another
 (`decode_sse`): its `end` hands the unframed lines over as one `UnframedLines`, after the last
 event; `close` gives the events only.
@@ -20,6 +26,7 @@ event; `close` gives the events only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import NamedTuple
 
 import attrs
 
@@ -41,9 +48,13 @@ UNFRAMED_LIMIT = 64 * 1024
 """How many characters of lines that are no SSE field are kept (an error body is far shorter)."""
 
 
-@attrs.frozen
-class ServerSentEvent:
-    """One dispatched event: its `event` name (None when unnamed) and its `data` text."""
+class ServerSentEvent(NamedTuple):
+    """One dispatched event: its `event` name (None when unnamed) and its `data` text.
+
+    A named tuple rather than an attrs class: one is made for every event of every reply, and
+    a tuple is built in C, where a frozen attrs instance sets each field through
+    `object.__setattr__` (three times the cost).
+    """
 
     event: str | None
     data: str
@@ -59,6 +70,8 @@ class UnframedLines:
 
     text: str
 
+
+_new = tuple.__new__  # a `ServerSentEvent` without the Python-level `__new__` of a named tuple
 
 SseItem = ServerSentEvent | UnframedLines
 """What a provider's event handler reads: events, then possibly the unframed lines."""
@@ -79,8 +92,8 @@ class SSEDecoder:
     line being received, exceed `max_event_bytes`.
     """
 
-    __slots__ = ("_cr", "_data", "_event", "_id", "_limit", "_pending", "_pending_size", "_size",
-                 "_unframed_size", "unframed")
+    __slots__ = ("_busy", "_cr", "_data", "_event", "_id", "_limit", "_pending", "_pending_size",
+                 "_size", "_unframed_size", "unframed")
 
     def __init__(self, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         self.unframed: list[str] = []
@@ -95,17 +108,70 @@ class SSEDecoder:
         self._size = 0  # the bytes of the current event's data lines
         self._id: str | None = None
         self._unframed_size = 0
+        self._busy = False  # a line or an event under way, or a CR held back
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Consume `chunk` and return the events it completed."""
-        if (chunk[:6] == b"data: " and chunk.find(b"\n") == len(chunk) - 2 and chunk[-1] == 10
-                and not self._data and self._event is None and not self._pending
-                and not self._cr and b"\r" not in chunk):
-            # The most common read of all, one whole event of one data line (a chunked body
-            # sends an event per HTTP chunk): no splitting, no loop.
-            if len(chunk) - 2 > self._limit:
-                raise EventTooLargeError(self._limit)
-            return [ServerSentEvent(None, chunk[6:-2].decode("utf-8", "replace"), self._id)]
+        if self._busy or b"\r" in chunk:
+            return self._resume(chunk)
+        if (chunk[:6] == b"data: " and chunk.find(b"\n") == len(chunk) - 2 and chunk[-1:] == b"\n"
+                and len(chunk) - 2 <= self._limit):
+            # The commonest read of all: one event of one data line (an HTTP chunk each).
+            return [_new(ServerSentEvent, (None, chunk[6:-2].decode("utf-8", "replace"),
+                                           self._id))]
+        return self._whole(chunk)
+
+    def _resume(self, chunk: bytes) -> list[ServerSentEvent]:
+        """`feed` with CRs in `chunk` or held back, or with an event or a line under way."""
+        if self._cr or chunk[-1:] == b"\r":  # a CR held back, or one to hold back
+            return self._by_line(chunk)
+        if b"\r" in chunk:  # what `_by_line` would make of the line ends (Gemini's CRLF)
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+            if not self._busy:
+                return self._whole(chunk)
+        # An event is under way: its end, the first blank line, goes line by line.
+        end = chunk.find(b"\n\n") + 2
+        if end == 1 or end == len(chunk):
+            return self._by_line(chunk)
+        out = self._by_line(chunk[:end])
+        out += self._whole(chunk[end:])
+        return out
+
+    def _whole(self, chunk: bytes) -> list[ServerSentEvent]:
+        """`_by_line(chunk)` when no event is under way and `chunk` has no CR, made cheap.
+
+        The events `chunk` completes, its whole run up to its last blank line, are decoded as
+        one string when each is one `data: ` line, or each an `event: ` line and a `data: `
+        line, and split at the blank lines; the rest, a part of the next event, goes line by
+        line. Any other run goes line by line from the start. Decoding before splitting
+        changes nothing: UTF-8 decoding (with replacement) never runs across an LF, and a run
+        no longer than the limit holds no event over it.
+        """
+        end = len(chunk) if chunk[-2:] == b"\n\n" else chunk.rfind(b"\n\n") + 2
+        if end < 2 or end > self._limit:
+            return self._by_line(chunk)
+        id_ = self._id
+        if chunk[:6] == b"data: ":
+            # "data: A\n\ndata: B\n\n": A and B, split at "\n\ndata: ", when they hold no LF.
+            datas = chunk[6:end - 2].decode("utf-8", "replace").split("\n\ndata: ")
+            if [data for data in datas if "\n" in data]:
+                return self._by_line(chunk)
+            out = [_new(ServerSentEvent, (None, data, id_)) for data in datas]
+        elif chunk[:7] == b"event: ":
+            out = []
+            for event in chunk[7:end - 2].decode("utf-8", "replace").split("\n\nevent: "):
+                name, line, data = event.partition("\ndata: ")
+                if not line or "\n" in name or "\n" in data:
+                    return self._by_line(chunk)
+                out.append(_new(ServerSentEvent, (name, data, id_)))
+        else:  # a comment, an id, a blank line...
+            return self._by_line(chunk)
+        if end < len(chunk):
+            out += self._by_line(chunk[end:])
+        return out
+
+    def _by_line(self, chunk: bytes) -> list[ServerSentEvent]:
+        """Consume `chunk` line by line: any framing, any split, any state."""
         if self._cr or b"\r" in chunk:
             chunk = self._lf_only(chunk)
         lines = chunk.split(b"\n")
@@ -116,6 +182,7 @@ class SSEDecoder:
                 pending.append(rest)
                 self._pending_size += len(rest)
                 self._check(self._pending_size)
+                self._busy = True
                 return []
             pending.append(lines[0])
             lines[0] = b"".join(pending)
@@ -146,6 +213,7 @@ class SSEDecoder:
         self._size = size
         if rest:
             self._check(len(rest))
+        self._busy = bool(pending or data or self._event is not None or self._cr)
         return out
 
     def _lf_only(self, chunk: bytes) -> bytes:
@@ -175,6 +243,7 @@ class SSEDecoder:
             out.append(event)
         if self.unframed:  # e.g. Gemini's raw JSON error body after the last event
             out.append(UnframedLines("\n".join(self.unframed)))
+        self._busy = False
         return out
 
     def close(self) -> list[ServerSentEvent]:

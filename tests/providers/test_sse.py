@@ -246,3 +246,85 @@ def test_sse_any_events_any_split_decode_exactly(events, eol, data) -> None:
     expected = [E("\n".join(lines), name) for name, lines, _ in events
                 if name is not None or lines]
     assert decode(*chunks) == expected
+
+
+class LineByLine(SSEDecoder):
+    """The reference: every read decoded line by line, as `feed` does for any unusual read."""
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        return self._by_line(chunk)
+
+
+def outcome(decoder: SSEDecoder, chunks: list[bytes]) -> list[object]:
+    """What each read gives (events, or the error it raised), then `end()`: to compare decoders."""
+    out: list[object] = []
+    for chunk in [*chunks, None]:
+        try:
+            out.append(decoder.end() if chunk is None else decoder.feed(chunk))
+        except ValueError as exc:
+            out.append(("raised", type(exc), str(exc)))
+            break
+    out.append(list(decoder.unframed))
+    return out
+
+
+def same_as_line_by_line(chunks: list[bytes], limit: int = 32 * 1024 * 1024) -> None:
+    assert outcome(SSEDecoder(limit), chunks) == outcome(LineByLine(limit), chunks)
+
+
+def event_groups(body: bytes, size: int) -> list[bytes]:
+    """`body` in reads of `size` whole events each (the last read may hold fewer)."""
+    events = [e + b"\n\n" for e in body.split(b"\n\n")]
+    events[-1] = events[-1][:-2]
+    return [b"".join(events[i : i + size]) for i in range(0, len(events), size)]
+
+
+@pytest.mark.parametrize("path", SSE_FIXTURES, ids=fixture_id)
+def test_sse_feed_gives_what_line_by_line_gives_split_anywhere(path: pathlib.Path) -> None:
+    body = path.read_bytes()
+    for cut in range(len(body) + 1):  # two reads, cut at every byte
+        same_as_line_by_line([body[:cut], body[cut:]])
+    for size in (1, 2, 3, 7, 1000):  # runs of whole events per read, then cut inside them too
+        groups = event_groups(body, size)
+        same_as_line_by_line(groups)
+        same_as_line_by_line([g[:n] for g in groups for n in (len(g) // 2,)]
+                             + [g[len(g) // 2 :] for g in groups])
+        joined = b"".join(groups)
+        for seed in range(3):
+            same_as_line_by_line(random_chunks(joined, seed))
+
+
+@pytest.mark.parametrize("limit", [10, 60, 200])
+@pytest.mark.parametrize("path", SSE_FIXTURES[:6], ids=fixture_id)
+def test_sse_feed_raises_where_line_by_line_raises(path: pathlib.Path, limit: int) -> None:
+    body = path.read_bytes()
+    for size in (1, 2, 5):
+        same_as_line_by_line(event_groups(body, size), limit)
+    for seed in range(3):
+        same_as_line_by_line(random_chunks(body, seed), limit)
+
+
+raw_lines = st.lists(st.sampled_from([
+    b"data: {\"a\":1}", b"data: x", b"data:", b"data:y", b"data: ", b"data", b"event: e",
+    b"event:", b"event: \xc3\xa9\xe6\x97", b"id: 3", b"id: a\x00b", b": comment", b"retry: 5",
+    b"noise", b"", b"", b"", b"data: caf\xc3\xa9 \xf0\x9f\x99\x82", b"data: \xff\xfe",
+    b"data: \xe6\x97", b"\xe6\x97\xa5", b"id: 9",
+]), max_size=24)
+
+
+@given(lines=raw_lines, eol=st.sampled_from([b"\n", b"\n", b"\r\n", b"\r"]),
+       limit=st.sampled_from([8, 30, 1000]), data=st.data())
+def test_sse_feed_gives_what_line_by_line_gives_on_any_stream(lines, eol, limit, data) -> None:
+    body = b"".join(line + eol for line in lines) + data.draw(st.sampled_from([b"", b"da"]))
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(body)), max_size=8)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    same_as_line_by_line(chunks, limit)
+
+
+def test_sse_many_events_in_one_read_carry_the_last_id() -> None:
+    decoder = SSEDecoder()
+    assert decoder.feed(b"id: 7\n\n") == []
+    assert decoder.feed(b"event: a\ndata: x\n\ndata: y\n\nevent: b\ndata: z\n\ndata: pa") == [
+        E("x", "a", "7"), E("y", None, "7"), E("z", "b", "7")]
+    assert decoder.feed(b"rt\n\ndata: w\n\n") == [E("part", None, "7"), E("w", None, "7")]
+    assert decoder.end() == []
