@@ -34,7 +34,8 @@ from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_
 from ._compat import Compat
 from ._openai import error_text, http_error_text, loads_or_none, mistral_ids, resolve_compat
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
-from ._sse import SseItem, UnframedLines
+from ._sse import ServerSentEvent, SseItem, UnframedLines
+from ._template import DeltaReader
 from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
 from ._transform import transform_messages
 
@@ -46,6 +47,7 @@ _FINISH = {
     "model_length": StopReason.LENGTH,  # Mistral: the model's context is full
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+_CONTENT = ("choices", 0, "delta", "content")
 _CHUNKS = "content"
 """The thinking signature of reasoning that came as `thinking` chunks of a `content` list
 (Mistral's reasoning models): it is replayed as such chunks."""
@@ -274,7 +276,15 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
     call_keys = 0
     text_key, thinking_key = ("text", 0), ("thinking", 0)
     last: tuple[str, int] | None = None  # the block written last
+    # Text chunks differ only in their text (and OpenAI's `obfuscation` padding): read by the
+    # form of the last plain text chunk parsed, they are handled as it was (see the hot path).
+    reader = DeltaReader(_CONTENT, ignored=("obfuscation",))
     for sse in events:
+        if last == text_key and sse.__class__ is ServerSentEvent:
+            content = reader.read(sse.data)
+            if content:
+                yield from builder.text(text_key, content)
+                continue
         if isinstance(sse, UnframedLines):  # a raw error body after the events, or noise
             chunk = loads_or_none(sse.text)
             if isinstance(chunk, dict) and chunk.get("error"):
@@ -288,7 +298,8 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         if not isinstance(chunk, dict):
             continue
         if last == text_key and builder.response_id is not None:
-            # the hot path: one more piece of text in the open text block
+            # the hot path: one more piece of text in the open text block, which is all the
+            # chunk does whatever its text (so its form may stand for the next ones)
             choices = chunk.get("choices")
             if choices and len(choices) == 1 and "error" not in chunk and not chunk.get("usage"):
                 choice = choices[0]
@@ -296,6 +307,7 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
                 content = delta.get("content") if delta else None
                 if (content.__class__ is str and content and len(delta) == 1
                         and choice.get("finish_reason") is None):
+                    reader.learn(sse.data, chunk)
                     yield from builder.text(text_key, content)
                     continue
         if chunk.get("error"):
