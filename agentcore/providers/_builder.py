@@ -56,6 +56,7 @@ class _Kind(enum.Enum):
 
 
 _TEXT, _THINKING, _TOOL_CALL = _Kind.TEXT, _Kind.THINKING, _Kind.TOOL_CALL
+_NO_USAGE = Usage()  # frozen: every reply starts with it
 _EAGER_ARGS = 1024
 """Argument text up to this many characters is parsed on every delta."""
 _REPARSE_GROWTH = 4
@@ -102,7 +103,7 @@ class ReplyBuilder:
         self.content: list[AssistantContent] = []
         self.partial = AssistantMessage(self.content, model.api, model.provider, model.id,
                                         timestamp=now_ms())
-        self.usage = Usage()
+        self.usage = _NO_USAGE
         self.stop_reason: StopReason | None = None
         self.response_id: str | None = None
         self._blocks: dict[Hashable, _Block] = {}
@@ -256,7 +257,11 @@ class ReplyBuilder:
     def set_usage(self, usage: Usage) -> None:
         """Record usage; the total is recomputed as the sum and the cost is priced."""
         total = usage.input + usage.output + usage.cache_read + usage.cache_write
-        self.usage = calculate_cost(self.model, attrs.evolve(usage, total_tokens=total))
+        if total != usage.total_tokens:
+            usage = (Usage(usage.input, usage.output, usage.cache_read, usage.cache_write, total,
+                           usage.cost) if usage.__class__ is Usage
+                     else attrs.evolve(usage, total_tokens=total))
+        self.usage = calculate_cost(self.model, usage)
 
     def done(self) -> Iterator[AssistantMessageEvent]:
         """Close open blocks and finish with `done`; raises if the stop reason is unknown."""
@@ -286,8 +291,10 @@ class ReplyBuilder:
 
     def final(self, reason: StopReason) -> AssistantMessage:
         """The final message: a value of its own, no longer tied to the live partial."""
-        return attrs.evolve(self.partial, content=self._kept(), usage=self.usage,
-                            stop_reason=reason, response_id=self.response_id)
+        partial = self.partial  # built here: `attrs.evolve` would walk its fields to copy them
+        return AssistantMessage(self._kept(), partial.api, partial.provider, partial.model,
+                                self.usage, reason, partial.error_message, self.response_id,
+                                partial.timestamp)
 
     def _kept(self) -> list[AssistantContent]:
         """The content to keep: all but tool calls that never got an id or a name."""
