@@ -3,25 +3,24 @@
 A streaming API sends its text deltas as JSON objects that repeat, chunk after chunk, everything
 but the text: `{"id":"chatcmpl-1","object":"chat.completion.chunk",...,"delta":{"content":"Hi"},
 ...}`. Parsing each one builds a dict and a string for every member, to read one string. A
-`DeltaReader` learns the form of one such chunk, its text cut at the delta's string value and at
-the values of the members the provider ignores and that change from chunk to chunk (OpenAI's
-`obfuscation` padding, the Responses API's `sequence_number`): a later chunk that has the same
-text around them is the same JSON object with other values there, so its delta is read by
-scanning that one string with the JSON scanner's own string reader.
+`DeltaReader` learns the form of one such chunk: its text cut at the delta's string value, and at
+the string values of the top-level members the provider ignores and that change from chunk to
+chunk (OpenAI's `obfuscation` padding). A later chunk with the same text around those strings is
+the same JSON object with other strings there, so its delta is read by scanning that one string
+with the JSON scanner's own string reader.
 
 The result is exactly what parsing gives. A template is learned from a chunk parsed already, and
-kept only if parsing its text with a sentinel value in each cut gives that chunk with the
-sentinels in place of the delta and of the ignored members: so each cut is a JSON value at the
-place a reader expects, and any valid string (or integer) there parses to the same object but
-for that value. A chunk of another form, or one whose string is not valid JSON, matches nothing
-and is parsed as usual (its errors are the parser's own).
+kept only if parsing its text with a sentinel string in each cut gives that chunk with the
+sentinels in place of the delta and of the ignored members: so each cut is a string value at
+the place the handler reads, and any valid JSON string there parses to the same object but for
+that value. A chunk of another form, or one whose string is not valid JSON, matches nothing and
+is parsed as usual (its errors are the parser's own).
 """
 
 from __future__ import annotations
 
 import json
 import json.decoder
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -31,9 +30,7 @@ _scanstring: Callable[[str, int], tuple[str, int]] = vars(json.decoder)["scanstr
 """The JSON scanner's own string reader (C when built; typeshed does not declare it): the string
 starting after an opening quote, and the index after its closing quote; `ValueError` for a
 string that is not valid JSON (strict, as `json.loads` reads)."""
-_INT = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_SENTINEL = "\ue000agentcore delta {}\ue001"
-_SENTINEL_INT = 7_300_000_000_000_001
+_SENTINEL = "\ue000agentcore cut {}\ue001"
 _MIN_SEEN = 2
 """Deltas parsed before a template is learned: a reply of one delta gains nothing from one."""
 _MAX_FAILURES = 3
@@ -41,47 +38,27 @@ _HITS_PER_RELEARN = 8
 """A template is learned again (its form changed, say `created` ticked a second) only after this
 many reads per template learned so far: a stream whose every chunk has a new form stops
 trying."""
+_SPACE = (" ", "\t", "\n", "\r")
 
 Path = Sequence[str | int]
 
 
-def _token_end(text: str, start: int) -> tuple[Any, int] | None:
-    """The string (from after its opening quote) or integer at `start`, and where it ends."""
-    try:
-        if text[start - 1 : start] == '"':
-            return _scanstring(text, start)
-    except ValueError:
-        return None
-    match = _INT.match(text, start)
-    return None if match is None else (int(match.group()), match.end())
-
-
-def _value_start(text: str, key_end: int) -> int:
-    """Where the value of the member whose name ends at `key_end` starts (past a quote)."""
-    i = key_end
-    while text[i : i + 1] in (" ", "\t", "\n", "\r"):
-        i += 1
-    if text[i : i + 1] != ":":
-        return -1
-    i += 1
-    while text[i : i + 1] in (" ", "\t", "\n", "\r"):
-        i += 1
-    return i + 1 if text[i : i + 1] == '"' else i
-
-
 class _Template:
-    """The constant text around a chunk's cuts: `head`, then per cut what follows it."""
+    """The constant text of a form: `head` up to the first cut, then after each cut its text.
 
-    __slots__ = ("head", "hits", "holes", "match", "tail")
+    `cuts` holds, per cut in order, whether it is the delta and the text that follows it (up to
+    the next cut, or to the end); each piece of text ends with the next cut's opening quote.
+    """
 
-    def __init__(self, head: str, holes: tuple[tuple[bool, bool, str], ...]) -> None:
+    __slots__ = ("cuts", "head", "hits", "match", "tail")
+
+    def __init__(self, head: str, cuts: tuple[tuple[bool, str], ...]) -> None:
         self.head = head
+        self.cuts = cuts
+        self.tail = cuts[-1][1]
         self.hits = 0
         """How many texts matched."""
-        self.holes = holes
-        """Per cut: whether it is the delta, whether it is an integer, the text after it."""
-        self.tail = holes[-1][2]
-        self.match: Callable[[str], str | None] = self._one if len(holes) == 1 else self._many
+        self.match: Callable[[str], str | None] = self._one if len(cuts) == 1 else self._many
         """The delta of a text, or None when the text is not of this form."""
 
     def _one(self, text: str) -> str | None:
@@ -106,16 +83,10 @@ class _Template:
         pos = len(self.head)
         delta = None
         try:
-            for is_delta, is_int, after in self.holes:
-                if is_int:
-                    number = _INT.match(text, pos)
-                    if number is None:
-                        return None
-                    pos = number.end()
-                elif is_delta:
-                    delta, pos = _scanstring(text, pos)
-                else:
-                    pos = _scanstring(text, pos)[1]
+            for is_delta, after in self.cuts:
+                value, pos = _scanstring(text, pos)
+                if is_delta:
+                    delta = value
                 if not text.startswith(after, pos):
                     return None
                 pos += len(after)
@@ -127,19 +98,29 @@ class _Template:
         return delta
 
 
-def _find(text: str, name: str, value: Any, first: bool) -> tuple[int, int] | None:
-    """Where the value of member `name` is `value` in `text`: the cut's start and end.
+def _find(text: str, name: str, value: str, first: bool) -> tuple[int, int] | None:
+    """Where the string value `value` of a member `name` is in `text`: a cut's start and end.
 
-    The first such member, or only the last member of that name (`first` False); a string's cut
-    starts after its opening quote.
+    The first such member, or only the last member of that name (`first` False). A cut starts
+    after the string's opening quote and ends after its closing quote.
     """
     written = json.dumps(name)
     at = text.find(written) if first else text.rfind(written)
     while at >= 0:
-        start = _value_start(text, at + len(written))
-        found = _token_end(text, start) if start > 0 else None
-        if found is not None and found[0] == value and type(found[0]) is type(value):
-            return start, found[1]
+        i = at + len(written)
+        while text[i : i + 1] in _SPACE:
+            i += 1
+        if text[i : i + 1] == ":":
+            i += 1
+            while text[i : i + 1] in _SPACE:
+                i += 1
+            if text[i : i + 1] == '"':
+                try:
+                    found, end = _scanstring(text, i + 1)
+                except ValueError:
+                    return None
+                if found == value:
+                    return i + 1, end
         if not first:
             return None
         at = text.find(written, at + 1)
@@ -158,7 +139,7 @@ def _learn(text: str, chunk: dict[str, Any], path: Path,
     cuts: list[tuple[int, int, str | None]] = [(*where, None)]  # None: the delta
     for name in ignored:
         value = chunk.get(name)
-        if type(value) is str or type(value) is int:
+        if type(value) is str:
             where = _find(text, name, value, first=False)
             if where is None:
                 return None
@@ -167,13 +148,11 @@ def _learn(text: str, chunk: dict[str, Any], path: Path,
     # The text with a sentinel in every cut must parse to `chunk` with the sentinels in place.
     expected = json.loads(text)
     pieces: list[str] = []
-    holes: list[tuple[bool, bool, str]] = []
     last = 0
     for n, (start, end, member) in enumerate(cuts):
         if start < last:
             return None
-        is_int = type(chunk[member]) is int if member is not None else False
-        sentinel: Any = _SENTINEL_INT + n if is_int else _SENTINEL.format(n)
+        sentinel = _SENTINEL.format(n)
         if member is None:
             place = expected
             for step in path[:-1]:
@@ -181,24 +160,22 @@ def _learn(text: str, chunk: dict[str, Any], path: Path,
             place[path[-1]] = sentinel
         else:
             expected[member] = sentinel
-        pieces += [text[last:start], str(sentinel) if is_int else sentinel + '"']
-        if holes:
-            holes[-1] = (holes[-1][0], holes[-1][1], text[last:start])
-        holes.append((member is None, is_int, ""))
+        pieces += [text[last:start], sentinel + '"']
         last = end
     pieces.append(text[last:])
-    holes[-1] = (holes[-1][0], holes[-1][1], text[last:])
     try:
         if json.loads("".join(pieces)) != expected:
             return None
     except ValueError:
         return None
-    return _Template(text[: cuts[0][0]], tuple(holes))
+    ends = [start for start, _, _ in cuts[1:]] + [len(text)]
+    return _Template(text[: cuts[0][0]], tuple(
+        (member is None, text[end:next_start])
+        for (_, end, member), next_start in zip(cuts, ends, strict=True)))
 
 
 def _no_template(text: str) -> None:
-    """`DeltaReader.read` before a template is learned."""
-    return
+    """`DeltaReader.read` before a template is learned: nothing matches."""
 
 
 class DeltaReader:
@@ -206,7 +183,8 @@ class DeltaReader:
 
     Attributes:
         path: Where the delta string is in a chunk, e.g. `("choices", 0, "delta", "content")`.
-        ignored: Top-level members the provider never reads that may change from chunk to chunk.
+        ignored: Top-level members the provider never reads whose strings may change from chunk
+            to chunk.
         read: The delta of a chunk's text if it has the learned form, else None (then parse it,
             and if it is a plain delta, `learn(text, chunk)`). The learned template's own
             `match`: a read is one call.
@@ -225,21 +203,24 @@ class DeltaReader:
         self._learned = 0
         self._failures = 0
 
-    def learn(self, text: str, chunk: dict[str, Any]) -> None:
+    def learn(self, text: str, chunk: dict[str, Any]) -> bool:
         """Learn the form of `text`, a plain delta whose JSON is `chunk`, when it is worth it.
 
-        Call it only for a chunk whose handling depends on nothing but its delta: the template
-        stands for every chunk of its form.
+        Call it only for a chunk whose handling depends on nothing but its delta (whatever
+        string that is), and whose delta is a string: the template stands for every chunk of
+        its form. Returns whether it did: from then on `read` reads chunks of this one's form
+        (whatever else the handler took from the chunk, its block's key say, keep it now).
         """
         self._seen += 1
         hits = 0 if self._template is None else self._template.hits
         if (self._seen < _MIN_SEEN or self._failures >= _MAX_FAILURES
                 or hits < _HITS_PER_RELEARN * self._learned):
-            return
+            return False
         template = _learn(text, chunk, self.path, self.ignored)
         if template is None:
             self._failures += 1
-            return
+            return False
         self._template = template
         self.read = template.match
         self._learned += 1
+        return True

@@ -6,7 +6,6 @@ results travel in one user message; prompt caching follows `cache_retention`.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Iterator
 from typing import Any
@@ -34,8 +33,9 @@ from ._choice import Choice, anthropic_schema, check_native_output, tool_choice
 from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
-from ._sse import SseItem, UnframedLines
-from ._text import dumps, safe_id, sanitize, tool_result_text
+from ._sse import ServerSentEvent, SseItem, UnframedLines
+from ._template import DeltaReader
+from ._text import decode_json, dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
 
 __all__ = ["build_body", "headers_for", "stream_anthropic"]
@@ -50,6 +50,7 @@ _STOP = {
 }
 _DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _REDACTED = "[Reasoning redacted]"
+_TEXT = ("delta", "text")
 
 
 def _normalize_id(call_id: str, _: AssistantMessage) -> str:
@@ -272,10 +273,18 @@ def _usage(builder: ReplyBuilder, raw: dict[str, Any]) -> None:
 
 def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         AssistantMessageEvent]:
+    # Text deltas differ only in their text: read by the form of the last one parsed, they are
+    # handled as it was (the same block, whatever the text).
+    reader, text_index = DeltaReader(_TEXT), None
     for sse in events:
+        if sse.__class__ is ServerSentEvent:
+            text = reader.read(sse.data)
+            if text:
+                yield from builder.text(text_index, text)
+                continue
         if isinstance(sse, UnframedLines) or not sse.data:
             continue
-        data = json.loads(sse.data)
+        data = decode_json(sse.data)
         kind = data.get("type") or sse.event
         if kind == "message_start":
             message = data.get("message") or {}
@@ -300,7 +309,10 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
             index, delta = data.get("index"), data.get("delta") or {}
             dtype = delta.get("type")
             if dtype == "text_delta":
-                yield from builder.text(index, delta.get("text") or "")
+                text = delta.get("text")
+                if text.__class__ is str and reader.learn(sse.data, data):
+                    text_index = index  # what chunks of this form are handled with
+                yield from builder.text(index, text or "")
             elif dtype == "thinking_delta":
                 yield from builder.thinking(index, delta.get("thinking") or "")
             elif dtype == "input_json_delta":

@@ -128,21 +128,6 @@ def test_template_other_forms_are_not_matched() -> None:
     assert reader.read(json.dumps(base, separators=(",", ":"))) == "b"
 
 
-def test_template_integer_cuts_take_any_integer_only() -> None:
-    def event(n: Any, delta: str) -> str:
-        return json.dumps({"type": "response.output_text.delta", "sequence_number": n,
-                           "delta": delta, "obfuscation": "x" * (len(delta) % 5)},
-                          separators=(",", ":"))
-
-    reader = learned(event(4, "Hi"), ("delta",), ("sequence_number", "obfuscation"))
-    assert reader.read(event(123456789012345678901234567890, "there")) == "there"
-    assert reader.read(event(-7, "a")) == "a"
-    for n in (1.5, "7", None, True):
-        assert reader.read(event(n, "a")) is None
-    assert reader.read(event(4, "a").replace(":4,", ":04,")) is None
-    assert reader.read(event(4, "a").replace(":4,", ":4e1,")) is None
-
-
 def not_learned(text: str) -> bool:
     reader = DeltaReader(CONTENT, ("obfuscation",))
     for _ in range(3):
@@ -210,7 +195,7 @@ def run(module: Any, items: list[Any], reference: bool,
         monkeypatch.setattr(_builder, "now_ms", lambda: 1756400000000)
         model = ac.Model("m", "m", "openai-completions", "openai", "http://x",
                          cost=ac.ModelCost(1.0, 2.0))
-        builder = ReplyBuilder(model, module is not anthropic)
+        builder = ReplyBuilder(model, module._WIRE.auto_close)
         seen: list[Any] = []
         if chunks is not None:
             decoder = SSEDecoder()
@@ -284,6 +269,54 @@ def completions_stream(kinds: list[int], texts: list[str], rng: random.Random) -
 def test_completions_handler_with_reader_on_any_stream(kinds, texts, seed) -> None:
     items = completions_stream(kinds, texts, random.Random(seed))
     assert run(openai_completions, items, False) == run(openai_completions, items, True)
+
+
+ANTHROPIC_FIXTURES = sorted(FIXTURES.glob("anthropic/*.sse"))
+
+
+@pytest.mark.parametrize("path", ANTHROPIC_FIXTURES, ids=lambda p: p.name)
+def test_anthropic_handler_with_reader_is_the_handler_without(path) -> None:
+    body = path.read_bytes()
+    events = body.split(b"\n\n")
+    texts = [e for e in events if b'"text_delta"' in e]
+    at = events.index(texts[-1]) if texts else len(events)
+    longer = b"\n\n".join([*events[:at], *texts * 4, *events[at:]])
+    for stream in (body, longer):
+        chunks = [stream[i : i + 89] for i in range(0, len(stream), 89)]
+        assert run(anthropic, [], True, chunks) == run(anthropic, [], False, chunks)
+
+
+def anthropic_stream(steps: list[tuple[int, int]], texts: list[str]) -> list[Any]:
+    """Anthropic events: three text blocks started, then deltas (and stops) in any order."""
+    def event(data: dict[str, Any]) -> ServerSentEvent:
+        return ServerSentEvent(data["type"], json.dumps(data, separators=(",", ":")))
+
+    out = [event({"type": "message_start", "message": {"id": "msg_1", "usage": {
+        "input_tokens": 5, "output_tokens": 1}}})]
+    out += [event({"type": "content_block_start", "index": i, "content_block": {
+        "type": "text", "text": ""}}) for i in range(3)]
+    for (action, index), text in zip(steps, texts, strict=False):
+        if action == 0:
+            out.append(event({"type": "content_block_delta", "index": index,
+                              "delta": {"type": "text_delta", "text": text}}))
+        elif action == 1:
+            out.append(event({"type": "content_block_stop", "index": index}))
+        else:
+            out.append(event({"type": "content_block_delta", "index": index,
+                              "delta": {"type": "text_delta", "text": text, "extra": 1}}))
+    out.append(event({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                      "usage": {"output_tokens": 9}}))
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from([0, 0, 0, 0, 1, 2]), st.integers(0, 2)),
+                      max_size=30),
+       texts=st.lists(st.sampled_from(["", "a", " b", "é", '"q"', "\\", "\n"]), min_size=30,
+                      max_size=30))
+def test_anthropic_handler_with_reader_on_any_stream(steps, texts) -> None:
+    items = anthropic_stream(steps, texts)
+    assert run(anthropic, items, False) == run(anthropic, items, True)
 
 
 def test_completions_handler_reads_the_benchmark_reply_by_template(monkeypatch) -> None:
