@@ -36,7 +36,7 @@ from ._compat import Compat, resolve
 from ._http import HttpError
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
-from ._text import dumps, safe_id, sanitize, tool_result_text
+from ._text import decode_json, dumps, safe_id, sanitize, tool_result_text
 from ._transform import transform_messages
 
 __all__ = ["build_body", "handle", "stream_google"]
@@ -238,7 +238,7 @@ def handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         elif not sse.data:
             continue
         else:
-            chunk = json.loads(sse.data)
+            chunk = decode_json(sse.data)
         if not isinstance(chunk, dict):
             continue
         if isinstance(chunk.get("error"), dict):

@@ -38,7 +38,7 @@ from ._compat import resolve
 from ._openai import error_text, http_error_text
 from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
 from ._sse import SseItem, UnframedLines
-from ._text import dumps, safe_id, sanitize, short_hash, tool_result_text
+from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
 from ._transform import is_same_model, transform_messages
 
 __all__ = ["build_body", "stream_openai_responses"]
@@ -214,7 +214,7 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
             continue
         if not sse.data:
             continue
-        event = json.loads(sse.data)
+        event = decode_json(sse.data)
         if not isinstance(event, dict):
             continue
         kind = event.get("type") or sse.event
