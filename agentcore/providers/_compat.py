@@ -18,14 +18,15 @@ every key (`tests/providers/test_compat.py` keeps the two in step).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import Any, Literal, get_args
 
 import attrs
 
 from .._core import Model
 
-__all__ = ["Compat", "ThinkingFields", "ThinkingFormat", "check_compat", "resolve"]
+__all__ = ["Compat", "ThinkingFields", "ThinkingFormat", "cached", "check_compat", "frozen",
+           "resolve"]
 
 ThinkingFormat = Literal["openai", "zai", "qwen", "qwen-chat-template", "openrouter", "deepseek"]
 Family = Literal["pro", "flash"]
@@ -137,7 +138,48 @@ def check_compat(compat: Mapping[str, Any] | None, owner: str) -> dict[str, Any]
 
 
 def resolve(model: Model, detected: Mapping[str, Any] | None = None) -> Compat:
-    """The defaults, then `detected` (what the server is known to need), then `model.compat`."""
+    """The defaults, then `detected` (what the server is known to need), then `model.compat`.
+
+    Every request resolves its model's `Compat` (a class of 25 fields, the keys checked): the
+    result is kept for the same `detected` and `compat` (see `cached`).
+    """
+    return cached(("resolve", frozen(detected), frozen(model.compat)),
+                  lambda: _resolve(model, detected))
+
+
+def _resolve(model: Model, detected: Mapping[str, Any] | None) -> Compat:
     values = dict(detected or {})
     values.update(check_compat(model.compat, f"model {model.id!r}"))
     return Compat(**values)
+
+
+def frozen(values: Mapping[str, Any] | None) -> tuple[Any, ...] | None:
+    """`values` as a key of `cached`: each key, its value's type (True is not 1) and the value."""
+    if values is None:
+        return None
+    return tuple((key, value.__class__, value) for key, value in values.items())
+
+
+_CACHE_SIZE = 256
+_cache: dict[Hashable, Compat] = {}
+"""The `Compat`s resolved lately, by what they were resolved from: a cache, dropped whole when
+full (a process has a handful of models). A race only resolves one twice."""
+
+
+def cached(key: Hashable, make: Callable[[], Compat]) -> Compat:
+    """The `Compat` kept under `key`, else `make()`, kept when `key` can be hashed.
+
+    `key` must hold everything the result depends on (a `frozen` compat dict, say); what
+    `make` raises is raised, and nothing is kept.
+    """
+    try:
+        return _cache[key]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable value (a dict in `reasoning_effort_map`): not kept
+        return make()
+    compat = make()
+    if len(_cache) >= _CACHE_SIZE:
+        _cache.clear()
+    _cache[key] = compat
+    return compat

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from .._core import AssistantMessage, Message, Model
 from ._azure import filter_text, is_azure, is_azure_host
-from ._compat import Compat, resolve
+from ._compat import Compat, cached, frozen, resolve
 from ._http import HttpError
 from ._reply import http_status_text
 from ._text import dumps
@@ -97,8 +97,13 @@ def _detected(model: Model) -> dict[str, Any]:
 
 
 def resolve_compat(model: Model) -> Compat:
-    """An `openai-completions` model's `Compat`: detected from its server, then its `compat`."""
-    return resolve(model, _detected(model))
+    """An `openai-completions` model's `Compat`: detected from its server, then its `compat`.
+
+    What is detected depends on the provider and the base URL only: the result is kept for
+    them and the `compat` dict (`_compat.cached`), and each request reads it.
+    """
+    return cached(("openai", model.provider, model.base_url, frozen(model.compat)),
+                  lambda: resolve(model, _detected(model)))
 
 
 def loads_or_none(text: str) -> Any:

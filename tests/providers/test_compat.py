@@ -245,6 +245,25 @@ def test_compat_bad_key_is_named_on_first_use(api: str, compat: dict[Any, Any],
         BUILD_BODY[api](model, ac.Context(None, [ac.UserMessage("hi")]), ac.StreamOptions())
 
 
+def test_compat_is_resolved_once_per_server_and_compat() -> None:
+    model = ac.Model("m", "m", "openai-completions", "groq", "https://api.groq.com/openai/v1",
+                     compat={"supports_store": True})
+    assert resolve_compat(model) is resolve_compat(attrs.evolve(model, id="other"))
+    assert resolve(model) is resolve(attrs.evolve(model, api="anthropic-messages"))
+    elsewhere = attrs.evolve(model, base_url="https://api.x.ai/v1")
+    assert resolve_compat(elsewhere) == Compat(**{**attrs.asdict(resolve_compat(elsewhere)),
+                                                  "supports_store": True})
+    assert resolve_compat(elsewhere).supports_reasoning_effort is False  # x.ai, not Groq
+    # a value equal to the kept one but of another type is checked anew, and refused
+    with pytest.raises(ValueError, match="compat key 'supports_store' on model 'm' must be a"):
+        resolve_compat(attrs.evolve(model, compat={"supports_store": 1}))
+    with pytest.raises(ValueError, match="must be a bool"):
+        resolve(attrs.evolve(model, compat={"supports_store": 1}))
+    mapped = attrs.evolve(model, compat={"reasoning_effort_map": {"high": "max"}})
+    assert resolve_compat(mapped).reasoning_effort_map == {"high": "max"}  # unhashable: not kept
+    assert resolve_compat(mapped) is not resolve_compat(mapped)
+
+
 def test_compat_check_keeps_values_under_snake_case_names() -> None:
     effort_map = {"high": "max"}
     checked = check_compat({"reasoningEffortMap": effort_map, "supports_store": False}, "x")
