@@ -57,13 +57,17 @@ def tool_result_text(result: ToolResultMessage, *, note_images: bool = True) -> 
     return text
 
 
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""What `json.dumps(value, separators=(",", ":"), ensure_ascii=False)` builds on every call."""
+
+
 def dumps(value: Any) -> str:
     r"""Compact JSON, non-ASCII kept, as JavaScript's `JSON.stringify` writes it.
 
     A lone surrogate (only possible inside a string) is written as a `\uXXXX` escape, as
     JavaScript does, so that the text can always be encoded as UTF-8.
     """
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    text = _ENCODER.encode(value)
     if _SURROGATE.search(text):
         text = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     return text

@@ -46,8 +46,14 @@ def is_same_model(message: AssistantMessage, model: Model) -> bool:
             and message.model == model.id)
 
 
-def _without_images(blocks: Sequence[TextContent | ImageContent], note: str) -> list[
+def _without_images(blocks: list[TextContent | ImageContent], note: str) -> list[
         TextContent | ImageContent]:
+    """`blocks` with each run of images replaced by `note`; `blocks` itself when none is one.
+
+    (Returning the same list spares the message a copy on every request: most hold no image.)
+    """
+    if not any(isinstance(block, ImageContent) for block in blocks):
+        return blocks
     out: list[TextContent | ImageContent] = []
     for block in blocks:
         if isinstance(block, ImageContent):
@@ -120,8 +126,9 @@ def transform_messages(
             settle()
             if not images and isinstance(message, UserMessage) and not isinstance(
                     message.content, str):
-                message = attrs.evolve(message,
-                                       content=_without_images(message.content, _USER_IMAGE_NOTE))
+                content = _without_images(message.content, _USER_IMAGE_NOTE)
+                if content is not message.content:
+                    message = attrs.evolve(message, content=content)
             out.append(message)
     settle()
     return out

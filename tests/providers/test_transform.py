@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import copy
+import json
 import re
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from agentcore import (
     AssistantMessage,
@@ -19,7 +22,7 @@ from agentcore import (
     ToolResultMessage,
     UserMessage,
 )
-from agentcore.providers._text import sanitize, short_hash
+from agentcore.providers._text import dumps, sanitize, short_hash
 from agentcore.providers._transform import NO_RESULT_TEXT, is_same_model, transform_messages
 
 T = TextContent
@@ -255,6 +258,14 @@ def test_transform_string_user_content_is_kept_for_a_text_only_model() -> None:
     assert transform_messages([message], TEXT_ONLY)[0] is message
 
 
+def test_transform_messages_without_images_pass_a_text_only_model_as_they_are() -> None:
+    calls = reply([ToolCall("c1", "f")], model="gpt-oss:20b", provider="ollama",
+                  api="openai-completions", stop_reason="toolUse")
+    messages = [user([T("look"), T("here")]), calls, result("c1", [T("a"), T("b")])]
+    out = transform_messages(messages, TEXT_ONLY)
+    assert all(a is b for a, b in zip(out, messages, strict=True))
+
+
 # --- the input ------------------------------------------------------------------------------------
 
 
@@ -322,3 +333,16 @@ def test_sanitize_surrogates(text, clean) -> None:
 @pytest.mark.parametrize("text", ["", "plain text", "héllo wörld \U0001F600 ✓", "x" * 10_000])
 def test_sanitize_returns_clean_text_itself(text) -> None:
     assert sanitize(text) is text
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20)
+
+
+@given(value=json_values)
+def test_dumps_is_compact_json_dumps_with_lone_surrogates_escaped(value: Any) -> None:
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    expected = re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+    assert dumps(value) == expected
