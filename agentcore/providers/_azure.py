@@ -22,6 +22,7 @@ them into `"content filtered by Azure (hate: high; jailbreak: detected)"`.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable
@@ -54,6 +55,7 @@ _RESOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9-]{0,62}")
 _JWT = re.compile(r"eyJ[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*")
 
 
+@functools.lru_cache(maxsize=64)  # asked on every request of a model: no URL parse each time
 def is_azure_host(url: str) -> bool:
     """Whether `url` is on a host of Azure's OpenAI service (any of its endpoint domains)."""
     try:

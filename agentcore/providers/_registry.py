@@ -6,6 +6,7 @@ The registry is the one piece of module-level mutable state, changed only throug
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import threading
@@ -92,13 +93,16 @@ def speaks_http(api: str) -> bool:
 
 def _builtin(api: str) -> StreamFn | None:
     where = _BUILTIN.get(api)
-    if where is None:
-        return None
+    return None if where is None else _imported(*where)
+
+
+@functools.cache  # six entries at most: `import_module` runs once per module, not per request
+def _imported(module_name: str, name: str) -> StreamFn | None:
     try:
-        module = importlib.import_module(f"{__package__}.{where[0]}")
+        module = importlib.import_module(f"{__package__}.{module_name}")
     except ModuleNotFoundError:  # a provider this version does not ship yet
         return None
-    fn: StreamFn = getattr(module, where[1])
+    fn: StreamFn = getattr(module, name)
     return fn
 
 

@@ -165,6 +165,8 @@ def _basic_parts(credential: str) -> list[str]:
 
 def _header_problem(value: str) -> str | None:
     """Why `value` cannot be sent as an HTTP header value, or None when it can."""
+    if value.isascii() and value.isprintable():  # the common case: only a space can be wrong
+        return "it starts with whitespace" if value[:1] == " " else None
     if "\n" in value or "\r" in value:
         return "it contains a line break (often a trailing newline copied with the key)"
     if _BAD_HEADER_CHAR.search(value):
