@@ -146,13 +146,18 @@ class ToolCallEndEvent:
     partial: AssistantMessage
 
 
+def _stop_reason(value: Any) -> StopReason:
+    """`StopReason(value)`, a member passed straight through (`EnumMeta.__call__` is slow)."""
+    return value if type(value) is StopReason else StopReason(value)
+
+
 @attrs.frozen
 class DoneEvent:
     """The reply ended normally (`stop`, `length` or `toolUse`); `message` is final."""
 
     type: ClassVar[str] = "done"
     reason: Literal[StopReason.STOP, StopReason.LENGTH, StopReason.TOOL_USE] = attrs.field(
-        converter=StopReason
+        converter=_stop_reason
     )
     message: AssistantMessage
 
@@ -162,7 +167,7 @@ class ErrorEvent:
     """The reply failed or was aborted; `error` is the final message with `error_message` set."""
 
     type: ClassVar[str] = "error"
-    reason: Literal[StopReason.ERROR, StopReason.ABORTED] = attrs.field(converter=StopReason)
+    reason: Literal[StopReason.ERROR, StopReason.ABORTED] = attrs.field(converter=_stop_reason)
     error: AssistantMessage
 
 

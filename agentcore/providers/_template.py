@@ -19,10 +19,12 @@ is parsed as usual (its errors are the parser's own).
 
 from __future__ import annotations
 
-import json
 import json.decoder
 from collections.abc import Callable, Sequence
+from json.encoder import encode_basestring_ascii
 from typing import Any
+
+from ._text import decode_json
 
 __all__ = ["DeltaReader"]
 
@@ -104,7 +106,7 @@ def _find(text: str, name: str, value: str, first: bool) -> tuple[int, int] | No
     The first such member, or only the last member of that name (`first` False). A cut starts
     after the string's opening quote and ends after its closing quote.
     """
-    written = json.dumps(name)
+    written = encode_basestring_ascii(name)  # the name as `json.dumps` writes it
     at = text.find(written) if first else text.rfind(written)
     while at >= 0:
         i = at + len(written)
@@ -127,6 +129,15 @@ def _find(text: str, name: str, value: str, first: bool) -> tuple[int, int] | No
     return None
 
 
+def _copied(value: Any, path: Path) -> Any:
+    """`value` with each container on `path` copied (the last step's value is not)."""
+    top = copy = value.copy()
+    for step in path[:-1]:
+        copy[step] = copy[step].copy()
+        copy = copy[step]
+    return top
+
+
 def _learn(text: str, chunk: dict[str, Any], path: Path,
            ignored: Sequence[str]) -> _Template | None:
     """The template of `text`, whose JSON is `chunk`, cut at `path` and the `ignored` members."""
@@ -145,8 +156,9 @@ def _learn(text: str, chunk: dict[str, Any], path: Path,
                 return None
             cuts.append((*where, name))
     cuts.sort(key=lambda cut: cut[0])
-    # The text with a sentinel in every cut must parse to `chunk` with the sentinels in place.
-    expected = json.loads(text)
+    # The text with a sentinel in every cut must parse to `chunk` with the sentinels in place
+    # (`chunk` copied along the path to the delta: the rest is compared, not changed).
+    expected = _copied(chunk, path)
     pieces: list[str] = []
     last = 0
     for n, (start, end, member) in enumerate(cuts):
@@ -164,7 +176,7 @@ def _learn(text: str, chunk: dict[str, Any], path: Path,
         last = end
     pieces.append(text[last:])
     try:
-        if json.loads("".join(pieces)) != expected:
+        if decode_json("".join(pieces)) != expected:
             return None
     except ValueError:
         return None

@@ -18,7 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentcore import (
+    AssistantMessage,
     Cost,
+    DoneEvent,
+    ErrorEvent,
     Model,
     ModelCost,
     QueueMode,
@@ -141,3 +144,14 @@ def test_calculate_cost_keeps_a_subclass_and_its_fields() -> None:
     model = Model("m", "M", "api", "p", "http://x", cost=ModelCost(input=2.0))
     priced = calculate_cost(model, MyUsage(input=1_000_000, note="mine"))
     assert priced == MyUsage(input=1_000_000, cost=Cost(input=2.0, total=2.0), note="mine")
+
+
+@pytest.mark.parametrize("value", ENUM_VALUES, ids=repr)
+def test_terminal_events_convert_their_reason_as_the_enum_call(value: Any) -> None:
+    message = AssistantMessage([], "a", "p", "m")
+    for event in (DoneEvent, ErrorEvent):
+        expected = outcome(lambda: StopReason(value))
+        got = outcome(lambda event=event: event(value, message).reason)  # type: ignore[misc]
+        assert got == expected
+        if got[0] == "ok":
+            assert type(got[1]) is StopReason
