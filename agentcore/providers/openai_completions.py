@@ -48,6 +48,7 @@ _FINISH = {
 }
 _REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 _CONTENT = ("choices", 0, "delta", "content")
+_ARGUMENTS = ("choices", 0, "delta", "tool_calls", 0, "function", "arguments")
 _CHUNKS = "content"
 """The thinking signature of reasoning that came as `thinking` chunks of a `content` list
 (Mistral's reasoning models): it is replayed as such chunks."""
@@ -270,6 +271,37 @@ def _block_key(builder: ReplyBuilder, key: tuple[str, int],
     return key if key == last or not builder.has(key) else (key[0], key[1] + 1)
 
 
+def _more_arguments(chunk: dict[str, Any], open_calls: dict[int, tuple[int, str]]) -> tuple[
+        int, Any, Any, str] | None:
+    """The wire index, id, name and argument text of a chunk that only adds argument text.
+
+    That is one choice whose delta is one tool call of a known index, with no id (so no new
+    call) and some argument text, and nothing else that `_handle` reads: no error, no usage,
+    no finish reason. Handling it is calling `tool_call` with these, whatever the text. None
+    for any other chunk (then `_handle` reads it member by member).
+    """
+    choices = chunk.get("choices")
+    if (choices.__class__ is not list or len(choices) != 1 or chunk.get("error")
+            or chunk.get("object") == "error" or chunk.get("usage")):
+        return None
+    choice = choices[0]
+    if choice.__class__ is not dict or choice.get("finish_reason") or choice.get("usage"):
+        return None
+    delta = choice.get("delta")
+    entries = delta.get("tool_calls") if delta.__class__ is dict and len(delta) == 1 else None
+    if entries.__class__ is not list or len(entries) != 1:
+        return None
+    entry = entries[0]
+    function = entry.get("function") if entry.__class__ is dict else None
+    if function.__class__ is not dict or entry.get("id"):
+        return None
+    index, args = entry.get("index", 0), function.get("arguments")
+    if index.__class__ is not int or index not in open_calls or args.__class__ is not str \
+            or not args:
+        return None
+    return index, entry.get("id"), function.get("name"), args
+
+
 def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         AssistantMessageEvent]:
     open_calls: dict[int, tuple[int, str]] = {}  # wire index -> (our key, call id)
@@ -278,13 +310,26 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
     last: tuple[str, int] | None = None  # the block written last
     # Text chunks differ only in their text (and OpenAI's `obfuscation` padding): read by the
     # form of the last plain text chunk parsed, they are handled as it was (see the hot path).
+    # So do a tool call's argument chunks: read by the form of the last one parsed, they are
+    # handled with the wire index, id and name it had (`args_form`).
     reader = DeltaReader(_CONTENT, ignored=("obfuscation",))
+    args_reader = DeltaReader(_ARGUMENTS, ignored=("obfuscation",))
+    args_form: tuple[int, Any, Any] | None = None
     for sse in events:
-        if last == text_key and sse.__class__ is ServerSentEvent:
-            content = reader.read(sse.data)
-            if content:
-                yield from builder.text(text_key, content)
-                continue
+        if sse.__class__ is ServerSentEvent:
+            if last == text_key:
+                content = reader.read(sse.data)
+                if content:
+                    yield from builder.text(text_key, content)
+                    continue
+            elif args_form is not None:
+                args = args_reader.read(sse.data)
+                if args:
+                    index, call_id, name = args_form
+                    last = ("call", open_calls[index][0])
+                    yield from builder.tool_call(last, call_id=call_id, name=name,
+                                                 args_delta=args, always_emit=True)
+                    continue
         if isinstance(sse, UnframedLines):  # a raw error body after the events, or noise
             chunk = loads_or_none(sse.text)
             if isinstance(chunk, dict) and chunk.get("error"):
@@ -310,6 +355,16 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
                     reader.learn(sse.data, chunk)
                     yield from builder.text(text_key, content)
                     continue
+        if builder.response_id is not None:
+            more = _more_arguments(chunk, open_calls)
+            if more is not None:  # the other hot path: more argument text, and nothing else
+                index, call_id, name, args = more
+                if args_reader.learn(sse.data, chunk):
+                    args_form = (index, call_id, name)
+                last = ("call", open_calls[index][0])
+                yield from builder.tool_call(last, call_id=call_id, name=name,
+                                             args_delta=args, always_emit=True)
+                continue
         if chunk.get("error"):
             raise ProviderError(error_text(chunk["error"]))
         if chunk.get("object") == "error":

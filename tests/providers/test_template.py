@@ -256,6 +256,15 @@ def completions_stream(kinds: list[int], texts: list[str], rng: random.Random) -
             chunk["obfuscation"] = "x" * rng.randint(0, 4)
         elif kind == 8:
             choice["delta"] = {"content": [{"type": "text", "text": text or "t"}]}
+        elif kind in (10, 11):  # a new call at wire index 0 or 1
+            choice["delta"] = {"tool_calls": [{"index": kind - 10, "id": f"call_{rng.random()}",
+                                               "function": {"name": "g", "arguments": ""}}]}
+        elif kind in (12, 13):  # more argument text for the call at wire index 0 or 1
+            choice["delta"] = {"tool_calls": [{"index": kind - 12, "function": {
+                "arguments": text}}]}
+        elif kind == 14:  # llama-cpp-python's: the name again in every argument chunk
+            choice["delta"] = {"tool_calls": [{"index": 0, "function": {
+                "name": "g", "arguments": text}}]}
         separators = (", ", ": ") if kind == 9 else (",", ":")
         out.append(ServerSentEvent(None, json.dumps(chunk, separators=separators,
                                                     ensure_ascii=rng.random() < 0.5)))
@@ -263,7 +272,8 @@ def completions_stream(kinds: list[int], texts: list[str], rng: random.Random) -
 
 
 @settings(max_examples=150, deadline=None)
-@given(kinds=st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9]), max_size=30),
+@given(kinds=st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 10, 11, 12, 12,
+                                       12, 13, 13, 14]), max_size=30),
        texts=st.lists(st.sampled_from(["", "a", " b", "é", '"q"', "\\", "\n", "日本"]),
                       min_size=30, max_size=30), seed=st.integers(0, 99))
 def test_completions_handler_with_reader_on_any_stream(kinds, texts, seed) -> None:
@@ -317,6 +327,28 @@ def anthropic_stream(steps: list[tuple[int, int]], texts: list[str]) -> list[Any
 def test_anthropic_handler_with_reader_on_any_stream(steps, texts) -> None:
     items = anthropic_stream(steps, texts)
     assert run(anthropic, items, False) == run(anthropic, items, True)
+
+
+def test_completions_handler_reads_parallel_calls_arguments_as_without_reader() -> None:
+    rng = random.Random(7)
+    opens = [10, *[12] * 10, 11, *[13] * 12, *[12, 13] * 6, 14, 14, 14, 10, *[12] * 9]
+    texts = ['{"a', '": "', "x\\\"", "é", "1", "}", "[", "2, ", "null", "]"] * 6
+    items = completions_stream(opens, texts, rng)
+    assert run(openai_completions, items, False) == run(openai_completions, items, True)
+    readers: list[DeltaReader] = []
+
+    class Recording(DeltaReader):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            readers.append(self)
+
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(openai_completions, "DeltaReader", Recording)
+        run(openai_completions, items, False)
+    arguments = readers[1]
+    assert arguments._learned >= 2  # both calls' forms, read by template in turn
+    assert arguments._template is not None
+    assert arguments._template.hits > 0
 
 
 def test_completions_handler_reads_the_benchmark_reply_by_template(monkeypatch) -> None:
