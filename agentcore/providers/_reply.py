@@ -43,6 +43,7 @@ from ._http import (
 from ._sse import ServerSentEvent, UnframedLines, decode_sse
 from ._text import dumps
 from ._transport import Outgoing, new_http_session
+from .models import is_placeholder_key, require_api_key
 
 if TYPE_CHECKING:
     import requests
@@ -122,8 +123,6 @@ def api_key_for(model: Model, options: StreamOptions) -> str:
 
     Raises `MissingApiKeyError` naming the variable; servers on this machine need no key.
     """
-    from .models import require_api_key
-
     return require_api_key(model.provider, options.api_key, base_url=model.base_url)
 
 
@@ -139,8 +138,6 @@ def secrets_of(api_key: str, model: Model, options: StreamOptions) -> tuple[str,
     `x-api-key`) rather than as `api_key`; servers echo those back just the same. HTTP Basic
     credentials count with their decoded password too.
     """
-    from .models import is_placeholder_key
-
     # The placeholder sent to local servers is no secret: redacting it would mangle any
     # "none" in their messages ('model "nonexistent" not found').
     found = [] if is_placeholder_key(api_key) else [api_key]
