@@ -13,10 +13,11 @@ Memory is bounded too: one event, or one line, longer than the decoder's `max_ev
 raises `EventTooLargeError`.
 
 Most reads hold whole events of the commonest forms, one `data: ` line each, or an `event: `
-line and a `data: ` line (Anthropic, OpenAI Responses), with LF line ends: `feed` decodes such a
-run of events as one string, split at the blank lines, and falls back to the line-by-line
-decoder for anything else (a comment, an id, CR line ends, a line cut across reads), whose
-results it gives exactly.
+line and a `data: ` line (Anthropic, OpenAI Responses): `feed` decodes such a run of events as
+one string, split at the blank lines (CRLF line ends, Gemini's, made LF first), and falls back
+to the line-by-line decoder for anything else (a comment, an id, a line cut across reads, a CR
+held back), whose results it gives exactly. An event cut across reads is finished line by line,
+and the whole events after it are decoded at once again.
 
 `SSEDecoder` is the decoder a `WireApi` reads its body with unless it names another
 (`decode_sse`): its `end` hands the unframed lines over as one `UnframedLines`, after the last
