@@ -113,8 +113,9 @@ class SSEDecoder:
 
     def feed(self, chunk: bytes) -> list[ServerSentEvent]:
         """Consume `chunk` and return the events it completed."""
-        if self._busy or b"\r" in chunk:
-            return self._resume(chunk)
+        cr = b"\r" in chunk
+        if self._busy or cr:
+            return self._resume(chunk, cr)
         if (chunk[:6] == b"data: " and chunk.find(b"\n") == len(chunk) - 2 and chunk[-1:] == b"\n"
                 and len(chunk) - 2 <= self._limit):
             # The commonest read of all: one event of one data line (an HTTP chunk each).
@@ -122,16 +123,17 @@ class SSEDecoder:
                                            self._id))]
         return self._whole(chunk)
 
-    def _resume(self, chunk: bytes) -> list[ServerSentEvent]:
-        """`feed` with CRs in `chunk` or held back, or with an event or a line under way."""
+    def _resume(self, chunk: bytes, cr: bool) -> list[ServerSentEvent]:
+        """`feed` with CRs in `chunk` (`cr`) or held back, or with an event or a line under way."""
         if self._cr or chunk[-1:] == b"\r":  # a CR held back, or one to hold back
             return self._by_line(chunk)
-        if b"\r" in chunk:  # what `_by_line` would make of the line ends (Gemini's CRLF)
+        if cr:  # what `_by_line` would make of the line ends (Gemini's CRLF)
             chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             if not self._busy:
                 return self._whole(chunk)
-        # An event is under way: its end, the first blank line, goes line by line.
-        end = chunk.find(b"\n\n") + 2
+        # An event is under way: its end, the first blank line, goes line by line. (A read of
+        # a huge event holds no LF at all: one memchr says so, before a search for two.)
+        end = chunk.find(b"\n\n") + 2 if b"\n" in chunk else 1
         if end == 1 or end == len(chunk):
             return self._by_line(chunk)
         out = self._by_line(chunk[:end])
@@ -148,7 +150,10 @@ class SSEDecoder:
         changes nothing: UTF-8 decoding (with replacement) never runs across an LF, and a run
         no longer than the limit holds no event over it.
         """
-        end = len(chunk) if chunk[-2:] == b"\n\n" else chunk.rfind(b"\n\n") + 2
+        if chunk[-2:] == b"\n\n":
+            end = len(chunk)
+        else:  # a search for one LF first: the first read of a huge event holds none
+            end = chunk.rfind(b"\n\n") + 2 if b"\n" in chunk else 1
         if end < 2 or end > self._limit:
             return self._by_line(chunk)
         id_ = self._id
