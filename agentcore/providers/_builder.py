@@ -123,7 +123,10 @@ class ReplyBuilder:
             block.spare, block.text, block.lag = block.text, text, delta
             if signature is not None:
                 block.signature = signature
-            self.content[block.index] = _text(text, block.signature)
+            signature = block.signature
+            self.content[block.index] = (_text(text, signature) if signature is None
+                                         or signature.__class__ is str
+                                         else TextContent(text, signature))
             return [TextDeltaEvent(block.index, delta, self.partial)] if delta else []
         return self._opening_text(key, delta, signature)
 
@@ -138,19 +141,32 @@ class ReplyBuilder:
         text = _grow(block, delta)
         if signature is not None:
             block.signature = signature
-        self.content[block.index] = _text(text, block.signature)
+        self.content[block.index] = _text_block(text, block.signature)
 
     def thinking(self, key: Hashable, delta: str, signature: str | None = None,
-                 redacted: bool = False) -> Iterator[AssistantMessageEvent]:
+                 redacted: bool = False) -> Iterable[AssistantMessageEvent]:
         """Add `delta` to the thinking block `key`, opening it if needed."""
+        block = self._current
+        if block is not None and block.kind is _THINKING and self._blocks.get(key) is block:
+            # the hot path, as for text: another delta for the open thinking block
+            self._add_thinking(block, delta, signature, redacted)
+            return [ThinkingDeltaEvent(block.index, delta, self.partial)] if delta else []
+        return self._opening_thinking(key, delta, signature, redacted)
+
+    def _opening_thinking(self, key: Hashable, delta: str, signature: str | None,
+                          redacted: bool) -> Iterator[AssistantMessageEvent]:
         block = yield from self._open(key, _THINKING)
+        self._add_thinking(block, delta, signature, redacted)
+        if delta:
+            yield ThinkingDeltaEvent(block.index, delta, self.partial)
+
+    def _add_thinking(self, block: _Block, delta: str, signature: str | None,
+                      redacted: bool) -> None:
         text = _grow(block, delta)
         if signature is not None:
             block.signature = signature
         block.redacted = block.redacted or redacted
-        self.content[block.index] = ThinkingContent(text, block.signature, block.redacted)
-        if delta:
-            yield ThinkingDeltaEvent(block.index, delta, self.partial)
+        self.content[block.index] = _thinking(text, block.signature, block.redacted)
 
     def tool_call(self, key: Hashable, call_id: str | None = None, name: str | None = None,
                   args_delta: str = "", always_emit: bool = False,
@@ -330,12 +346,20 @@ class ReplyBuilder:
         return block
 
     def _call(self, block: _Block) -> ToolCall:
-        return ToolCall(block.call_id, block.name, block.arguments, block.thought_signature,
-                        arguments_error=block.arguments_error)
+        # Rebuilt as the arguments stream in: without validators when the wire gave the types
+        # they check (`.__class__`: a subclass, or anything else, takes them and their errors).
+        signature, error = block.thought_signature, block.arguments_error
+        if (block.call_id.__class__ is str and block.name.__class__ is str
+                and block.arguments.__class__ is dict
+                and (signature is None or signature.__class__ is str)
+                and (error is None or error.__class__ is str)):
+            return _tool_call(block.call_id, block.name, block.arguments, signature, error)
+        return ToolCall(block.call_id, block.name, block.arguments, signature,
+                        arguments_error=error)
 
     def _refresh(self, block: _Block) -> None:
         if block.kind is _TEXT:
-            self.content[block.index] = _text(block.text, block.signature)
+            self.content[block.index] = _text_block(block.text, block.signature)
         else:
             self.content[block.index] = ThinkingContent(block.text, block.signature,
                                                         block.redacted)
@@ -359,6 +383,29 @@ class ReplyBuilder:
 
 
 _text = TextContent.unchecked  # bound once: it runs on every text delta
+_tool_call = ToolCall.unchecked
+
+
+def _text_block(text: str, signature: str | None) -> TextContent:
+    """The text block, without validators when the signature is a `str` or None.
+
+    (A signature of another type from the wire, Gemini's `thoughtSignature` say, takes the
+    validators and their error, as it does for thinking and tool calls.)
+    """
+    if signature is None or signature.__class__ is str:
+        return _text(text, signature)
+    return TextContent(text, signature)
+
+
+def _thinking(text: str, signature: str | None, redacted: bool) -> ThinkingContent:
+    """The thinking block, without validators when the types are those they check.
+
+    The text is always a `str` (`_grow` concatenates); a signature or a redaction flag from the
+    wire of another type takes the validators, and their error.
+    """
+    if (signature is None or signature.__class__ is str) and redacted.__class__ is bool:
+        return ThinkingContent.unchecked(text, signature, redacted)
+    return ThinkingContent(text, signature, redacted)
 
 
 def _grow(block: _Block, delta: str) -> str:
