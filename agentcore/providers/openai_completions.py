@@ -271,14 +271,11 @@ def _block_key(builder: ReplyBuilder, key: tuple[str, int],
     return key if key == last or not builder.has(key) else (key[0], key[1] + 1)
 
 
-def _more_arguments(chunk: dict[str, Any], open_calls: dict[int, tuple[int, str]]) -> tuple[
-        int, Any, Any, str] | None:
-    """The wire index, id, name and argument text of a chunk that only adds argument text.
+def _lone_delta(chunk: dict[str, Any]) -> dict[str, Any] | None:
+    """The delta of a chunk of one choice whose delta has one member; None for any other.
 
-    That is one choice whose delta is one tool call of a known index, with no id (so no new
-    call) and some argument text, and nothing else that `_handle` reads: no error, no usage,
-    no finish reason. Handling it is calling `tool_call` with these, whatever the text. None
-    for any other chunk (then `_handle` reads it member by member).
+    Nothing else that `_handle` reads is there (no error, no usage, no finish reason): such a
+    chunk only adds text, or argument text to a known call (the hot paths).
     """
     choices = chunk.get("choices")
     if (choices.__class__ is not list or len(choices) != 1 or chunk.get("error")
@@ -288,7 +285,17 @@ def _more_arguments(chunk: dict[str, Any], open_calls: dict[int, tuple[int, str]
     if choice.__class__ is not dict or choice.get("finish_reason") or choice.get("usage"):
         return None
     delta = choice.get("delta")
-    entries = delta.get("tool_calls") if delta.__class__ is dict and len(delta) == 1 else None
+    return delta if delta.__class__ is dict and len(delta) == 1 else None
+
+
+def _more_arguments(delta: dict[str, Any], open_calls: dict[int, tuple[int, str]]) -> tuple[
+        int, Any, Any, str] | None:
+    """The wire index, id, name and argument text of a lone delta that only adds arguments.
+
+    That is one tool call of a known index, with no id (so no new call) and some argument
+    text: handling it is calling `tool_call` with these, whatever the text.
+    """
+    entries = delta.get("tool_calls")
     if entries.__class__ is not list or len(entries) != 1:
         return None
     entry = entries[0]
@@ -342,22 +349,15 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
         chunk = decode_json(sse.data)
         if not isinstance(chunk, dict):
             continue
-        if last == text_key and builder.response_id is not None:
-            # the hot path: one more piece of text in the open text block, which is all the
-            # chunk does whatever its text (so its form may stand for the next ones)
-            choices = chunk.get("choices")
-            if choices and len(choices) == 1 and "error" not in chunk and not chunk.get("usage"):
-                choice = choices[0]
-                delta = choice.get("delta")
-                content = delta.get("content") if delta else None
-                if (content.__class__ is str and content and len(delta) == 1
-                        and choice.get("finish_reason") is None):
-                    reader.learn(sse.data, chunk)
-                    yield from builder.text(text_key, content)
-                    continue
-        if builder.response_id is not None:
-            more = _more_arguments(chunk, open_calls)
-            if more is not None:  # the other hot path: more argument text, and nothing else
+        lone = _lone_delta(chunk) if builder.response_id is not None else None
+        if lone is not None:  # the hot paths: all the chunk does is add text, or arguments
+            content = lone.get("content")
+            if last == text_key and content.__class__ is str and content:
+                reader.learn(sse.data, chunk)
+                yield from builder.text(text_key, content)
+                continue
+            more = _more_arguments(lone, open_calls)
+            if more is not None:
                 index, call_id, name, args = more
                 if args_reader.learn(sse.data, chunk):
                     args_form = (index, call_id, name)

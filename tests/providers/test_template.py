@@ -2,8 +2,9 @@
 
 Two levels: the template itself (what it matches parses to the learned chunk but for the cuts,
 on generated chunks and on mutated texts), and each handler that uses one, whose events and
-partials must be those of the same handler with the reader turned off, on every fixture and on
-generated streams mixing every kind of chunk.
+partials must be those of the same handler with the reader and its hot paths turned off (every
+chunk read member by member), on every fixture and on generated streams mixing every kind of
+chunk.
 """
 
 from __future__ import annotations
@@ -180,18 +181,20 @@ def test_reader_learns_after_two_deltas_and_gives_up_on_forms_that_never_repeat(
 
 
 class NoReader(DeltaReader):
-    """The reference: never learns, so every chunk is parsed."""
+    """The reference's reader: it never learns, so every chunk is parsed."""
 
-    def learn(self, text: str, chunk: dict[str, Any]) -> None:
-        return None
+    def learn(self, text: str, chunk: dict[str, Any]) -> bool:
+        return False
 
 
 def run(module: Any, items: list[Any], reference: bool,
         chunks: list[bytes] | None = None) -> list[Any]:
     """Every event's fields and a copy of the partial's content as it was, then the outcome."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        if reference:
+        if reference:  # no template, and no hot path: every chunk read member by member
             monkeypatch.setattr(module, "DeltaReader", NoReader)
+            if hasattr(module, "_lone_delta"):
+                monkeypatch.setattr(module, "_lone_delta", lambda _: None)
         monkeypatch.setattr(_builder, "now_ms", lambda: 1756400000000)
         model = ac.Model("m", "m", "openai-completions", "openai", "http://x",
                          cost=ac.ModelCost(1.0, 2.0))
@@ -262,6 +265,8 @@ def completions_stream(kinds: list[int], texts: list[str], rng: random.Random) -
         elif kind in (12, 13):  # more argument text for the call at wire index 0 or 1
             choice["delta"] = {"tool_calls": [{"index": kind - 12, "function": {
                 "arguments": text}}]}
+        elif kind == 15:  # usage in the choice, as some servers send it
+            choice["usage"] = {"prompt_tokens": 2, "completion_tokens": len(text)}
         elif kind == 14:  # llama-cpp-python's: the name again in every argument chunk
             choice["delta"] = {"tool_calls": [{"index": 0, "function": {
                 "name": "g", "arguments": text}}]}
@@ -273,7 +278,7 @@ def completions_stream(kinds: list[int], texts: list[str], rng: random.Random) -
 
 @settings(max_examples=150, deadline=None)
 @given(kinds=st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 10, 11, 12, 12,
-                                       12, 13, 13, 14]), max_size=30),
+                                       12, 13, 13, 14, 15]), max_size=30),
        texts=st.lists(st.sampled_from(["", "a", " b", "é", '"q"', "\\", "\n", "日本"]),
                       min_size=30, max_size=30), seed=st.integers(0, 99))
 def test_completions_handler_with_reader_on_any_stream(kinds, texts, seed) -> None:
