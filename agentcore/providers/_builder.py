@@ -123,10 +123,9 @@ class ReplyBuilder:
             block.spare, block.text, block.lag = block.text, text, delta
             if signature is not None:
                 block.signature = signature
-            signature = block.signature
-            self.content[block.index] = (_text(text, signature) if signature is None
-                                         or signature.__class__ is str
-                                         else TextContent(text, signature))
+            kept = block.signature  # `_text_block` inlined
+            self.content[block.index] = (_text(text, kept) if kept is None or kept.__class__ is str
+                                         else TextContent(text, kept))
             return [TextDeltaEvent(block.index, delta, self.partial)] if delta else []
         return self._opening_text(key, delta, signature)
 
