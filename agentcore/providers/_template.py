@@ -162,9 +162,9 @@ def _learn(text: str, chunk: dict[str, Any], path: Path,
     pieces: list[str] = []
     last = 0
     for n, (start, end, member) in enumerate(cuts):
-        if start < last:
-            return None
         sentinel = _SENTINEL.format(n)
+        if start < last or (delta if member is None else chunk[member]) == sentinel:
+            return None  # overlapping cuts; or a value that is the sentinel proves nothing
         if member is None:
             place = expected
             for step in path[:-1]:

@@ -143,6 +143,8 @@ def test_template_is_not_learned_where_a_cut_could_not_be_proven() -> None:
     # two names in the delta, the last wins: the first cut found is the one that loses
     assert not_learned(text.replace('"delta":{"content":"same"}',
                                     '"delta":{"content":"same","content":"same"}'))
+    # a value that is the sentinel itself proves nothing
+    assert not_learned(chunk_text(_template._SENTINEL.format(0)))
     # the same value after the delta is no trouble
     tricky = {**json.loads(text), "content": "same"}
     reader = learned(json.dumps(tricky, separators=(",", ":")))
