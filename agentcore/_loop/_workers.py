@@ -52,8 +52,8 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("cannot submit to a pool that was shut down")
             start = self._idle == 0 and len(self._threads) < self._max
-            if start:
-                thread = threading.Thread(target=self._serve, daemon=True,
+            if start:  # a new thread takes its first work as it starts, not from the queue
+                thread = threading.Thread(target=self._serve, args=(work,), daemon=True,
                                           name=f"{self._name}_{len(self._threads)}")
                 self._threads.append(thread)
             else:
@@ -68,7 +68,7 @@ class WorkerPool:
                 hand_back = work()
                 if callable(hand_back):
                     hand_back()
-                return
+            return
         self._tasks.put(work)
 
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
@@ -88,12 +88,10 @@ class WorkerPool:
             for thread in threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
-    def _serve(self) -> None:
+    def _serve(self, work: Work | None) -> None:
+        """Run `work`, then what the queue brings, until it brings None (`shutdown`)."""
         tasks, lock = self._tasks, self._lock
-        while True:
-            work = tasks.get()
-            if work is None:
-                return
+        while work is not None:
             hand_back: object = None
             try:
                 hand_back = work()
@@ -106,3 +104,5 @@ class WorkerPool:
                     hand_back()
                 except BaseException:
                     _log.exception("a tool work item's hand-back raised")
+            work = hand_back = None  # an idle thread keeps no call's result alive
+            work = tasks.get()

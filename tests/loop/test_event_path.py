@@ -5,7 +5,8 @@
 - A tool call's hand-off: on the run's own pool the result comes back as the worker's
   hand-back; on an executor, or under an observer, the work item delivers it itself. All give
   the same events and results.
-- The run's pool: a hand-back runs once its thread counts as idle.
+- The run's pool: a hand-back runs once its thread counts as idle; a new thread starts with
+  its first work item, an idle one takes the next from the queue and keeps nothing alive.
 """
 
 from __future__ import annotations
@@ -218,3 +219,66 @@ def test_worker_pool_without_a_thread_runs_work_and_hand_back_here(
     pool.shutdown()
     assert ran == ["work", "hand-back"]
 
+
+
+def test_worker_pool_gives_a_new_thread_its_first_work_and_an_idle_one_the_next() -> None:
+    pool = WorkerPool()
+    release = threading.Event()
+    started = [threading.Event(), threading.Event()]
+    ran: list[tuple[str, int]] = []
+
+    def busy(i: int) -> None:
+        ran.append(("busy", threading.get_ident()))
+        started[i].set()
+        assert release.wait(WAIT_S)
+
+    pool.submit(lambda: busy(0))
+    assert started[0].wait(WAIT_S)
+    pool.submit(lambda: busy(1))  # the first thread is busy: a second one starts with this
+    assert started[1].wait(WAIT_S)
+    release.set()
+    waited = threading.Event()
+    while pool._idle < 2 and not waited.wait(0.001):  # both threads count as idle
+        pass
+    for _ in range(20):  # one at a time, each handed back once its thread is idle: the
+        finished = threading.Event()  # queue brings them to the two threads, no third starts
+
+        def queued(finished: threading.Event = finished) -> Any:
+            ran.append(("queued", threading.get_ident()))
+            return finished.set
+
+        pool.submit(queued)
+        assert finished.wait(WAIT_S)
+    threads = {ident for _, ident in ran}
+    pool.shutdown()
+    assert len(pool._threads) == 2 and len(threads) == 2
+    assert not any(thread.is_alive() for thread in pool._threads)
+
+
+def test_an_idle_worker_keeps_no_result_alive() -> None:
+    import gc
+    import weakref
+
+    class Result:
+        pass
+
+    pool = WorkerPool(max_workers=1)
+    delivered = threading.Event()
+    refs: list[weakref.ref[Result]] = []
+
+    def work() -> Any:
+        result = Result()
+        refs.append(weakref.ref(result))
+        return lambda: delivered.set() if result else None
+
+    pool.submit(work)
+    assert delivered.wait(WAIT_S)
+    pause = threading.Event()
+    for _ in range(500):  # the thread drops its work and hand-back before it waits again
+        gc.collect()
+        if refs[0]() is None:
+            break
+        pause.wait(0.01)
+    alive = refs[0]() is not None
+    pool.shutdown()
+    assert not alive
