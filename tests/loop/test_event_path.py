@@ -251,7 +251,8 @@ def test_worker_pool_gives_a_new_thread_its_first_work_and_an_idle_one_the_next(
         assert finished.wait(WAIT_S)
     threads = {ident for _, ident in ran}
     pool.shutdown()
-    assert len(pool._threads) == 2 and len(threads) == 2
+    assert len(pool._threads) == 2
+    assert len(threads) == 2
     assert not any(thread.is_alive() for thread in pool._threads)
 
 
