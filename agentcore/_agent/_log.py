@@ -171,7 +171,7 @@ class EventLog:
         for index, event in enumerate(self._events):
             if not excess:
                 break
-            if isinstance(event, MessageUpdateEvent):
+            if event.__class__ is MessageUpdateEvent:  # as `publish` counts them
                 excess -= 1
             else:
                 events.append(event)

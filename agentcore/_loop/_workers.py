@@ -47,29 +47,33 @@ class WorkerPool:
         self._closed = False
 
     def submit(self, work: Work) -> None:
-        """Run `work`, then its hand-back, on a pool thread; on this one if none can start."""
+        """Run `work`, then its hand-back, on a pool thread; on this one if none can start.
+
+        A thread is started, or the work queued, under the pool's lock, so that `shutdown`
+        from another thread finds every thread started and every queued work ahead of its
+        stop markers (a start waits only for the new thread to run, not for its work).
+        """
         with self._lock:
             if self._closed:
                 raise RuntimeError("cannot submit to a pool that was shut down")
-            start = self._idle == 0 and len(self._threads) < self._max
-            if start:  # a new thread takes its first work as it starts, not from the queue
-                thread = threading.Thread(target=self._serve, args=(work,), daemon=True,
-                                          name=f"{self._name}_{len(self._threads)}")
-                self._threads.append(thread)
-            else:
+            if self._idle or len(self._threads) >= self._max:
                 self._idle -= 1
-        if start:
+                self._tasks.put(work)
+                return
+            # a new thread takes its first work as it starts, not from the queue
+            thread = threading.Thread(target=self._serve, args=(work,), daemon=True,
+                                      name=f"{self._name}_{len(self._threads)}")
             try:
                 thread.start()
             except RuntimeError:  # interpreter shutdown, or no threads left: run it here
-                with self._lock:
-                    self._threads.remove(thread)
-                _log.debug("no thread for a tool call; running it on the caller's thread")
-                hand_back = work()
-                if callable(hand_back):
-                    hand_back()
-            return
-        self._tasks.put(work)
+                pass
+            else:
+                self._threads.append(thread)
+                return
+        _log.debug("no thread for a tool call; running it on the caller's thread")
+        hand_back = work()
+        if callable(hand_back):
+            hand_back()
 
     def shutdown(self, wait: bool = True, timeout: float | None = None) -> None:
         """Let every thread end once its work is done; with `wait`, join them.

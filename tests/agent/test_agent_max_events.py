@@ -298,3 +298,24 @@ def test_notebook_counts_published_events_so_a_drop_never_hides_the_end() -> Non
     assert len(run.snapshot()[0]) == 9
     assert views[-1] == (run._repr_markdown_(), True)
     assert [final for _, final in views] == [False] * (len(views) - 1) + [True]
+
+
+def test_a_subclassed_message_update_is_kept_and_the_count_stays_true() -> None:
+    class Marked(ac.MessageUpdateEvent):  # a hook's own kind of update: never dropped
+        pass
+
+    message = ac.AssistantMessage([], "a", "p", "m")
+    delta = ac.TextDeltaEvent(0, "x", message)
+    log = EventLog(max_events=20)
+    marked = []
+    for i in range(200):
+        if i % 3 == 0:
+            event: ac.AgentEvent = Marked(message, delta)
+            marked.append(event)
+        else:
+            event = ac.MessageUpdateEvent(message, delta)
+        log.publish(event)
+        kept = log.take(0)[0]
+        assert log._updates == sum(e.__class__ is ac.MessageUpdateEvent for e in kept)
+    kept = log.take(0)[0]
+    assert [e for e in kept if isinstance(e, Marked)] == marked

@@ -283,3 +283,40 @@ def test_an_idle_worker_keeps_no_result_alive() -> None:
     alive = refs[0]() is not None
     pool.shutdown()
     assert not alive
+
+
+def test_worker_pool_submit_racing_shutdown_runs_or_refuses_every_work() -> None:
+    import sys
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(1000):
+            pool = WorkerPool(max_workers=4)
+            ran: list[int] = []
+            refused: list[int] = []
+            failures: list[BaseException] = []
+            go = threading.Barrier(2)
+
+            def submitter(pool: WorkerPool = pool, ran: list[int] = ran,
+                          refused: list[int] = refused, go: threading.Barrier = go) -> None:
+                go.wait()
+                for i in range(8):
+                    try:
+                        pool.submit(lambda i=i: ran.append(i))
+                    except RuntimeError:
+                        refused.append(i)
+
+            thread = threading.Thread(target=submitter)
+            thread.start()
+            go.wait()
+            try:
+                pool.shutdown(wait=True, timeout=WAIT_S)
+            except BaseException as exc:  # joining a listed thread not started yet, say
+                failures.append(exc)
+            thread.join(WAIT_S)
+            assert not failures
+            assert sorted(ran + refused) == list(range(8))  # queued work runs before the stop
+            assert not any(t.is_alive() for t in pool._threads)
+    finally:
+        sys.setswitchinterval(interval)
