@@ -248,7 +248,8 @@ def _bulk_body(raw: Any) -> Iterator[bytes] | None:
 
     None when urllib3 should read it: a content coding to undo, no body by its status, a chunk
     begun by another reader, or not the http.client response over a socket file that urllib3 2
-    makes. The first
+    makes. (http.client's `chunk_left` means something only for a chunked body: it stays a
+    placeholder string for a sized one or one up to the close.) The first
     read takes what http.client's buffered file holds already past the headers (or receives,
     when it holds nothing); every later read receives from the socket itself, skipping two
     layers of Python per read. Once the body is whole, its connection goes back to the pool if
@@ -262,7 +263,7 @@ def _bulk_body(raw: Any) -> Iterator[bytes] | None:
     if (type(file) is not io.BufferedReader or not isinstance(response, http.client.HTTPResponse)
             or not isinstance(file.raw, socket.SocketIO)
             or raw.headers.get("content-encoding", "identity").lower() not in _IDENTITY
-            or raw.chunk_left is not None or response.chunk_left is not None
+            or raw.chunk_left is not None or (response.chunked and response.chunk_left is not None)
             or not 200 <= raw.status < 300 or raw.status in (204, 304)):
         return None
     first = file.read1

@@ -292,6 +292,23 @@ def test_transport_http_a_body_read_to_its_end_leaves_its_connection_for_the_nex
     assert server.accepted == 1
 
 
+@pytest.mark.parametrize("answer", [*BODIES, "up-to-the-close"])
+def test_transport_http_every_plain_2xx_body_is_read_in_bulk(
+    server: RawServer, session: requests.Session, answer: str
+) -> None:
+    """Chunked, sized, empty or up to the close: the socket is read directly, not by urllib3."""
+    closing = answer == "up-to-the-close"
+    server.answer(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + PAYLOAD if closing
+                  else BODIES[answer], then="close" if closing else "keep")
+    response = open_reply(session, server)
+    try:
+        assert _transport._bulk_body(response.raw) is not None
+        body = b"".join(response.chunks())
+    finally:
+        response.close()
+    assert body == (b"" if answer == "sized-empty" else PAYLOAD)
+
+
 def test_transport_http_a_body_read_in_part_closes_its_connection(
     server: RawServer, session: requests.Session
 ) -> None:
