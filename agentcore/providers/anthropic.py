@@ -310,7 +310,10 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
             dtype = delta.get("type")
             if dtype == "text_delta":
                 text = delta.get("text")
-                if text.__class__ is str and reader.learn(sse.data, data):
+                # Learned only when the data names its kind: a template matches the data
+                # alone, whatever the event's name (which names the kind of data without one).
+                if (text.__class__ is str and data.get("type") == kind
+                        and reader.learn(sse.data, data)):
                     text_index = index  # what chunks of this form are handled with
                 yield from builder.text(index, text or "")
             elif dtype == "thinking_delta":

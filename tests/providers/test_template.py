@@ -336,6 +336,25 @@ def test_anthropic_handler_with_reader_on_any_stream(steps, texts) -> None:
     assert run(anthropic, items, False) == run(anthropic, items, True)
 
 
+@pytest.mark.parametrize("name", ["ping", "error", "message_stop"])
+def test_anthropic_handler_data_without_type_is_read_by_its_event_name(name) -> None:
+    # A proxy's data may leave `type` out: the event's name says the kind. Data of a learned
+    # text delta's form under another event's name is that event, not one more text delta.
+    def event(event_name: str, data: dict[str, Any]) -> ServerSentEvent:
+        return ServerSentEvent(event_name, json.dumps(data, separators=(",", ":")))
+
+    def delta(text: str) -> dict[str, Any]:
+        return {"index": 0, "delta": {"type": "text_delta", "text": text}}
+
+    items = [event("message_start", {"message": {"id": "msg_1", "usage": {"input_tokens": 5}}}),
+             event("content_block_start", {"index": 0, "content_block": {"type": "text"}}),
+             *[event("content_block_delta", delta(text)) for text in "abcdef"],
+             event(name, delta("not text")),
+             event("content_block_delta", delta("g")),
+             event("message_delta", {"delta": {"stop_reason": "end_turn"}})]
+    assert run(anthropic, items, False) == run(anthropic, items, True)
+
+
 def test_completions_handler_reads_parallel_calls_arguments_as_without_reader() -> None:
     rng = random.Random(7)
     opens = [10, *[12] * 10, 11, *[13] * 12, *[12, 13] * 6, 14, 14, 14, 10, *[12] * 9]
