@@ -234,20 +234,31 @@ def test_loop_prepare_arguments_runs_before_validation(faux: FauxProvider) -> No
 def test_loop_parallel_end_events_in_completion_order_results_in_source_order(
     faux: FauxProvider,
 ) -> None:
-    fast_done = threading.Event()
+    fast_ended = threading.Event()
+
+    class Sink(Recorder):
+        def __call__(self, event: Any) -> None:
+            super().__call__(event)
+            if isinstance(event, ac.ToolExecutionEndEvent) and event.tool_call_id == "tool-2":
+                fast_ended.set()
 
     def slow(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> ac.AgentToolResult:
-        assert fast_done.wait(5), "the fast tool never ran while the slow one waited"
+        # Ends only once the fast call's end is out: completion order is then certain (the
+        # fast tool setting a flag before it returns would race the slow one's return)
+        assert fast_ended.wait(5), "the fast tool's end never came while the slow one waited"
         return ac.AgentToolResult([ac.TextContent("slow")])
 
     def fast(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> ac.AgentToolResult:
-        fast_done.set()
         return ac.AgentToolResult([ac.TextContent("fast")])
 
     reply = faux_assistant_message([faux_tool_call("slow", {"value": "a"}, id="tool-1"),
                                     faux_tool_call("fast", {"value": "b"}, id="tool-2")])
     faux.set_responses([reply, faux_assistant_message("done")])
-    out, sink = run(faux, tools=[make_tool("slow", slow), make_tool("fast", fast)])
+    sink = Sink()
+    context = ac.AgentContext("You are a test.", [],
+                              [make_tool("slow", slow), make_tool("fast", fast)])
+    out = ac.run_agent_loop([ac.UserMessage("hi")], context,
+                            ac.AgentLoopConfig(model=faux.get_model()), sink)
     assert [e.tool_call_id for e in sink.of(ac.ToolExecutionEndEvent)] == ["tool-2", "tool-1"]
     ends = [e.message.tool_call_id for e in sink.of(ac.MessageEndEvent)
             if isinstance(e.message, ac.ToolResultMessage)]
