@@ -47,22 +47,8 @@ MODEL = ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai",
                  base_url="http://in-process/v1")
 
 
-def _chunks(count: int) -> list[bytes]:
-    """The SSE bytes of a text reply of `count` chunks, one HTTP chunk's payload each."""
-    reply = stream_server.text_reply(count)
-    framed = b"".join(reply.events) + reply.finish + reply.usage + reply.done
-    out = []
-    while framed:
-        end = framed.index(b"\r\n")
-        size = int(framed[:end], 16)
-        if size == 0:
-            break
-        out.append(framed[end + 2:end + 2 + size])
-        framed = framed[end + 4 + size:]
-    return out
-
-
-BODIES = {count: _chunks(count) for count in (SHORT, LONG)}
+BODIES = {count: stream_server.text_reply(count).sse for count in (SHORT, LONG)}
+"""The SSE events of a text reply of so many chunks, one HTTP chunk's payload each."""
 
 
 class _Reply:

@@ -115,13 +115,18 @@ END_OF_BODY = b"0\r\n\r\n"
 
 
 class Reply:
-    """One reply, pre-encoded: its SSE events, and its usage chunk, each framed as a chunk."""
+    """One reply, pre-encoded: its SSE events, and its usage chunk, each framed as a chunk
+    (and, in `sse`, all of them unframed)."""
 
     def __init__(self, completion_id: str, events: list[bytes], finish: str,
                  usage: dict[str, int], message: dict[str, Any]) -> None:
+        finish_event = _event(completion_id, _choice({}, finish))
+        usage_event = _event(completion_id, [], {**usage, **DETAILS})
+        self.sse = [*events, finish_event, usage_event, DONE]
+        """Every SSE event of the reply with usage, in order, unframed."""
         self.events = [_frame(e) for e in events]
-        self.finish = _frame(_event(completion_id, _choice({}, finish)))
-        self.usage = _frame(_event(completion_id, [], {**usage, **DETAILS}))
+        self.finish = _frame(finish_event)
+        self.usage = _frame(usage_event)
         self.done = _frame(DONE) + END_OF_BODY
         whole = {"id": completion_id, "object": "chat.completion", "created": 1756400010,
                  "model": MODEL, "choices": [{"index": 0, "message": message, "logprobs": None,

@@ -339,10 +339,7 @@ class Run:
             self.turns += 1
         elif isinstance(event, TurnEndEvent):
             self.turn_open = False
-        try:
-            self.sink(event)
-        except Exception as exc:
-            raise SinkError(exc) from exc
+        self._send(event)
 
     def _send(self, event: AgentEvent) -> None:
         """Emit an event of the run's own that neither starts nor ends a turn."""

@@ -88,10 +88,10 @@ def iter_dechunked(first: Read, read: Read, size: int,
                 if found:
                     end(pos == len(data))
                     if pieces:
-                        yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                        yield b"".join(pieces)  # one piece: itself, not a copy
                     return
                 if pieces:  # the rest of the trailers may be slow to come: not the payload
-                    yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                    yield b"".join(pieces)
                 _read_trailers(data[pos:], read, size, end)
                 return
             stop = pos + chunk
@@ -105,7 +105,7 @@ def iter_dechunked(first: Read, read: Read, size: int,
             tail = b""
             break
         if pieces:
-            yield pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            yield b"".join(pieces)
 
 
 def _chunk_size(line: bytes) -> int:
