@@ -28,7 +28,7 @@ import pytest
 from mypy_report import MypyReport, run_mypy_once
 from sse_server import SSEServer
 
-from agentcore.providers import _opener, _ratelimit
+from agentcore._http import clear_pauses
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
 pytest_plugins = ["slow_tier"]
@@ -92,11 +92,9 @@ def no_thread_outlives_the_test() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def no_shared_http_state_outlives_the_test() -> Iterator[None]:
-    """Forget the shared 429 pauses a test set (a later test's server may reuse the port) and
-    the environment settings read (a later test may set a proxy for the same origin)."""
+    """Forget the shared 429 pauses a test set (a later test's server may reuse the port)."""
     yield
-    _ratelimit.clear()
-    _opener.forget_environment()
+    clear_pauses()
 
 
 @pytest.fixture
@@ -142,7 +140,7 @@ def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Backoff sleeps become instant; the list records the attempt number of each."""
-    from agentcore.providers import _http
+    from agentcore._http import _client
 
     calls: list[int] = []
 
@@ -150,7 +148,7 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(attempt)
         return 0.0
 
-    monkeypatch.setattr(_http, "_backoff", instant)
+    monkeypatch.setattr(_client, "_backoff", instant)
     return calls
 
 
@@ -163,7 +161,7 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.
     """
     from bedrock_replies import ACCESS_KEY, SECRET_KEY, SESSION_TOKEN
 
-    from agentcore.providers import _aws
+    from agentcore.providers._clouds import aws as _aws
 
     for name in list(os.environ):
         if name.startswith("AWS_"):

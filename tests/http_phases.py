@@ -80,6 +80,8 @@ class CountingServer(PromptShutdown, ThreadingHTTPServer):
         self.body = body
         self.accepted = 0
         self.closed = 0
+        self.arrived = 0  # requests whose body was read
+        self.hold: threading.Event | None = None  # when set here: answers wait for it
         self.lock = threading.Lock()
         super().__init__(("127.0.0.1", 0), _CountingHandler)
         self.thread = threading.Thread(target=self.serve_forever, name="counting-server")
@@ -115,6 +117,11 @@ class _CountingHandler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        with self.server.lock:
+            self.server.arrived += 1
+        hold = self.server.hold
+        if hold is not None:
+            hold.wait(WAIT_S)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")

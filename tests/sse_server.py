@@ -318,9 +318,9 @@ def _forget_rate_limits(url: str) -> None:
     A 429 with a long delay, answered by an earlier test's server on this same port, must not
     pause this server's requests.
     """
-    from agentcore.providers import _ratelimit
+    from agentcore._http import clear_pauses
 
-    _ratelimit.clear(url)
+    clear_pauses(url)
 
 
 def _fallback(text: str) -> _Script:

@@ -73,6 +73,8 @@ from ._run import MAX_EVENTS, AgentRun
 if TYPE_CHECKING:
     import requests
 
+    from .._core import HttpClientLike
+
 __all__ = ["Agent", "AgentState"]
 
 DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
@@ -188,6 +190,7 @@ class Agent:
     max_retries: int | None = OPTION
     timeout: float | None = OPTION
     http_session: requests.Session | None = OPTION
+    http_client: HttpClientLike | None = OPTION
     max_event_bytes: int = OPTION
     tool_choice: str | None = OPTION
     reset_tool_choice: bool = OPTION
@@ -201,7 +204,6 @@ class Agent:
     _listeners: tuple[Listener, ...] = attrs.field(init=False, default=(), on_setattr=_KEEP)
     _run: AgentRun | None = attrs.field(init=False, default=None, on_setattr=_KEEP)
     _live: LiveState = attrs.field(init=False, factory=LiveState, on_setattr=_KEEP)
-    _http_session: Any = attrs.field(init=False, default=None, on_setattr=_KEEP)
     _closed: bool = attrs.field(init=False, default=False, on_setattr=_KEEP)
     _writer: SessionWriter | None = attrs.field(init=False, default=None, on_setattr=_KEEP)
     # The reply a run with an output type ended on, and that output: a resume of its paused
@@ -380,12 +382,13 @@ class Agent:
                          "message is queued")
 
     def close(self) -> None:
-        """Abort the active run, wait for it to end, and release what the agent owns.
+        """Abort the active run, wait for it to end, and close the agent.
 
-        What it owns is the HTTP session its runs share (an `http_session` you passed is
-        yours, and stays open). A closed agent raises `AgentClosedError` from every call that
-        would start or queue work (`prompt`, `prompt_async`, `continue_`, `steer`,
-        `follow_up`); closing again does nothing. `with Agent(...) as agent:` closes on exit.
+        HTTP connections are not the agent's: its runs share the process's `HttpClient` (or
+        the `http_client`/`http_session` you passed, which stay open). A closed agent raises
+        `AgentClosedError` from every call that would start or queue work (`prompt`,
+        `prompt_async`, `continue_`, `steer`, `follow_up`); closing again does nothing.
+        `with Agent(...) as agent:` closes on exit.
         """
         with self._lock:
             self._closed = True
@@ -394,10 +397,6 @@ class Agent:
             run.abort()
             if not run.on_own_thread():  # from a listener or tool of the run: no wait
                 run.wait()
-        with self._lock:
-            session, self._http_session = self._http_session, None
-        if session is not None:
-            session.close()
 
     def __enter__(self) -> Agent:
         return self

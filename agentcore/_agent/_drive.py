@@ -52,7 +52,7 @@ from .._loop import (
     run_agent_loop,
 )
 from .._loop import run_agent_loop_continue as run_continue
-from ..providers import StreamFn, new_http_session, require_api_key, speaks_http
+from ..providers import StreamFn, require_api_key, speaks_http
 from ._compact import auto_compactor
 from ._input import prompt_messages
 from ._run import AgentRun
@@ -153,20 +153,14 @@ def _prepare(agent: Agent, prompts: list[AgentMessage] | None, skip_first_steeri
     """Mark `agent` busy with a new run (under its lock); return the run and its main.
 
     Everything that can fail comes before. `http_session` serves the run when the agent has
-    none of its own (`run_batch` shares one); without either, the agent makes one.
+    none of its own; without either, the run shares the process's HTTP client.
     """
     agent._check_open()
     loop, stream_fn = agent._loop, agent.stream_fn
     http = stream_fn is None and speaks_http(loop.model.api)
     if http and loop.get_api_key is None:  # a missing key raises here, not in the run
         require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
-    session = loop.http_session
-    if http and session is None:
-        if http_session is None and agent._http_session is None:
-            # Kept alive across runs; an agent's runs take turns, so few idle connections
-            # need keeping (each slot of a new pool costs a queue put and a get at close).
-            agent._http_session = new_http_session(pool_size=2)
-        session = http_session or agent._http_session
+    session = loop.http_session or http_session  # None: the process's shared HTTP client
     config = _config(agent, loop, skip_first_steering, output, session)
     context = AgentContext(agent.system_prompt, list(agent.messages), list(agent.tools))
     check_run(config, config.model, context.tools)  # raises here, not in the run

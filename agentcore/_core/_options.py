@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
 
 import attrs
 from attrs.validators import and_, ge, optional
@@ -34,7 +34,14 @@ from ._validators import (
 if TYPE_CHECKING:
     import requests
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "OPTION", "FlatAlias", "StreamOptions", "flat_fields"]
+__all__ = [
+    "DEFAULT_MAX_EVENT_BYTES",
+    "OPTION",
+    "FlatAlias",
+    "HttpClientLike",
+    "StreamOptions",
+    "flat_fields",
+]
 
 DEFAULT_MAX_EVENT_BYTES = 32 * 1024 * 1024
 """The largest server-sent event (or line of a non-SSE body) a reply may carry: 32 MiB."""
@@ -59,6 +66,27 @@ def _http_session(_: object, attribute: attrs.Attribute[Any], value: object) -> 
 
     if not isinstance(value, requests.Session):
         raise type_error(attribute.name, "a requests.Session or None", value)
+
+
+class HttpClientLike(Protocol):
+    """What `StreamOptions.http_client` holds: an `agentcore.providers.HttpClient`.
+
+    Named structurally because the client lives in a higher layer than the options.
+    """
+
+    def open(self, request: Any) -> Any:
+        """Send one request, with the client's retry policy; its open reply."""
+        ...
+
+    def close(self) -> None:
+        """Close the client's connections."""
+        ...
+
+
+def _http_client(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    if value is not None and not (callable(getattr(value, "open", None))
+                                  and callable(getattr(value, "close", None))):
+        raise type_error(attribute.name, "an agentcore.providers.HttpClient or None", value)
 
 
 def _budgets(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
@@ -99,8 +127,10 @@ class StreamOptions:
     `api_key` and header values never appear in the repr. `on_payload(payload, model)` may
     return a replacement request body; `on_response(status, headers)` sees each response.
     `transport` is `"sse"`, the one transport there is; anything else is rejected.
-    `http_session`, a `requests.Session` of the caller's (proxies, certificates, adapters), is
-    used for the requests and never closed by agentcore. `max_event_bytes` bounds one
+    `http_client`, an `HttpClient`, sends the requests (by default one client, and its
+    connection pools, serves the whole process); `http_session`, a `requests.Session` of the
+    caller's (proxies, certificates, adapters, auth), is used through requests when no
+    `http_client` is given, and never closed by agentcore. `max_event_bytes` bounds one
     server-sent event (or one line of a non-SSE body): a bigger one ends the reply as an error.
     `tool_choice` is None (the provider's default), `"auto"`, `"none"`, `"required"` or the name
     of one tool (API §18). `output_schema`, a JSON Schema, asks for a reply whose text is JSON
@@ -135,6 +165,7 @@ class StreamOptions:
     transport: Transport = attrs.field(default="sse", validator=_transport)
     timeout: float | None = attrs.field(default=None, validator=_opt_number)
     http_session: requests.Session | None = attrs.field(default=None, validator=_http_session)
+    http_client: HttpClientLike | None = attrs.field(default=None, validator=_http_client)
     max_event_bytes: int = attrs.field(default=DEFAULT_MAX_EVENT_BYTES,
                                        validator=and_(count, ge(1)))
     tool_choice: str | None = attrs.field(default=None, validator=_tool_choice)

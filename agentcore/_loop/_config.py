@@ -53,6 +53,8 @@ from .._function_tools import output_tool
 if TYPE_CHECKING:
     import requests
 
+    from .._core import HttpClientLike
+
 __all__ = [
     "AfterToolCall",
     "AfterToolCallContext",
@@ -298,6 +300,7 @@ class AgentLoopConfig:
     metadata: dict[str, Any] | None = OPTION
     timeout: float | None = OPTION
     http_session: requests.Session | None = OPTION
+    http_client: HttpClientLike | None = OPTION
     max_event_bytes: int = OPTION
     tool_choice: str | None = OPTION
     api_key: str | None = OPTION

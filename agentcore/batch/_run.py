@@ -19,7 +19,6 @@ from .._agent import Agent
 from .._core import AgentMessage
 from .._function_tools import output_tool
 from .._loop import OutputMode, check_output_mode
-from ..providers import new_http_session
 from ._progress import Progress, progress_for
 from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_input
 from ._store import ResultStore
@@ -55,8 +54,8 @@ def run_batch(
     leaving the loop early (`break`, an exception) aborts the runs still in flight here.
 
     `make_agent` must return a new `Agent` each call; the batch closes it after its run.
-    `executor`: by default a private thread pool, where each run takes a pool thread and the
-    runs of agents without an `http_session` share one keep-alive session. A
+    `executor`: by default a private thread pool, where each run takes a pool thread (and
+    runs share the process's HTTP client and its keep-alive connections, as every run does). A
     `ThreadPoolExecutor` of yours works the same way. Any other `concurrent.futures.Executor`
     (a Dask cluster's `client.get_executor()`, a `ProcessPoolExecutor`) runs the inputs in
     groups, each group's runs at once on one worker, so that every worker process runs many
@@ -238,18 +237,17 @@ class Batch:
         pool = ThreadPoolExecutor(min(self.max_concurrency, max(1, len(todo))),
                                   thread_name_prefix="agentcore-batch") \
             if self.executor is None else self.executor
-        session = new_http_session(self.max_concurrency)
         keys: dict[Future[Any], _Item] = {}
         pending = iter(todo)
         try:
             for _ in range(self.max_concurrency):
-                if not self._submit_here(pool, next(pending, None), live, session, keys):
+                if not self._submit_here(pool, next(pending, None), live, keys):
                     break
             while keys:
                 future = self._next_finished()
                 item = keys.pop(future)
                 yield _result_of(future, item), item[2]
-                self._submit_here(pool, next(pending, None), live, session, keys)
+                self._submit_here(pool, next(pending, None), live, keys)
         finally:
             live.stop()
             for future in keys:
@@ -257,17 +255,15 @@ class Batch:
             stuck = wait(list(keys), _STOP_WAIT_S).not_done
             if own:  # its threads end once their runs have: wait for them, unless stuck
                 pool.shutdown(wait=not stuck, cancel_futures=True)
-            session.close()
 
     def _submit_here(self, pool: Executor, item: _Item | None,
-                     live: Live, session: Any,
-                     keys: dict[Future[Any], _Item]) -> bool:
+                     live: Live, keys: dict[Future[Any], _Item]) -> bool:
         if item is None:
             return False
         index, input, _, resume = item
         try:
             future = pool.submit(run_one, self.make_agent, index, input, self.output_type,
-                                 live, session, self.output_mode, resume)
+                                 live, self.output_mode, resume)
         except Exception as exc:  # a pool that was shut down
             future = Future()
             future.set_result(_failed(item, exc))

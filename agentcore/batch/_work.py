@@ -13,7 +13,6 @@ import attrs
 from .._agent import Agent, AgentRun, continue_here, prompt_here
 from .._core import AgentMessage, ToolCall, Usage, describe, from_dict, to_dict
 from .._loop import OutputMode
-from ..providers import new_http_session
 from ._result import BatchResult, failed, from_wire_input, to_wire
 
 __all__ = ["Live", "Resume", "run_group", "run_one"]
@@ -91,15 +90,14 @@ class Resume:
 
 
 def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type: Any,
-            live: Live, http_session: Any, output_mode: OutputMode = "tool",
+            live: Live, output_mode: OutputMode = "tool",
             resume: Resume | None = None) -> BatchResult:
     """Make an agent, run `input` on it to the end on this thread, and close the agent.
 
     With `resume`, the agent's transcript is extended by the waiting run's messages and
     continued with its approvals instead; the result is the whole run, both parts. A resume
     that fails before its run adds a message keeps the calls pending (it can be retried).
-    `http_session` serves an agent that speaks HTTP and has no session of its own, so that the
-    batch's runs share keep-alive connections. Never raises: a failure is the result's error.
+    Never raises: a failure is the result's error.
     """
     try:
         if live.stopped:
@@ -110,13 +108,11 @@ def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type
         try:
             if resume is None:
                 run = prompt_here(agent, input, output_type=output_type,
-                                  output_mode=output_mode, on_start=live.add,
-                                  http_session=http_session)
+                                  output_mode=output_mode, on_start=live.add)
             else:
                 agent.messages = [*agent.messages, *resume.messages]
                 run = continue_here(agent, resume.approvals, output_type=output_type,
-                                    output_mode=output_mode, on_start=live.add,
-                                    http_session=http_session)
+                                    output_mode=output_mode, on_start=live.add)
             live.discard(run)
         finally:
             agent.close()
@@ -148,18 +144,6 @@ def _outcome(index: int, input: Any, run: AgentRun, output_type: Any,
     return BatchResult(index, input, messages, run.text, output, usage, error, pending)
 
 
-_worker_session: list[Any] = []
-_worker_lock = threading.Lock()
-
-
-def _process_session() -> Any:
-    """The keep-alive HTTP session the runs of this worker process share (made on first use)."""
-    with _worker_lock:
-        if not _worker_session:
-            _worker_session.append(new_http_session(256))
-        return _worker_session[0]
-
-
 def run_group(make_agent: Callable[[], Agent],
               items: Sequence[tuple[int, Any, dict[str, Any] | None]],
               output_type: Any, output_mode: OutputMode = "tool") -> list[dict[str, Any]]:
@@ -170,10 +154,10 @@ def run_group(make_agent: Callable[[], Agent],
     pickled there, and it returns each run's result as JSON-ready data (`to_wire`), in
     completion order. The runs of one group run side by side on threads of the worker.
     """
-    live, session = Live(), _process_session()
+    live = Live()
 
     def one(index: int, data: Any, resume: dict[str, Any] | None) -> BatchResult:
-        return run_one(make_agent, index, from_wire_input(data), output_type, live, session,
+        return run_one(make_agent, index, from_wire_input(data), output_type, live,
                        output_mode, None if resume is None else Resume.from_wire(resume))
 
     if len(items) == 1:

@@ -38,11 +38,20 @@ from .._core import (
     ToolResultMessage,
     UserMessage,
 )
-from ._choice import OUTPUT_NAME, Choice, check_native_output, tool_choice
-from ._compat import Compat, resolve
-from ._reply import default_max_tokens
-from ._text import dumps, safe_id, sanitize, tool_result_text
-from ._transform import transform_messages
+from ._wire import (
+    OUTPUT_NAME,
+    Choice,
+    Compat,
+    check_native_output,
+    default_max_tokens,
+    dumps,
+    resolve,
+    safe_id,
+    sanitize,
+    tool_choice,
+    tool_result_text,
+    transform_messages,
+)
 from .anthropic import thinking_budget
 
 __all__ = ["build_body"]

@@ -26,12 +26,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .._core import AssistantMessage, Message, Model
-from ._azure import filter_text, is_azure, is_azure_host
-from ._compat import Compat, cached, frozen, resolve
-from ._http import HttpError
-from ._reply import http_status_text
-from ._text import dumps
-from ._transform import NormalizeId
+from .._http import HttpError
+from ._clouds import filter_text, is_azure, is_azure_host
+from ._wire import Compat, NormalizeId, cached, dumps, frozen, http_status_text, resolve
 
 __all__ = [
     "error_text",

@@ -28,15 +28,30 @@ from .._core import (
     Usage,
     UserMessage,
 )
-from ._builder import ReplyBuilder
-from ._choice import Choice, anthropic_schema, check_native_output, tool_choice
-from ._compat import Compat, resolve
-from ._http import HttpError
-from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
-from ._sse import ServerSentEvent, SseItem, UnframedLines
-from ._template import DeltaReader
-from ._text import decode_json, dumps, safe_id, sanitize, tool_result_text
-from ._transform import transform_messages
+from .._http import HttpError
+from ._wire import (
+    Choice,
+    Compat,
+    DeltaReader,
+    ProviderError,
+    ReplyBuilder,
+    ServerSentEvent,
+    SseItem,
+    UnframedLines,
+    WireApi,
+    anthropic_schema,
+    check_native_output,
+    decode_json,
+    dumps,
+    http_status_text,
+    resolve,
+    safe_id,
+    sanitize,
+    stream_http_reply,
+    tool_choice,
+    tool_result_text,
+    transform_messages,
+)
 
 __all__ = ["build_body", "headers_for", "stream_anthropic"]
 

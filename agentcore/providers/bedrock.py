@@ -32,14 +32,21 @@ from .._core import (
     StreamOptions,
     Usage,
 )
-from . import _aws
+from .._http import HttpError, StreamedError
 from ._bedrock_body import build_body
-from ._builder import ReplyBuilder
-from ._eventstream import EventMessage, EventStreamDecoder, decode_eventstream
-from ._framing import FramingError
-from ._http import HttpError, StreamedError
-from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
-from ._text import decode_json
+from ._clouds import aws
+from ._wire import (
+    EventMessage,
+    EventStreamDecoder,
+    FramingError,
+    ProviderError,
+    ReplyBuilder,
+    WireApi,
+    decode_eventstream,
+    decode_json,
+    http_status_text,
+    stream_http_reply,
+)
 
 __all__ = ["build_body", "stream_bedrock"]
 
@@ -232,7 +239,7 @@ def stream_bedrock(
     missing, `ValueError` when no region is set (`agentcore.stream` turns the last two into an
     error reply naming what to install or set).
     """
-    access = _aws.access(model, options)
+    access = aws.access(model, options)
     wire = attrs.evolve(_WIRE, url=lambda _: access.url, headers=access.headers,
                         sign=None if access.credentials is None else access.sign,
                         api_key=lambda _model, _options: access.key)

@@ -30,14 +30,26 @@ from .._core import (
     Usage,
     UserMessage,
 )
-from ._builder import ReplyBuilder
-from ._choice import check_native_output, tool_choice
-from ._compat import Compat, resolve
-from ._http import HttpError
-from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
-from ._sse import SseItem, UnframedLines
-from ._text import decode_json, dumps, safe_id, sanitize, tool_result_text
-from ._transform import transform_messages
+from .._http import HttpError
+from ._wire import (
+    Compat,
+    ProviderError,
+    ReplyBuilder,
+    SseItem,
+    UnframedLines,
+    WireApi,
+    check_native_output,
+    decode_json,
+    default_max_tokens,
+    dumps,
+    resolve,
+    safe_id,
+    sanitize,
+    stream_http_reply,
+    tool_choice,
+    tool_result_text,
+    transform_messages,
+)
 
 __all__ = ["build_body", "handle", "stream_google"]
 

@@ -9,7 +9,7 @@ importing agentcore never touches it. Its top-level `_source` field says when an
 were gathered: they drift, so treat them as estimates.
 
 The `azure-openai` rows have an empty `base_url`: the endpoint comes from the environment when a
-request is made (`AZURE_OPENAI_ENDPOINT` or `AZURE_OPENAI_RESOURCE_NAME`, see `_azure`), and
+request is made (`AZURE_OPENAI_ENDPOINT` or `AZURE_OPENAI_RESOURCE_NAME`, see `_clouds`), and
 their ids are deployment names (a deployment named after its model).
 
 Every call returns fresh `Model` values and fresh lists, so callers may change what they get (the
@@ -215,13 +215,13 @@ def require_api_key(
     if found is not None:
         return found
     if provider == "amazon-bedrock":  # no Bedrock API key: AWS credentials will do
-        from ._aws import require_credentials as aws_credentials
+        from ._clouds import aws
 
-        return aws_credentials()
+        return aws.require_credentials()
     if provider == "google-vertex":  # no express-mode key: Application Default Credentials
-        from ._gcp import require_credentials
+        from ._clouds import gcp
 
-        return require_credentials()
+        return gcp.require_credentials()
     if provider in _LOCAL_PROVIDERS or (base_url is not None and _is_loopback(base_url)):
         return _NO_KEY
     variables = _env_vars(provider)
@@ -341,7 +341,7 @@ _COST_KEYS = ("input", "output", "cache_read", "cache_write")
 
 
 def _parse_entry(index: int, entry: object) -> Model:
-    from ._compat import check_compat  # here: `import agentcore` need not build `Compat`
+    from ._wire import check_compat  # here: `import agentcore` need not build `Compat`
 
     where = f"{_CATALOGUE_FILE}: models[{index}]"
     if not isinstance(entry, dict):

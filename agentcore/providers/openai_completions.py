@@ -28,16 +28,31 @@ from .._core import (
     Usage,
     UserMessage,
 )
-from ._azure import AZURE_PROVIDER, azure_wire, filter_text, is_azure
-from ._builder import ReplyBuilder
-from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_choice
-from ._compat import Compat
+from ._clouds import AZURE_PROVIDER, azure_wire, filter_text, is_azure
 from ._openai import error_text, http_error_text, loads_or_none, mistral_ids, resolve_compat
-from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
-from ._sse import ServerSentEvent, SseItem, UnframedLines
-from ._template import DeltaReader
-from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
-from ._transform import transform_messages
+from ._wire import (
+    OUTPUT_NAME,
+    Compat,
+    DeltaReader,
+    ProviderError,
+    ReplyBuilder,
+    ServerSentEvent,
+    SseItem,
+    UnframedLines,
+    WireApi,
+    check_native_output,
+    decode_json,
+    default_max_tokens,
+    dumps,
+    json_schema_format,
+    safe_id,
+    sanitize,
+    short_hash,
+    stream_http_reply,
+    tool_choice,
+    tool_result_text,
+    transform_messages,
+)
 
 __all__ = ["build_body", "stream_openai_completions"]
 

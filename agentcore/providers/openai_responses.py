@@ -31,15 +31,30 @@ from .._core import (
     Usage,
     UserMessage,
 )
-from ._azure import AZURE_PROVIDER, azure_wire, filter_text, is_azure
-from ._builder import ReplyBuilder
-from ._choice import OUTPUT_NAME, check_native_output, json_schema_format, tool_choice
-from ._compat import resolve
+from ._clouds import AZURE_PROVIDER, azure_wire, filter_text, is_azure
 from ._openai import error_text, http_error_text
-from ._reply import ProviderError, WireApi, default_max_tokens, stream_http_reply
-from ._sse import SseItem, UnframedLines
-from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
-from ._transform import is_same_model, transform_messages
+from ._wire import (
+    OUTPUT_NAME,
+    ProviderError,
+    ReplyBuilder,
+    SseItem,
+    UnframedLines,
+    WireApi,
+    check_native_output,
+    decode_json,
+    default_max_tokens,
+    dumps,
+    is_same_model,
+    json_schema_format,
+    resolve,
+    safe_id,
+    sanitize,
+    short_hash,
+    stream_http_reply,
+    tool_choice,
+    tool_result_text,
+    transform_messages,
+)
 
 __all__ = ["build_body", "stream_openai_responses"]
 

@@ -23,9 +23,9 @@ from urllib.parse import quote, urlsplit, urlunsplit
 import attrs
 
 from .._core import AssistantMessageEventStream, Context, Model, StreamOptions
-from ._gcp import Access, access
-from ._http import HttpError
-from ._reply import WireApi, stream_http_reply
+from .._http import HttpError
+from ._clouds import gcp
+from ._wire import WireApi, stream_http_reply
 from .google import build_body, handle
 
 __all__ = ["GLOBAL_HOST", "endpoint_host", "stream_vertex", "url_for"]
@@ -59,7 +59,7 @@ def _root(base_url: str, location: str | None) -> str:
                        parts.fragment))
 
 
-def url_for(model: Model, found: Access) -> str:
+def url_for(model: Model, found: gcp.Access) -> str:
     """The `streamGenerateContent` URL of `model` for the access `found`."""
     resource = f"publishers/google/models/{model.id}"
     if found.project is not None:
@@ -84,13 +84,13 @@ def _error_detail(body: str) -> dict[str, Any] | None:
 class _Call:
     """One stream's way to Vertex, found when the stream is made (`WireApi.api_key`)."""
 
-    found: Access | None = attrs.field(default=None, repr=False)
+    found: gcp.Access | None = attrs.field(default=None, repr=False)
 
     def api_key(self, model: Model, options: StreamOptions) -> str:
-        self.found = access(options.api_key)
+        self.found = gcp.access(options.api_key)
         return self.found.credential
 
-    def _access(self) -> Access:
+    def _access(self) -> gcp.Access:
         assert self.found is not None, "api_key is called first"
         return self.found
 

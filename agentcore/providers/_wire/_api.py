@@ -14,11 +14,11 @@ import logging
 import re
 import traceback
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import attrs
 
-from .._core import (
+from ..._core import (
     ABORTED_TEXT,
     AssistantMessageEvent,
     AssistantMessageEventStream,
@@ -28,30 +28,29 @@ from .._core import (
     describe,
     is_credential_header,
 )
-from ._builder import ReplyBuilder
-from ._framing import Decode
-from ._http import (
+from ..._http import (
+    HttpClient,
     HttpError,
     HttpRequest,
     Opening,
+    Outgoing,
     RequestAborted,
-    finish_body,
-    iter_events,
-    open_stream,
+    RequestsTransport,
+    default_client,
     redact,
 )
+from ..models import is_placeholder_key, require_api_key
+from ._builder import ReplyBuilder
+from ._framing import Decode
+from ._reading import TransportBug, finish_body, iter_events
 from ._sse import ServerSentEvent, UnframedLines, decode_sse
 from ._text import dumps
-from ._transport import Outgoing, new_http_session
-from .models import is_placeholder_key, require_api_key
-
-if TYPE_CHECKING:
-    import requests
 
 __all__ = [
     "ProviderError",
     "WireApi",
     "api_key_for",
+    "client_for",
     "default_max_tokens",
     "http_status_text",
     "post_json",
@@ -212,7 +211,7 @@ def http_status_text(error: HttpError, from_json: Callable[[Any], str | None]) -
 
 
 def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
-              options: StreamOptions, api_key: str, session: requests.Session, *,
+              options: StreamOptions, api_key: str, client: HttpClient, *,
               sign: Callable[[Outgoing], Outgoing] | None = None,
               opening: Opening | None = None) -> Any:
     """Apply `on_payload`, check the headers, POST the JSON and return the open 2xx response.
@@ -232,10 +231,22 @@ def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,
         url, dumps(body).encode("utf-8"), merged, signal=options.signal,
         timeout=options.timeout, max_retries=options.max_retries,
         max_retry_delay_ms=options.max_retry_delay_ms, on_response=options.on_response,
-        secrets=secrets_of(api_key, model, options), session=session, sign=sign,
-        opening=opening,
+        secrets=secrets_of(api_key, model, options), sign=sign, opening=opening,
     )
-    return open_stream(request)
+    return client.open(request)
+
+
+def client_for(options: StreamOptions) -> HttpClient:
+    """The client a request goes through.
+
+    `options.http_client`, else one over `options.http_session` (the caller's, never closed
+    here), else the process's shared one (`default_client()`).
+    """
+    if options.http_client is not None:
+        return cast(HttpClient, options.http_client)
+    if options.http_session is not None:
+        return HttpClient(RequestsTransport(options.http_session))
+    return default_client()
 
 
 def _http_error_message(wire: WireApi, error: HttpError) -> str:
@@ -273,23 +284,19 @@ def stream_http_reply(
 
     The API key is looked up now (a missing one raises `MissingApiKeyError`); the body is built
     and sent when the stream is first read. Every later failure ends the stream with an `error`
-    event carrying what arrived so far. The request goes through `options.http_session`, never
-    closed here; without one, through a session of its own, closed when the reply ends.
+    event carrying what arrived so far. The request goes through `client_for(options)`.
     """
     api_key = wire.api_key(model, options)
     signal = options.signal
 
     def events() -> Iterator[AssistantMessageEvent]:
         builder = ReplyBuilder(model, wire.auto_close)
-        owned = new_http_session() if options.http_session is None else None
-        session = options.http_session or owned
-        assert session is not None
         last: list[Any] = [None]
         reading = False
         try:
             response = post_json(wire.url(model), wire.body(model, context, options),
                                  wire.headers(model, api_key), model, options, api_key,
-                                 session, sign=wire.sign, opening=wire.opening)
+                                 client_for(options), sign=wire.sign, opening=wire.opening)
             yield builder.start()
             items = iter_events(response, signal, options.max_event_bytes, last, wire.decode)
             reading = True
@@ -306,6 +313,8 @@ def stream_http_reply(
                 message, aborted = ABORTED_TEXT, True
             elif isinstance(exc, HttpError):
                 message = _http_error_message(wire, exc)
+            elif isinstance(exc, TransportBug):
+                message = f"bug in the HTTP transport: {exc}"
             elif isinstance(exc, json.JSONDecodeError):
                 message = f"invalid JSON from the provider: {exc.msg}"
             elif reading and isinstance(exc, _MALFORMED):
@@ -316,10 +325,8 @@ def stream_http_reply(
                 # The traceback as redacted text: a record's exc_info would be formatted
                 # later, by any handler, with the exception's own (unredacted) message.
                 trace = "".join(traceback.format_exception(exc))
-                _log.debug("%s stream failed:\n%s", model.api, redact(trace, secrets))
+                level = logging.ERROR if isinstance(exc, TransportBug) else logging.DEBUG
+                _log.log(level, "%s stream failed:\n%s", model.api, redact(trace, secrets))
             yield builder.error(redact(message, secrets), aborted)
-        finally:
-            if owned is not None:
-                owned.close()
 
     return AssistantMessageEventStream.from_iterator(events())

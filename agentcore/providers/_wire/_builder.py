@@ -18,7 +18,7 @@ from typing import Any
 
 import attrs
 
-from .._core import (
+from ..._core import (
     AssistantContent,
     AssistantMessage,
     AssistantMessageEvent,

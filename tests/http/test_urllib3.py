@@ -1,5 +1,5 @@
-"""The transports over real HTTP: the request as sent (`_lean`, `_opener`), and the reply's
-body read in bulk (`Urllib3Response.chunks`, `_bodies`).
+"""The transports over real HTTP: the request as sent, and the reply's body read in bulk
+(`Urllib3Response.chunks`, `_bodies`), by `Urllib3Transport` and by `RequestsTransport`.
 
 A raw server on 127.0.0.1 records the bytes of each request as they come and writes byte-exact
 answers (chunked, sized, up to the close, with trailers, extensions, bytes after the end, a
@@ -23,9 +23,16 @@ from typing import Any
 import pytest
 import requests
 
-from agentcore.providers import _http, _lean, _opener, _transport, new_http_session
-from agentcore.providers._sse import ServerSentEvent
-from agentcore.providers._transport import Outgoing, ReadError
+from agentcore._http import (
+    Outgoing,
+    ReadError,
+    RequestsTransport,
+    Transport,
+    Urllib3Transport,
+    _urllib3,
+)
+from agentcore.providers._wire._reading import iter_events
+from agentcore.providers._wire._sse import ServerSentEvent
 
 WAIT_S = 5.0
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -142,23 +149,35 @@ def server() -> Iterator[RawServer]:
         raw.close()
 
 
-@pytest.fixture(params=["new_http_session", "requests.Session"])
-def session(request: pytest.FixtureRequest) -> Iterator[requests.Session]:
-    """Both transports: the watched one of `new_http_session`, requests' own for any other."""
-    made = new_http_session() if request.param == "new_http_session" else requests.Session()
-    with made:
-        yield made
+@contextlib.contextmanager
+def urllib3_transport() -> Iterator[Urllib3Transport]:
+    transport = Urllib3Transport(proxies={})
+    try:
+        yield transport
+    finally:
+        transport.close()
 
 
-def open_reply(session: requests.Session, server: RawServer, read_timeout: float = WAIT_S,
+@pytest.fixture(params=["Urllib3Transport", "RequestsTransport"])
+def transport(request: pytest.FixtureRequest) -> Iterator[Transport]:
+    """Both transports: agentcore's own over urllib3, and a caller's `requests.Session`."""
+    if request.param == "Urllib3Transport":
+        with urllib3_transport() as made:
+            yield made
+    else:
+        with requests.Session() as session:
+            session.trust_env = False
+            yield RequestsTransport(session)
+
+
+def open_reply(transport: Transport, server: RawServer, read_timeout: float = WAIT_S,
                body: bytes = b"{}") -> Any:
-    return _transport.transport_of(session).open(
-        session, Outgoing(server.url, {"Content-Type": "application/json"}, body),
-        (WAIT_S, read_timeout), None)
+    return transport.open(Outgoing(server.url, {"Content-Type": "application/json"}, body),
+                          (WAIT_S, read_timeout), None)
 
 
-def body_of(session: requests.Session, server: RawServer) -> list[bytes]:
-    response = open_reply(session, server)
+def body_of(transport: Transport, server: RawServer) -> list[bytes]:
+    response = open_reply(transport, server)
     try:
         return list(response.chunks())
     finally:
@@ -168,26 +187,26 @@ def body_of(session: requests.Session, server: RawServer) -> list[bytes]:
 # --- the request ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("size", [2, 30_000, 200_000, _opener.JOINED_BODY_LIMIT + 1])
+@pytest.mark.parametrize("size", [2, 30_000, 200_000, _urllib3._JOINED_BODY_LIMIT + 1])
 def test_transport_http_the_head_and_a_body_go_out_together(
-    server: RawServer, session: requests.Session, size: int
+    server: RawServer, transport: Transport, size: int
 ) -> None:
     body = bytes(range(256)) * (size // 256) + b"{}"
     server.answer(HEAD + BODY)
-    response = open_reply(session, server, body=body)
+    response = open_reply(transport, server, body=body)
     response.close()
     [(first, whole)] = server.received
     head, sent = whole.split(b"\r\n\r\n", 1)
     assert sent == body
     assert b"\r\ncontent-length: %d\r\n" % len(body) in head.lower() + b"\r\n"
-    if size <= 30_000 and type(session) is not requests.Session:
+    if size <= 30_000 and isinstance(transport, Urllib3Transport):
         assert first == whole  # one send, one segment: the first read has it all
 
 
 def test_transport_http_a_request_without_a_body_goes_out(server: RawServer) -> None:
     server.answer(HEAD + BODY)
-    with new_http_session() as session:
-        response = open_reply(session, server, body=b"")
+    with urllib3_transport() as transport:
+        response = open_reply(transport, server, body=b"")
         assert b"".join(response.chunks()) == PAYLOAD
     [(_, whole)] = server.received
     assert whole.startswith(b"POST /v1/x HTTP/1.1\r\n")
@@ -195,41 +214,28 @@ def test_transport_http_a_request_without_a_body_goes_out(server: RawServer) -> 
     assert whole.endswith(b"\r\n\r\n")
 
 
-@pytest.mark.parametrize("ttl", [60.0, 0.0])
-def test_transport_http_the_pool_is_found_once_a_while(
-    server: RawServer, monkeypatch: pytest.MonkeyPatch, ttl: float
-) -> None:
-    monkeypatch.setattr(_lean, "POOLS_TTL_S", ttl)
-    with new_http_session() as session:
-        adapter = session.get_adapter(server.url)
-        found: list[Any] = []
-        find = adapter.get_connection_with_tls_context
-
-        def counting(*args: Any, **kwargs: Any) -> Any:
-            found.append(find(*args, **kwargs))
-            return found[-1]
-
-        monkeypatch.setattr(adapter, "get_connection_with_tls_context", counting)
+def test_transport_http_the_transport_owns_its_pool(server: RawServer) -> None:
+    with urllib3_transport() as transport:
         for _ in range(3):
             server.answer(HEAD + BODY)
-            assert body_of(session, server) == [PAYLOAD]
-        assert len(found) == (1 if ttl else 3)
-        assert all(pool is found[0] for pool in found)
-        assert adapter.agentcore_pools
-    assert not adapter.agentcore_pools  # closed with the session: its connections close
-    assert server.accepted == 1
+            assert body_of(transport, server) == [PAYLOAD]
+        assert server.accepted == 1
+        transport.close()  # the kept connection closes; a later request opens another
+        server.answer(HEAD + BODY)
+        assert body_of(transport, server) == [PAYLOAD]
+    assert server.accepted == 2
 
 
 # --- what comes -----------------------------------------------------------------------------------
 
 
 def test_transport_http_every_chunk_of_one_read_comes_at_once(
-    server: RawServer, session: requests.Session
+    server: RawServer, transport: Transport
 ) -> None:
     server.answer(HEAD + BODY)  # the body arrives with the headers, in http.client's buffer
     server.answer(HEAD, BODY)
-    assert body_of(session, server) == [PAYLOAD]
-    assert b"".join(body_of(session, server)) == PAYLOAD
+    assert body_of(transport, server) == [PAYLOAD]
+    assert b"".join(body_of(transport, server)) == PAYLOAD
 
 
 @pytest.mark.parametrize("write", ["one-byte", "one-piece-a-chunk"])
@@ -238,14 +244,14 @@ def test_transport_http_any_split_gives_the_payload(server: RawServer, write: st
         server.answer(HEAD, *(BODY[i:i + 1] for i in range(len(BODY))))
     else:
         server.answer(HEAD, *map(frame, EVENTS), b"0\r\n\r\n")
-    with new_http_session() as session:
-        assert b"".join(body_of(session, server)) == PAYLOAD
+    with urllib3_transport() as transport:
+        assert b"".join(body_of(transport, server)) == PAYLOAD
 
 
 def test_transport_http_the_sse_decoder_takes_several_events_a_feed(server: RawServer) -> None:
     server.answer(HEAD + BODY)
-    with new_http_session() as session:
-        events = list(_http.iter_events(open_reply(session, server), None))
+    with urllib3_transport() as transport:
+        events = list(iter_events(open_reply(transport, server), None))
     assert events == [ServerSentEvent(None, '{"n": 1}'), ServerSentEvent(None, '{"n": 2}'),
                       ServerSentEvent(None, "[DONE]")]
 
@@ -253,10 +259,10 @@ def test_transport_http_the_sse_decoder_takes_several_events_a_feed(server: RawS
 def test_transport_http_a_huge_chunk_comes_in_pieces(server: RawServer) -> None:
     huge = b"data: " + b"z" * (1024 * 1024) + b"\n\n"
     server.answer(HEAD, frame(huge) + b"0\r\n\r\n")
-    with new_http_session() as session:
-        pieces = body_of(session, server)
+    with urllib3_transport() as transport:
+        pieces = body_of(transport, server)
     assert b"".join(pieces) == huge
-    assert max(map(len, pieces)) <= _transport._READ_SIZE
+    assert max(map(len, pieces)) <= _urllib3._READ_SIZE
 
 
 def test_transport_http_a_content_coding_is_undone(server: RawServer) -> None:
@@ -264,9 +270,9 @@ def test_transport_http_a_content_coding_is_undone(server: RawServer) -> None:
     server.answer(HEAD.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"),
                   frame(packed[:10]) + frame(packed[10:]) + b"0\r\n\r\n")
     server.answer(HEAD + BODY)
-    with new_http_session() as session:
-        assert b"".join(body_of(session, server)) == PAYLOAD
-        assert body_of(session, server) == [PAYLOAD]
+    with urllib3_transport() as transport:
+        assert b"".join(body_of(transport, server)) == PAYLOAD
+        assert body_of(transport, server) == [PAYLOAD]
     assert server.accepted == 1
 
 
@@ -283,26 +289,26 @@ BODIES = {
 
 @pytest.mark.parametrize("answer", list(BODIES))
 def test_transport_http_a_body_read_to_its_end_leaves_its_connection_for_the_next(
-    server: RawServer, session: requests.Session, answer: str
+    server: RawServer, transport: Transport, answer: str
 ) -> None:
     for _ in range(3):
         server.answer(BODIES[answer])
     for _ in range(3):
-        assert b"".join(body_of(session, server)) == (b"" if answer == "sized-empty" else PAYLOAD)
+        assert b"".join(body_of(transport, server)) == (b"" if answer == "sized-empty" else PAYLOAD)
     assert server.accepted == 1
 
 
 @pytest.mark.parametrize("answer", [*BODIES, "up-to-the-close"])
 def test_transport_http_every_plain_2xx_body_is_read_in_bulk(
-    server: RawServer, session: requests.Session, answer: str
+    server: RawServer, transport: Transport, answer: str
 ) -> None:
     """Chunked, sized, empty or up to the close: the socket is read directly, not by urllib3."""
     closing = answer == "up-to-the-close"
     server.answer(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + PAYLOAD if closing
                   else BODIES[answer], then="close" if closing else "keep")
-    response = open_reply(session, server)
+    response = open_reply(transport, server)
     try:
-        assert _transport._bulk_body(response.raw) is not None
+        assert _urllib3._bulk_body(response.raw) is not None
         body = b"".join(response.chunks())
     finally:
         response.close()
@@ -310,15 +316,15 @@ def test_transport_http_every_plain_2xx_body_is_read_in_bulk(
 
 
 def test_transport_http_a_body_read_in_part_closes_its_connection(
-    server: RawServer, session: requests.Session
+    server: RawServer, transport: Transport
 ) -> None:
     server.answer(HEAD, frame(EVENTS[0]), then="hold")
     server.answer(HEAD + BODY)
-    response = open_reply(session, server)
+    response = open_reply(transport, server)
     assert next(response.chunks()) == EVENTS[0]
     response.close()
     assert server.gone.wait(WAIT_S)
-    assert body_of(session, server) == [PAYLOAD]
+    assert body_of(transport, server) == [PAYLOAD]
     assert server.accepted == 2
 
 
@@ -330,18 +336,18 @@ def test_transport_http_a_connection_in_doubt_is_not_reused(
 ) -> None:
     server.answer(answer, then="keep" if answer.endswith(b"\r\n") else "close")
     server.answer(HEAD + BODY)
-    with new_http_session() as session:
-        assert b"".join(body_of(session, server)) == PAYLOAD
-        assert body_of(session, server) == [PAYLOAD]
+    with urllib3_transport() as transport:
+        assert b"".join(body_of(transport, server)) == PAYLOAD
+        assert body_of(transport, server) == [PAYLOAD]
     assert server.accepted == 2
 
 
 def test_transport_http_a_body_up_to_the_close_is_whole(server: RawServer) -> None:
     server.answer(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", PAYLOAD, then="close")
     server.answer(HEAD + BODY)
-    with new_http_session() as session:
-        assert b"".join(body_of(session, server)) == PAYLOAD
-        assert body_of(session, server) == [PAYLOAD]
+    with urllib3_transport() as transport:
+        assert b"".join(body_of(transport, server)) == PAYLOAD
+        assert body_of(transport, server) == [PAYLOAD]
     assert server.accepted == 2
 
 
@@ -354,24 +360,24 @@ def test_transport_http_a_body_up_to_the_close_is_whole(server: RawServer) -> No
     b"HTTP/1.1 200 OK\r\nContent-Length: 500\r\n\r\nabc",  # dropped inside a sized body
 ], ids=["dropped-mid-chunk", "malformed-size", "dropped-mid-sized"])
 def test_transport_http_a_broken_body_is_a_read_error(
-    server: RawServer, session: requests.Session, answer: bytes
+    server: RawServer, transport: Transport, answer: bytes
 ) -> None:
     server.answer(answer, then="close")
     server.answer(HEAD + BODY)
-    response = open_reply(session, server)
+    response = open_reply(transport, server)
     with pytest.raises(ReadError) as info:
         b"".join(response.chunks())
     response.close()
     assert (str(info.value), info.value.timed_out) == ("Connection error.", False)
-    assert body_of(session, server) == [PAYLOAD]  # on a new connection
+    assert body_of(transport, server) == [PAYLOAD]  # on a new connection
     assert server.accepted == 2
 
 
 def test_transport_http_silence_past_the_read_timeout_is_a_timeout(
-    server: RawServer, session: requests.Session
+    server: RawServer, transport: Transport
 ) -> None:
     server.answer(HEAD, frame(EVENTS[0]), then="hold")
-    response = open_reply(session, server, read_timeout=0.2)
+    response = open_reply(transport, server, read_timeout=0.2)
     chunks = response.chunks()
     assert next(chunks) == EVENTS[0]
     started = time.monotonic()
@@ -384,11 +390,11 @@ def test_transport_http_silence_past_the_read_timeout_is_a_timeout(
 
 
 def test_transport_http_a_cut_wakes_a_blocked_read(
-    server: RawServer, session: requests.Session,
+    server: RawServer, transport: Transport,
     run_in_thread: Callable[[Callable[[], None]], None],
 ) -> None:
     server.answer(HEAD, frame(EVENTS[0]), then="hold")
-    response = open_reply(session, server)
+    response = open_reply(transport, server)
     first, ended = threading.Event(), threading.Event()
     outcome: list[BaseException] = []
 
@@ -408,3 +414,40 @@ def test_transport_http_a_cut_wakes_a_blocked_read(
     assert time.monotonic() - started < 1.0  # not the read timeout (WAIT_S)
     assert [type(e) for e in outcome] == [ReadError]
     assert server.gone.wait(WAIT_S)
+
+
+# --- the version gate -----------------------------------------------------------------------------
+
+
+def test_transport_http_private_names_are_used_only_on_tested_versions(
+    server: RawServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the gate (another urllib3), every body is read through urllib3's public API."""
+    monkeypatch.setattr(_urllib3, "_privates_ok", lambda: False)
+    bulk: list[Any] = []
+    monkeypatch.setattr(_urllib3, "_bulk_body", lambda raw: bulk.append(raw))
+    for answer in BODIES.values():
+        server.answer(answer)
+    with urllib3_transport() as transport:
+        for answer in BODIES:
+            assert b"".join(body_of(transport, server)) == (
+                b"" if answer == "sized-empty" else PAYLOAD)
+    assert bulk == []
+    assert server.accepted == 1  # keep-alive holds through the public path too
+
+
+def test_transport_http_an_attribute_error_in_the_read_path_is_a_bug(
+    server: RawServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version mismatch or a bug reads as what it is, never as "Connection error."."""
+
+    def broken(raw: Any) -> Any:
+        raise AttributeError("'HTTPResponse' object has no attribute 'chunk_left'")
+
+    monkeypatch.setattr(_urllib3, "_bulk_body", broken)
+    server.answer(HEAD + BODY)
+    with urllib3_transport() as transport:
+        response = open_reply(transport, server)
+        with pytest.raises(AttributeError, match="chunk_left"):
+            next(response.chunks())
+        response.close()

@@ -23,7 +23,7 @@ from typing import Any, Literal, get_args
 
 import attrs
 
-from .._core import Model
+from ..._core import Model
 
 __all__ = ["Compat", "ThinkingFields", "ThinkingFormat", "cached", "check_compat", "frozen",
            "resolve"]

@@ -23,7 +23,7 @@ from zlib import crc32
 
 import attrs
 
-from .._core import DEFAULT_MAX_EVENT_BYTES
+from ..._core import DEFAULT_MAX_EVENT_BYTES
 from ._framing import FramingError
 
 __all__ = ["EventMessage", "EventStreamDecoder", "EventStreamError", "decode_eventstream"]

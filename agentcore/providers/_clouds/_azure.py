@@ -31,8 +31,8 @@ from urllib.parse import urlsplit
 
 import attrs
 
-from .._core import MissingApiKeyError, Model, StreamOptions
-from ._reply import WireApi, api_key_for
+from ..._core import MissingApiKeyError, Model, StreamOptions
+from .._wire import WireApi, api_key_for
 
 __all__ = [
     "AZURE_PROVIDER",

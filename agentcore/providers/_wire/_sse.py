@@ -31,7 +31,7 @@ from typing import NamedTuple
 
 import attrs
 
-from .._core import DEFAULT_MAX_EVENT_BYTES
+from ..._core import DEFAULT_MAX_EVENT_BYTES
 from ._framing import Decode, FramingError
 
 __all__ = [

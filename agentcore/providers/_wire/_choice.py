@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import attrs
 
-from .._core import Model, StreamOptions, Tool
+from ..._core import Model, StreamOptions, Tool
 from ._compat import resolve
 
 __all__ = [

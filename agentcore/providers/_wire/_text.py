@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from .._core import ImageContent, TextContent, ToolResultMessage
+from ..._core import ImageContent, TextContent, ToolResultMessage
 
 __all__ = [
     "IMAGE_NOTE",

@@ -25,7 +25,7 @@ from typing import Any
 
 import attrs
 
-from .._core import MissingApiKeyError
+from ..._core import MissingApiKeyError
 
 __all__ = [
     "DEFAULT_LOCATION",

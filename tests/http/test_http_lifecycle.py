@@ -1,4 +1,4 @@
-"""The life of an HTTP request: abort in every phase, keep-alive, who owns the session.
+"""The life of an HTTP request: abort in every phase, keep-alive, who owns the connections.
 
 Real sockets on 127.0.0.1 only: a listener whose accept queue is full (connects never finish),
 the scripted `sse_server` (headers that never come, bodies that never end) and a small counting
@@ -7,6 +7,7 @@ server (how many TCP connections a series of replies opens and closes), from `ht
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -29,7 +30,8 @@ from http_phases import (
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore.providers import new_http_session
+from agentcore._http import default_client
+from agentcore.providers import HttpClient, Urllib3Transport, new_http_session
 
 FIXTURES = paths.FIXTURES
 
@@ -68,35 +70,35 @@ def assert_aborted(result: ac.AssistantMessage) -> None:
     assert result.stop_reason == ac.StopReason.ABORTED
 
 
-@pytest.mark.parametrize("own_session", [False, True], ids=["per-call", "new_http_session"])
-def test_lifecycle_abort_while_connecting_ends_at_once(own_session: bool) -> None:
-    session = new_http_session() if own_session else None
-    try:
+@contextlib.contextmanager
+def own_client() -> Iterator[HttpClient]:
+    with HttpClient(Urllib3Transport(proxies={})) as client:
+        yield client
+
+
+@pytest.mark.parametrize("own", [False, True], ids=["shared-client", "own-client"])
+def test_lifecycle_abort_while_connecting_ends_at_once(own: bool) -> None:
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(own_client()) if own else None
         with never_accepts() as url:
             started = time.monotonic()
             result, latency = consume_with_abort(
-                model_for(url), lambda: time.monotonic() - started > 0.2, http_session=session)
-    finally:
-        if session is not None:
-            session.close()
+                model_for(url), lambda: time.monotonic() - started > 0.2, http_client=client)
     assert_aborted(result)
     assert latency < ABORT_BOUND_S
     # the connecting thread is woken too: no thread outlives the test (conftest checks)
 
 
-@pytest.mark.parametrize("own_session", [False, True], ids=["per-call", "new_http_session"])
+@pytest.mark.parametrize("own", [False, True], ids=["shared-client", "own-client"])
 def test_lifecycle_abort_while_waiting_for_headers_closes_the_connection(
-    sse_server: SSEServer, own_session: bool
+    sse_server: SSEServer, own: bool
 ) -> None:
     gone = sse_server.hang_headers(WAIT_S)
-    session = new_http_session() if own_session else None
-    try:
+    with contextlib.ExitStack() as stack:
+        client = stack.enter_context(own_client()) if own else None
         result, latency = consume_with_abort(model_for(sse_server.url),
                                              lambda: bool(sse_server.requests),
-                                             http_session=session)
-    finally:
-        if session is not None:
-            session.close()
+                                             http_client=client)
     assert_aborted(result)
     assert latency < ABORT_BOUND_S
     assert gone.seen.wait(WAIT_S), "the server never saw the connection close"
@@ -105,8 +107,8 @@ def test_lifecycle_abort_while_waiting_for_headers_closes_the_connection(
 def test_lifecycle_abort_while_waiting_for_headers_with_a_plain_session(
     sse_server: SSEServer,
 ) -> None:
-    """A session not made by agentcore: the abort still returns at once; the abandoned request
-    ends at its own pace (here the server gives up after a second), on a daemon thread."""
+    """Through a caller's session: the abort still returns at once; the abandoned request ends
+    at its own pace (here the server gives up after a second), on a daemon thread."""
     gone = sse_server.hang_headers(1.0)
     with requests.Session() as session:
         result, latency = consume_with_abort(model_for(sse_server.url),
@@ -117,7 +119,7 @@ def test_lifecycle_abort_while_waiting_for_headers_with_a_plain_session(
         assert not gone.seen.is_set() or gone.at is not None
 
 
-def test_lifecycle_new_http_session_opens_on_the_calling_thread(sse_server: SSEServer) -> None:
+def test_lifecycle_the_client_opens_on_the_calling_thread(sse_server: SSEServer) -> None:
     """No thread per request: the wait for headers happens on the caller's thread, which the
     abort wakes by shutting the socket down."""
     sse_server.hang_headers(WAIT_S)
@@ -129,9 +131,7 @@ def test_lifecycle_new_http_session_opens_on_the_calling_thread(sse_server: SSES
             return True
         return False
 
-    with new_http_session() as session:
-        result, latency = consume_with_abort(model_for(sse_server.url), waiting,
-                                             http_session=session)
+    result, latency = consume_with_abort(model_for(sse_server.url), waiting)
     assert_aborted(result)
     assert latency < ABORT_BOUND_S
     assert seen
@@ -164,70 +164,79 @@ def test_lifecycle_abort_while_resolving_a_host_name(monkeypatch: pytest.MonkeyP
 def test_lifecycle_a_proxy_from_the_environment_is_used(
     counting_server: Callable[[bytes], CountingServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """`HTTP_PROXY` is honoured (the request then goes through an `Opener` thread): the
+    """`HTTP_PROXY` is read when the transport is made, and honoured (aborts included): the
     counting server plays the proxy for a host that does not exist."""
     proxy = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    for name in ("NO_PROXY", "no_proxy", "http_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HTTP_PROXY", proxy.url)
-    monkeypatch.delenv("NO_PROXY", raising=False)
-    monkeypatch.delenv("no_proxy", raising=False)
-    with new_http_session() as session:
+    with HttpClient(Urllib3Transport()) as client:
         for _ in range(2):
             controller = ac.AbortController()
             reply = ac.complete(model_for("http://api.example.test"), CONTEXT, ac.StreamOptions(
-                api_key=KEY, http_session=session, signal=controller.signal))
+                api_key=KEY, http_client=client, signal=controller.signal))
             assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
-    assert proxy.accepted >= 1
+    assert proxy.accepted == 1  # the proxy's connection is kept alive too
 
 
-def test_lifecycle_a_proxy_set_later_is_used_once_the_settings_are_stale(
+def test_lifecycle_no_proxy_and_a_transport_made_before_are_direct(
     counting_server: Callable[[bytes], CountingServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Environment settings are read at most every `ENV_SETTINGS_TTL_S` (shortened here), by
-    all sessions together: a proxy set later is used from then on."""
-    from agentcore.providers import _opener
-
-    monkeypatch.setattr(_opener, "ENV_SETTINGS_TTL_S", 0.05)
+    """A host `NO_PROXY` names goes direct; so does every request of a transport made before
+    the proxy was set (the environment is read once)."""
     body = (FIXTURES / "openai_completions/text.sse").read_bytes()
     server, proxy = counting_server(body), counting_server(body)
-    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy"):
+    for name in ("HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
         monkeypatch.delenv(name, raising=False)
-    options = ac.StreamOptions(api_key=KEY, signal=ac.AbortController().signal)
-    assert ac.complete(model_for(server.url), CONTEXT, options).stop_reason == ac.StopReason.STOP
+    before = HttpClient(Urllib3Transport())
     monkeypatch.setenv("HTTP_PROXY", proxy.url)
-    time.sleep(0.1)
-    assert ac.complete(model_for(server.url), CONTEXT, options).stop_reason == ac.StopReason.STOP
-    assert (server.accepted, proxy.accepted) == (1, 1)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with before, HttpClient(Urllib3Transport()) as after:
+        for client in (before, after):
+            reply = ac.complete(model_for(server.url), CONTEXT,
+                                ac.StreamOptions(api_key=KEY, http_client=client))
+            assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+    assert (server.arrived, proxy.arrived) == (2, 0)
 
 
-def test_lifecycle_new_http_session_sends_what_requests_would(sse_server: SSEServer) -> None:
-    """Sent through urllib3 directly, the request still carries the session's headers under
-    the provider's own, and a body length; the reply reads as through requests."""
-    sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
-    with new_http_session() as session:
-        session.headers["X-Team"] = "evals"
+def test_lifecycle_the_client_sends_a_plain_request(sse_server: SSEServer) -> None:
+    """The provider's headers, agentcore's User-Agent unless one is given, a body length."""
+    for _ in range(2):
+        sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
+    for headers in (None, {"User-Agent": "mine/1.0"}):
         reply = ac.complete(model_for(sse_server.url), CONTEXT,
-                            ac.StreamOptions(api_key=KEY, http_session=session,
-                                             headers={"User-Agent": "mine/1.0"}))
-    assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
-    [sent] = sse_server.requests
-    assert sent.header("X-Team") == "evals"
-    assert sent.header("User-Agent") == "mine/1.0"  # the request's own header wins
-    assert sent.header("Accept-Encoding") == session.headers["Accept-Encoding"]
-    assert sent.header("Content-Length") == str(len(sent.body))
-    assert sent.header("Authorization") == f"Bearer {KEY}"
+                            ac.StreamOptions(api_key=KEY, headers=headers))
+        assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
+    first, second = sse_server.requests
+    assert first.header("User-Agent") == f"agentcore/{ac.__version__}"
+    assert second.header("User-Agent") == "mine/1.0"  # the request's own header wins
+    assert first.header("Content-Length") == str(len(first.body))
+    assert first.header("Authorization") == f"Bearer {KEY}"
+
+
+def test_lifecycle_a_redirect_is_not_followed_by_the_client(sse_server: SSEServer) -> None:
+    """A credential header must never reach another host: the answer says where it pointed."""
+    sse_server.status(307, b"", headers={"Location": "https://elsewhere.test/v1"})
+    reply = ac.complete(model_for(sse_server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert reply.error_message == ("307 redirect to https://elsewhere.test/v1 (not followed: "
+                                   "point the model's base_url there)")
+    assert len(sse_server.requests) == 1
 
 
 def test_lifecycle_a_session_with_hooks_goes_through_requests(sse_server: SSEServer) -> None:
-    """What only requests does per request (hooks here; also cookies, auth, redirects) makes
-    the request take requests' own path."""
+    """A caller's session does all requests does per request (hooks here; cookies, auth and
+    redirects below), and keeps its own headers."""
     sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
     seen: list[int] = []
     with new_http_session() as session:
+        session.headers["X-Team"] = "evals"
         session.hooks["response"].append(lambda response, **_: seen.append(response.status_code))
         reply = ac.complete(model_for(sse_server.url), CONTEXT,
                             ac.StreamOptions(api_key=KEY, http_session=session))
     assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
     assert seen == [200]
+    assert sse_server.requests[0].header("X-Team") == "evals"
 
 
 def test_lifecycle_a_cookie_a_reply_sets_is_sent_back(sse_server: SSEServer) -> None:
@@ -246,16 +255,15 @@ def test_lifecycle_a_cookie_a_reply_sets_is_sent_back(sse_server: SSEServer) -> 
 
 
 def test_lifecycle_a_redirect_is_followed_as_requests_does(sse_server: SSEServer) -> None:
-    """A redirect answer sends the request again through requests, which follows it."""
-    for _ in range(2):
-        sse_server.status(307, b"", headers={"Location": "/v1/moved/chat/completions"})
+    """Through a caller's session, requests follows a redirect as it always does."""
+    sse_server.status(307, b"", headers={"Location": "/v1/moved/chat/completions"})
     sse_server.sse((FIXTURES / "openai_completions/text.sse").read_bytes())
     with new_http_session() as session:
         reply = ac.complete(model_for(sse_server.url), CONTEXT,
                             ac.StreamOptions(api_key=KEY, http_session=session))
     assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
     assert [r.path for r in sse_server.requests] == [
-        "/v1/chat/completions", "/v1/chat/completions", "/v1/moved/chat/completions"]
+        "/v1/chat/completions", "/v1/moved/chat/completions"]
     assert all(r.method == "POST" for r in sse_server.requests)
 
 
@@ -281,19 +289,19 @@ def test_lifecycle_abort_while_sleeping_before_a_retry(sse_server: SSEServer) ->
 
 
 @pytest.mark.parametrize("api", list(APIS))
-def test_lifecycle_replies_through_one_session_reuse_one_connection(
+def test_lifecycle_replies_through_one_client_reuse_one_connection(
     counting_server: Callable[[bytes], CountingServer], api: str
 ) -> None:
     server = counting_server((FIXTURES / APIS[api][2]).read_bytes())
     model = model_for(server.url, api)
-    with new_http_session() as session:
+    with own_client() as client:
         for _ in range(20):
             controller = ac.AbortController()  # as an Agent's run passes one
             reply = ac.complete(model, CONTEXT, ac.StreamOptions(
-                api_key=KEY, http_session=session, signal=controller.signal))
+                api_key=KEY, http_client=client, signal=controller.signal))
             assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
         assert server.accepted <= 2
-    assert wait_until(lambda: server.closed == server.accepted)
+    assert wait_until(lambda: server.closed == server.accepted)  # close() closed them
 
 
 def test_lifecycle_a_given_session_is_used_and_never_closed(
@@ -316,24 +324,23 @@ def test_lifecycle_a_given_session_is_used_and_never_closed(
     assert wait_until(lambda: server.closed == 1)
 
 
-def test_lifecycle_without_a_session_each_reply_closes_its_own(
+def test_lifecycle_without_a_client_replies_share_the_process_pool(
     counting_server: Callable[[bytes], CountingServer],
 ) -> None:
     server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
-    for count in (1, 2):
+    for _ in range(3):
         reply = ac.complete(model_for(server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
         assert reply.stop_reason == ac.StopReason.STOP, reply.error_message
-        assert wait_until(lambda count=count: server.closed == count)  # not left to the GC
-    assert server.accepted == 2
+    assert (server.accepted, server.closed) == (1, 0)
+    default_client().close()  # what `HttpClient.close()` of the shared client does
+    assert wait_until(lambda: server.closed == 1)
 
 
 def test_lifecycle_a_failed_reply_closes_its_connection(sse_server: SSEServer) -> None:
     gone = sse_server.slow_sse([b'data: {"choices": 5}\n\n'], interval_s=WAIT_S)
-    with new_http_session() as session:
-        reply = ac.complete(model_for(sse_server.url), CONTEXT,
-                            ac.StreamOptions(api_key=KEY, http_session=session))
-        assert reply.stop_reason == ac.StopReason.ERROR
-        assert gone.seen.wait(WAIT_S)
+    reply = ac.complete(model_for(sse_server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert gone.seen.wait(WAIT_S)
 
 
 def test_lifecycle_a_body_that_goes_on_after_the_last_event_is_not_waited_for(
@@ -341,13 +348,11 @@ def test_lifecycle_a_body_that_goes_on_after_the_last_event_is_not_waited_for(
 ) -> None:
     body = (FIXTURES / "openai_completions/text.sse").read_bytes()
     gone = sse_server.slow_sse([body], interval_s=WAIT_S)  # [DONE], then silence
-    with new_http_session() as session:
-        started = time.monotonic()
-        reply = ac.complete(model_for(sse_server.url), CONTEXT,
-                            ac.StreamOptions(api_key=KEY, http_session=session))
-        assert reply.stop_reason == ac.StopReason.STOP
-        assert time.monotonic() - started < 1.0
-        assert gone.seen.wait(WAIT_S)  # closed, not kept: the body never ended
+    started = time.monotonic()
+    reply = ac.complete(model_for(sse_server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
+    assert reply.stop_reason == ac.StopReason.STOP
+    assert time.monotonic() - started < 1.0
+    assert gone.seen.wait(WAIT_S)  # closed, not kept: the body never ended
 
 
 def test_lifecycle_new_http_session_is_a_requests_session() -> None:
@@ -357,20 +362,48 @@ def test_lifecycle_new_http_session_is_a_requests_session() -> None:
             session.get_adapter("http://127.0.0.1"))
 
 
-# --- the Agent's own session ----------------------------------------------------------------------
+# --- agents share the process's pool ---------------------------------------------------------
 
 
-def test_lifecycle_agent_runs_share_one_connection_and_close_frees_it(
+def test_lifecycle_agents_share_the_process_pool(
     counting_server: Callable[[bytes], CountingServer],
 ) -> None:
+    """Agent after agent, and run after run: one connection, left open by `Agent.close()`
+    (the process's, not the agent's)."""
     server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
-    with ac.Agent(model_for(server.url), api_key=KEY) as agent:
-        for _ in range(20):
-            run = agent.prompt("hi")
-            assert run.result(WAIT_S)[-1].stop_reason == ac.StopReason.STOP
-        assert server.accepted <= 2
-        assert server.closed < server.accepted  # kept alive between runs
-    assert wait_until(lambda: server.closed == server.accepted)  # close() closed the session
+    for _ in range(5):
+        with ac.Agent(model_for(server.url), api_key=KEY) as agent:
+            for _ in range(4):
+                run = agent.prompt("hi")
+                assert run.result(WAIT_S)[-1].stop_reason == ac.StopReason.STOP
+    assert (server.accepted, server.closed) == (1, 0)
+    default_client().close()
+    assert wait_until(lambda: server.closed == 1)
+
+
+def test_lifecycle_agents_at_once_open_as_many_connections_as_stream(
+    counting_server: Callable[[bytes], CountingServer],
+) -> None:
+    """N agents streaming at once open N connections; once they are done, the next N runs
+    reuse them (no connection per agent)."""
+    server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    count = 12
+    agents = [ac.Agent(model_for(server.url), api_key=KEY) for _ in range(count)]
+    try:
+        server.hold = threading.Event()  # every reply waits until all requests are in
+        runs = [agent.prompt("hi") for agent in agents]
+        assert wait_until(lambda: server.arrived == count)
+        server.hold.set()
+        assert all(run.result(WAIT_S)[-1].stop_reason == ac.StopReason.STOP for run in runs)
+        assert server.accepted == count
+        server.hold = None
+        for agent in agents:
+            assert agent.prompt("again").result(WAIT_S)[-1].stop_reason == ac.StopReason.STOP
+        assert server.accepted == count
+    finally:
+        for agent in agents:
+            agent.close()
+        default_client().close()
 
 
 def test_lifecycle_agent_leaves_a_given_session_open(
@@ -387,14 +420,13 @@ def test_lifecycle_agent_leaves_a_given_session_open(
     assert wait_until(lambda: server.closed == 1)
 
 
-def test_lifecycle_agent_without_http_makes_no_session() -> None:
-    from agentcore.providers.faux import faux_assistant_message, register_faux_provider
-
-    faux = register_faux_provider()
-    try:
-        faux.set_responses([faux_assistant_message("hi")])
-        with ac.Agent(faux.get_model()) as agent:
-            agent.prompt("hi").result(WAIT_S)
-            assert agent._http_session is None
-    finally:
-        faux.unregister()
+def test_lifecycle_agent_uses_a_given_client_and_leaves_it_open(
+    counting_server: Callable[[bytes], CountingServer],
+) -> None:
+    server = counting_server((FIXTURES / "openai_completions/text.sse").read_bytes())
+    with own_client() as client:
+        with ac.Agent(model_for(server.url), api_key=KEY, http_client=client) as agent:
+            for _ in range(3):
+                agent.prompt("hi").result(WAIT_S)
+        assert (server.accepted, server.closed) == (1, 0)  # the caller's client keeps it
+    assert wait_until(lambda: server.closed == 1)

@@ -33,8 +33,8 @@ from urllib.parse import quote, urlsplit
 
 import attrs
 
-from .._core import MissingApiKeyError, Model, StreamOptions
-from ._transport import Outgoing
+from ..._core import MissingApiKeyError, Model, StreamOptions
+from ..._http import Outgoing
 
 __all__ = [
     "DEFAULT_BASE_URL",

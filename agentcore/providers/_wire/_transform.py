@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 import attrs
 
-from .._core import (
+from ..._core import (
     AssistantMessage,
     ImageContent,
     Message,
