@@ -29,8 +29,7 @@ from .._core import AssistantMessage, Message, Model
 from ._azure import filter_text, is_azure, is_azure_host
 from ._compat import Compat, cached, frozen, resolve
 from ._http import HttpError
-from ._reply import http_status_text
-from ._text import dumps
+from ._reply import http_status_text, message_text
 from ._transform import NormalizeId
 
 __all__ = [
@@ -115,14 +114,13 @@ def loads_or_none(text: str) -> Any:
 
 
 def error_text(error: Any) -> str:
-    """`error.message` (JSON of a non-string message, or of the whole error if it has none).
+    """`error.message`, or JSON when it is empty or not a string (`_reply.message_text`).
 
     OpenRouter's `metadata.raw` (the upstream provider's own text) is appended on a new line.
     """
     if not isinstance(error, dict):
         return str(error)
-    message = error.get("message")
-    text = message if isinstance(message, str) else dumps(message if message else error)
+    text = message_text(error.get("message"), error)
     words = filter_text(error) if error.get("code") == "content_filter" else None
     if words:
         text = f"{words}: {text}"
@@ -135,7 +133,7 @@ def _payload_text(payload: Any) -> str | None:
     if isinstance(payload, dict) and "error" in payload:
         return error_text(payload["error"])
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return str(payload["message"])
+        return message_text(payload["message"], payload)
     if isinstance(payload, dict) and isinstance(payload.get("message"), dict):
         return _detail_text(payload["message"].get("detail"))
     return None

@@ -38,7 +38,13 @@ from ._builder import ReplyBuilder
 from ._eventstream import EventMessage, EventStreamDecoder, decode_eventstream
 from ._framing import FramingError
 from ._http import HttpError, StreamedError
-from ._reply import ProviderError, WireApi, http_status_text, stream_http_reply
+from ._reply import (
+    ProviderError,
+    WireApi,
+    http_status_text,
+    message_text,
+    stream_http_reply,
+)
 from ._text import decode_json
 
 __all__ = ["build_body", "stream_bedrock"]
@@ -196,7 +202,10 @@ def _error_type(headers: dict[str, str]) -> str | None:
 
 
 def http_error_text(error: HttpError) -> str:
-    """`"403 AccessDeniedException: You don't have access to the model..."`."""
+    """`"403 AccessDeniedException: You don't have access to the model..."`.
+
+    An empty message gives the body's JSON instead (`_reply.message_text`).
+    """
     kind = _error_type(error.headers)
 
     def text(payload: Any) -> str | None:
@@ -204,7 +213,8 @@ def http_error_text(error: HttpError) -> str:
             payload, dict) else None
         if not isinstance(message, str):
             return None
-        return f"{kind}: {message}" if kind else message
+        said = message_text(message, payload)
+        return f"{kind}: {said}" if kind else said
 
     return http_status_text(error, text)
 
