@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -29,6 +30,8 @@ __all__ = [
     "supports_native_output",
     "tool_choice",
 ]
+
+_log = logging.getLogger(__name__)
 
 Mode = Literal["auto", "none", "required", "tool"]
 _MODES = ("auto", "none", "required")
@@ -63,17 +66,29 @@ def check_tool_choice(choice: str | None, names: Sequence[str]) -> None:
                      f"names no tool of the run (its tools: {known})")
 
 
-def tool_choice(options: StreamOptions, tools: Sequence[Tool] | None) -> Choice | None:
+def tool_choice(options: StreamOptions, tools: Sequence[Tool] | None, *,
+                takes_required: bool = True) -> Choice | None:
     """What the request says about tools: None to say nothing (the provider's default).
 
     A request without tools says nothing either, whatever the choice: there is nothing to call
     or to refuse, and servers reject a tool choice without tools. Raises `ValueError` naming
     `tool_choice` for a name that is no tool of `tools`.
+
+    For a server that does not take `"required"` (`takes_required` false: see `Compat`'s
+    `supports_required_tool_choice`), `"required"` names the request's only tool, which asks
+    the same; with more tools it becomes `"auto"`, and a run whose answer comes through
+    `final_result` relies on its `output_retries` (a reply without the call is answered with a
+    user message asking for it).
     """
     choice = options.tool_choice
     if choice is None or not tools:
         return None
     check_tool_choice(choice, [tool.name for tool in tools])
+    if choice == "required" and not takes_required:
+        if len(tools) == 1:
+            return Choice("tool", tools[0].name)
+        _log.debug("tool_choice 'required' sent as 'auto': the server is not known to take it")
+        return Choice("auto")
     if choice in _MODES:
         return Choice(choice)  # type: ignore[arg-type]
     return Choice("tool", choice)

@@ -38,7 +38,13 @@ _Check = tuple[Callable[[Any], bool], str]
 
 @attrs.frozen(kw_only=True)
 class Compat:
-    """One model's capabilities and its server's quirks; see README's "Model.compat" table."""
+    """One model's capabilities and its server's quirks; see README's "Model.compat" table.
+
+    `supports_required_tool_choice` false (an OpenAI-compatible server not known to take
+    `tool_choice: "required"`, such as llama-cpp-python, whose chatml handler answers it with
+    an empty reply) names the request's only tool instead, the same demand, and with more tools
+    sends `"auto"`: a run answering through `final_result` then relies on its output retries.
+    """
 
     # Model capabilities, each read by the wire API named in its comment.
     adaptive_thinking: bool = False  # anthropic-messages
@@ -66,6 +72,8 @@ class Compat:
     thinking_format: ThinkingFormat = "openai"
     supports_strict_mode: bool = True
     tool_call_id_format: Literal["mistral"] | None = None
+    # False: "required" names the only tool, else goes as "auto" (`_choice.tool_choice`).
+    supports_required_tool_choice: bool = True
 
 
 def _word(value: Any) -> bool:

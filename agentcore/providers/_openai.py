@@ -54,6 +54,12 @@ _MISTRAL = {
     "tool_call_id_format": "mistral",
 }
 _NO_REASONING_EFFORT = {"xai", "zai", "moonshot", "together", "ollama"}
+_REQUIRED_PROVIDERS = {"openai", "openrouter", "groq", "xai", "deepseek", "mistral"}
+_REQUIRED_HOSTS = ("openrouter.ai", "api.groq.com", "api.x.ai", "deepseek.com",
+                   "api.mistral.ai")
+"""Where `tool_choice: "required"` is known to be taken: the providers that document it (and
+their hosts). Others may answer it badly (llama-cpp-python's chatml handler with an empty 200)
+or ignore it (Ollama), and get what they do take instead (`_choice.tool_choice`)."""
 
 
 def is_openai(base_url: str) -> bool:
@@ -80,6 +86,8 @@ def _detected(model: Model) -> dict[str, Any]:
         # and llama-cpp-python's answers an assistant `content: null` with a 500.
         "max_tokens_field": "max_completion_tokens" if openai else "max_tokens",
         "supports_null_content": openai,
+        "supports_required_tool_choice": openai or provider in _REQUIRED_PROVIDERS
+        or any(host in url for host in _REQUIRED_HOSTS),
     }
     if provider == "zai" or "api.z.ai" in url:
         detected["thinking_format"] = "zai"

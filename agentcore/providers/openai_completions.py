@@ -213,7 +213,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     """The request body for `context`, as the server expects it.
 
     `options.tool_choice` becomes `tool_choice` (`"auto"`, `"none"`, `"required"`, or
-    `{"type": "function", "function": {"name": ...}}`), sent only with tools;
+    `{"type": "function", "function": {"name": ...}}`), sent only with tools (`"required"`
+    only where `compat` says the server takes it: see `_choice.tool_choice`);
     `options.output_schema` becomes a `json_schema` `response_format`. Raises `ValueError` for
     a `tool_choice` naming no tool, or an `output_schema` for a model without native output.
     """
@@ -234,7 +235,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     elif any(isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and m.tool_calls)
              for m in context.messages):
         body["tools"] = []
-    choice = tool_choice(options, context.tools)
+    choice = tool_choice(options, context.tools,
+                         takes_required=compat.supports_required_tool_choice)
     if choice is not None:
         body["tool_choice"] = (choice.mode if choice.name is None else
                                {"type": "function", "function": {"name": choice.name}})
