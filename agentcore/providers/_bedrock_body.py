@@ -211,7 +211,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     if fields:
         body["additionalModelRequestFields"] = fields
     if options.output_schema is not None:
-        check_native_output(model)
+        check_native_output(model, with_tools=send_tools)
         body["outputConfig"] = {"textFormat": {"type": "json_schema", "structure": {
             "jsonSchema": {"schema": dumps(options.output_schema), "name": OUTPUT_NAME}}}}
     return body

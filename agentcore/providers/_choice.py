@@ -20,12 +20,14 @@ from ._compat import resolve
 
 __all__ = [
     "NATIVE_OUTPUT_APIS",
+    "NATIVE_OUTPUT_WITHOUT_TOOLS_APIS",
     "OUTPUT_NAME",
     "Choice",
     "anthropic_schema",
     "check_native_output",
     "check_tool_choice",
     "json_schema_format",
+    "native_output_with_tools",
     "strict_schema",
     "supports_native_output",
     "tool_choice",
@@ -40,6 +42,11 @@ NATIVE_OUTPUT_APIS = frozenset({"openai-completions", "openai-responses", "googl
                                 "google-vertex"})
 """The wire APIs whose models take a JSON Schema as the reply's format unless `compat` says no
 (`supports_native_output`); on the others a model must say yes in its `compat`."""
+
+NATIVE_OUTPUT_WITHOUT_TOOLS_APIS = frozenset({"google-generative-ai", "google-vertex"})
+"""The wire APIs whose models take that format only in a request without tools unless `compat`
+says otherwise (`native_output_with_tools`): Gemini before Gemini 3 rejects a JSON response
+format together with function declarations. On the other APIs models take both at once."""
 
 OUTPUT_NAME = "final_result"
 """The name a structured-output format is sent under, where the API wants one."""
@@ -104,12 +111,35 @@ def supports_native_output(model: Model) -> bool:
     return model.api in NATIVE_OUTPUT_APIS if said is None else said
 
 
-def check_native_output(model: Model) -> None:
-    """Raise `ValueError` when `model` cannot be asked for native structured output."""
+def native_output_with_tools(model: Model) -> bool:
+    """Whether `model` takes its reply's format (native output) in a request with tools too.
+
+    `Model.compat`'s `native_output_with_tools` decides; without it, the models of
+    `NATIVE_OUTPUT_WITHOUT_TOOLS_APIS` do not (the catalogue's Gemini 3 rows say they do) and
+    the others do.
+    """
+    said = resolve(model).native_output_with_tools
+    return model.api not in NATIVE_OUTPUT_WITHOUT_TOOLS_APIS if said is None else said
+
+
+def check_native_output(model: Model, *, with_tools: bool = False) -> None:
+    """Raise `ValueError` when `model` cannot be asked for native structured output.
+
+    `with_tools`: the request declares tools, which some models do not take together with a
+    reply's format (`native_output_with_tools`). Such a request is refused rather than sent
+    (the server would answer with a 400), and not turned into tool mode behind the caller's
+    back: `output_mode="native"` is always the caller's own choice.
+    """
     if not supports_native_output(model):
         raise ValueError(
             f"'output_mode' 'native' is not supported by model {model.id!r} ({model.api}): use "
             "output_mode='tool', or set compat={'supports_native_output': True} if it is")
+    if with_tools and not native_output_with_tools(model):
+        raise ValueError(
+            f"'output_mode' 'native' is not supported together with tools by model "
+            f"{model.id!r} ({model.api}), which takes no JSON response format with function "
+            "declarations (Gemini before Gemini 3): use output_mode='tool', or set "
+            "compat={'native_output_with_tools': True} if it does")
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:

@@ -196,12 +196,13 @@ def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
         body["reasoning_effort"] = compat.lowest_effort  # a model that would reason anyway
 
 
-def _response_format(model: Model, compat: Compat, schema: dict[str, Any]) -> dict[str, Any]:
+def _response_format(model: Model, compat: Compat, schema: dict[str, Any],
+                     with_tools: bool) -> dict[str, Any]:
     """`response_format` asking for JSON of `schema`: strict when the schema allows it.
 
     A server without strict mode (`supports_strict_mode` false) gets no `strict` at all.
     """
-    check_native_output(model)
+    check_native_output(model, with_tools=with_tools)
     sent, strict = json_schema_format(schema)
     spec: dict[str, Any] = {"name": OUTPUT_NAME, "schema": sent}
     if compat.supports_strict_mode:
@@ -241,7 +242,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["tool_choice"] = (choice.mode if choice.name is None else
                                {"type": "function", "function": {"name": choice.name}})
     if options.output_schema is not None:
-        body["response_format"] = _response_format(model, compat, options.output_schema)
+        body["response_format"] = _response_format(model, compat, options.output_schema,
+                                                   bool(context.tools))
     level = options.reasoning if options.reasoning is not ThinkingLevel.OFF else None
     _reasoning(body, model, compat, level)
     if "api.openai.com" in model.base_url and options.session_id and (
