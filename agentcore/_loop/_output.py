@@ -58,13 +58,14 @@ def check_run(config: AgentLoopConfig, model: Model, tools: Sequence[Tool]) -> N
     """Raise `ValueError` if a run of `config` cannot call `model` with `tools`.
 
     That is: a `tool_choice` naming none of `tools` (`final_result` counts in tool mode), a
-    native output `model` cannot give, or, in tool mode, a tool named `final_result` or a
-    `tool_choice` of `"none"` (the model could never answer). Checked when a run starts and
-    when `prepare_next_turn` swaps the model or the context.
+    native output `model` cannot give (next to `tools`, if any: Gemini before 3 cannot), or,
+    in tool mode, a tool named `final_result` or a `tool_choice` of `"none"` (the model could
+    never answer). Checked when a run starts and when `prepare_next_turn` swaps the model or
+    the context.
     """
     names = [tool.name for tool in tools]
     if config.output_type is not None and config.output_mode == "native":
-        check_native_output(model)
+        check_native_output(model, with_tools=bool(tools))
     elif config.output_type is not None:
         if FINAL_RESULT in names:
             raise ValueError(f"a tool is named {FINAL_RESULT!r}, the name of the tool that "

@@ -104,8 +104,11 @@ def check_tool_choice(choice: str | None, names: Sequence[str]) -> None:
         check(choice, names)
 
 
-def check_native_output(model: Model) -> None:
-    """Raise `ValueError` naming `output_mode` when `model` cannot give native output."""
+def check_native_output(model: Model, *, with_tools: bool = False) -> None:
+    """Raise `ValueError` naming `output_mode` when `model` cannot give native output.
+
+    `with_tools`: in a request that declares tools (which Gemini before 3 refuses with it).
+    """
     from ._wire import check_native_output as check
 
-    check(model)
+    check(model, with_tools=with_tools)

@@ -6,6 +6,9 @@
 - Thinking is replayed as `reasoningContent` only when it carries this model's signature
   (`reasoningText`) or is redacted (`redactedContent`); unsigned thinking (DeepSeek-R1's,
   gpt-oss's, or a block cut off) is not sent back.
+- Another provider's tool-call id that `toolUseId` would reject (too long, or holding `|`,
+  `.`, ...) becomes a valid prefix and a hash of it (`fitted_id`), for the call and its result
+  alike: distinct ids stay distinct, so each result still answers its own call.
 - Tools go in `toolConfig` with `toolChoice` from `options.tool_choice` (`auto`, `any` for
   `"required"`, `tool`). Bedrock has no "none": the tools are left out of that request. Bedrock
   rejects a conversation holding `toolUse`/`toolResult` blocks without a `toolConfig`, so a
@@ -45,8 +48,8 @@ from ._wire import (
     check_native_output,
     default_max_tokens,
     dumps,
+    fitted_id,
     resolve,
-    safe_id,
     sanitize,
     tool_choice,
     tool_result_text,
@@ -71,7 +74,11 @@ Turn = dict[str, Any]
 
 
 def _tool_id(call_id: str, _: AssistantMessage) -> str:
-    return safe_id(call_id)[:64]  # Bedrock's toolUseId: [a-zA-Z0-9_-]+, at most 64
+    """Another provider's tool-call id as a `toolUseId`: at most 64 of `[a-zA-Z0-9_-]`.
+
+    (AWS's newer pages allow `.` and `:` too; ids without them are valid under either rule.)
+    """
+    return fitted_id(call_id, 64)
 
 
 def _image(block: ImageContent) -> Block:
@@ -213,7 +220,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     if fields:
         body["additionalModelRequestFields"] = fields
     if options.output_schema is not None:
-        check_native_output(model)
+        check_native_output(model, with_tools=send_tools)
         body["outputConfig"] = {"textFormat": {"type": "json_schema", "structure": {
             "jsonSchema": {"schema": dumps(options.output_schema), "name": OUTPUT_NAME}}}}
     return body

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 from .._core import AssistantMessage, Message, Model
 from .._http import HttpError
 from ._clouds import filter_text, is_azure, is_azure_host
-from ._wire import Compat, NormalizeId, cached, dumps, frozen, http_status_text, resolve
+from ._wire import Compat, NormalizeId, cached, frozen, http_status_text, message_text, resolve
 
 __all__ = [
     "error_text",
@@ -52,6 +52,12 @@ _MISTRAL = {
     "tool_call_id_format": "mistral",
 }
 _NO_REASONING_EFFORT = {"xai", "zai", "moonshot", "together", "ollama"}
+_REQUIRED_PROVIDERS = {"openai", "openrouter", "groq", "xai", "deepseek", "mistral"}
+_REQUIRED_HOSTS = ("openrouter.ai", "api.groq.com", "api.x.ai", "deepseek.com",
+                   "api.mistral.ai")
+"""Where `tool_choice: "required"` is known to be taken: the providers that document it (and
+their hosts). Others may answer it badly (llama-cpp-python's chatml handler with an empty 200)
+or ignore it (Ollama), and get what they do take instead (`_choice.tool_choice`)."""
 
 
 def is_openai(base_url: str) -> bool:
@@ -78,6 +84,8 @@ def _detected(model: Model) -> dict[str, Any]:
         # and llama-cpp-python's answers an assistant `content: null` with a 500.
         "max_tokens_field": "max_completion_tokens" if openai else "max_tokens",
         "supports_null_content": openai,
+        "supports_required_tool_choice": openai or provider in _REQUIRED_PROVIDERS
+        or any(host in url for host in _REQUIRED_HOSTS),
     }
     if provider == "zai" or "api.z.ai" in url:
         detected["thinking_format"] = "zai"
@@ -112,14 +120,13 @@ def loads_or_none(text: str) -> Any:
 
 
 def error_text(error: Any) -> str:
-    """`error.message` (JSON of a non-string message, or of the whole error if it has none).
+    """`error.message`, or JSON when it is empty or not a string (`_reply.message_text`).
 
     OpenRouter's `metadata.raw` (the upstream provider's own text) is appended on a new line.
     """
     if not isinstance(error, dict):
         return str(error)
-    message = error.get("message")
-    text = message if isinstance(message, str) else dumps(message if message else error)
+    text = message_text(error.get("message"), error)
     words = filter_text(error) if error.get("code") == "content_filter" else None
     if words:
         text = f"{words}: {text}"
@@ -132,7 +139,7 @@ def _payload_text(payload: Any) -> str | None:
     if isinstance(payload, dict) and "error" in payload:
         return error_text(payload["error"])
     if isinstance(payload, dict) and isinstance(payload.get("message"), str):
-        return str(payload["message"])
+        return message_text(payload["message"], payload)
     if isinstance(payload, dict) and isinstance(payload.get("message"), dict):
         return _detail_text(payload["message"].get("detail"))
     return None

@@ -248,7 +248,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     forced = choice is not None and choice.mode in ("required", "tool")
     thinking = _thinking(body, model, compat, options, forced)
     if options.output_schema is not None:
-        check_native_output(model)
+        check_native_output(model, with_tools=bool(context.tools))
         body.setdefault("output_config", {})["format"] = {
             "type": "json_schema", "schema": anthropic_schema(options.output_schema)}
     if options.temperature is not None and not thinking:

@@ -45,6 +45,7 @@ from ._wire import (
     decode_eventstream,
     decode_json,
     http_status_text,
+    message_text,
     stream_http_reply,
 )
 
@@ -203,7 +204,10 @@ def _error_type(headers: dict[str, str]) -> str | None:
 
 
 def http_error_text(error: HttpError) -> str:
-    """`"403 AccessDeniedException: You don't have access to the model..."`."""
+    """`"403 AccessDeniedException: You don't have access to the model..."`.
+
+    An empty message gives the body's JSON instead (`_reply.message_text`).
+    """
     kind = _error_type(error.headers)
 
     def text(payload: Any) -> str | None:
@@ -211,7 +215,8 @@ def http_error_text(error: HttpError) -> str:
             payload, dict) else None
         if not isinstance(message, str):
             return None
-        return f"{kind}: {message}" if kind else message
+        said = message_text(message, payload)
+        return f"{kind}: {said}" if kind else said
 
     return http_status_text(error, text)
 

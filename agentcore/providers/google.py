@@ -197,7 +197,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     `ANY` (`"required"`), and for a tool's name `ANY` with `allowedFunctionNames` (sent only
     with tools); `options.output_schema` becomes `responseJsonSchema` with `responseMimeType`
     `application/json`. Raises `ValueError` for a `tool_choice` naming no tool, or an
-    `output_schema` for a model without native output.
+    `output_schema` for a model without native output (or without it next to tools: Gemini
+    before 3, `compat` `native_output_with_tools`).
     """
     compat = resolve(model)
     body: dict[str, Any] = {"contents": _contents(context, model, compat)}
@@ -210,7 +211,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     if thinking is not None:
         config["thinkingConfig"] = thinking
     if options.output_schema is not None:
-        check_native_output(model)
+        check_native_output(model, with_tools=bool(context.tools))
         config["responseMimeType"] = "application/json"
         config["responseJsonSchema"] = options.output_schema
     body["generationConfig"] = config

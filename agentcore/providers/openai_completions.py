@@ -211,12 +211,13 @@ def _reasoning(body: dict[str, Any], model: Model, compat: Compat,
         body["reasoning_effort"] = compat.lowest_effort  # a model that would reason anyway
 
 
-def _response_format(model: Model, compat: Compat, schema: dict[str, Any]) -> dict[str, Any]:
+def _response_format(model: Model, compat: Compat, schema: dict[str, Any],
+                     with_tools: bool) -> dict[str, Any]:
     """`response_format` asking for JSON of `schema`: strict when the schema allows it.
 
     A server without strict mode (`supports_strict_mode` false) gets no `strict` at all.
     """
-    check_native_output(model)
+    check_native_output(model, with_tools=with_tools)
     sent, strict = json_schema_format(schema)
     spec: dict[str, Any] = {"name": OUTPUT_NAME, "schema": sent}
     if compat.supports_strict_mode:
@@ -228,7 +229,8 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     """The request body for `context`, as the server expects it.
 
     `options.tool_choice` becomes `tool_choice` (`"auto"`, `"none"`, `"required"`, or
-    `{"type": "function", "function": {"name": ...}}`), sent only with tools;
+    `{"type": "function", "function": {"name": ...}}`), sent only with tools (`"required"`
+    only where `compat` says the server takes it: see `_choice.tool_choice`);
     `options.output_schema` becomes a `json_schema` `response_format`. Raises `ValueError` for
     a `tool_choice` naming no tool, or an `output_schema` for a model without native output.
     """
@@ -249,12 +251,14 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
     elif any(isinstance(m, ToolResultMessage) or (isinstance(m, AssistantMessage) and m.tool_calls)
              for m in context.messages):
         body["tools"] = []
-    choice = tool_choice(options, context.tools)
+    choice = tool_choice(options, context.tools,
+                         takes_required=compat.supports_required_tool_choice)
     if choice is not None:
         body["tool_choice"] = (choice.mode if choice.name is None else
                                {"type": "function", "function": {"name": choice.name}})
     if options.output_schema is not None:
-        body["response_format"] = _response_format(model, compat, options.output_schema)
+        body["response_format"] = _response_format(model, compat, options.output_schema,
+                                                   bool(context.tools))
     level = options.reasoning if options.reasoning is not ThinkingLevel.OFF else None
     _reasoning(body, model, compat, level)
     if "api.openai.com" in model.base_url and options.session_id and (

@@ -192,7 +192,7 @@ def build_body(model: Model, context: Context, options: StreamOptions) -> dict[s
         body["tool_choice"] = (choice.mode if choice.name is None else
                                {"type": "function", "name": choice.name})
     if options.output_schema is not None:
-        check_native_output(model)
+        check_native_output(model, with_tools=bool(context.tools))
         schema, strict = json_schema_format(options.output_schema)
         body["text"] = {**body.get("text", {}), "format": {
             "type": "json_schema", "name": OUTPUT_NAME, "schema": schema, "strict": strict}}

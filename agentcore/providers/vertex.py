@@ -25,7 +25,7 @@ import attrs
 from .._core import AssistantMessageEventStream, Context, Model, StreamOptions
 from .._http import HttpError
 from ._clouds import gcp
-from ._wire import WireApi, stream_http_reply
+from ._wire import WireApi, message_text, stream_http_reply
 from .google import build_body, handle
 
 __all__ = ["GLOBAL_HOST", "endpoint_host", "stream_vertex", "url_for"]
@@ -101,10 +101,14 @@ class _Call:
         return self._access().headers()
 
     def http_error_text(self, error: HttpError) -> str:
-        """`<status> <STATUS>: <message>`, with what to check for a 401 or a 403."""
+        """`<status> <STATUS>: <message>`, with what to check for a 401 or a 403.
+
+        An empty message gives the error object's JSON instead (`_reply.message_text`).
+        """
         detail = _error_detail(error.body)
         if detail is not None and isinstance(detail.get("message"), str):
-            text = f"{error.status} {detail.get('status') or 'error'}: {detail['message']}"
+            said = message_text(detail["message"], detail)
+            text = f"{error.status} {detail.get('status') or 'error'}: {said}"
         else:
             text = f"{error.status} {error.body}" if error.body else str(error)
         hint = _HINTS.get((error.status or 0, self._access().express))

@@ -722,6 +722,14 @@ def test_anthropic_http_error_is_a_lone_error_event(sse_server, status) -> None:
     assert len(sse_server.requests) == 1
 
 
+def test_anthropic_error_with_an_empty_message_says_what_it_holds(sse_server) -> None:
+    body = '{"type":"error","error":{"type":"api_error","message":""}}'
+    sse_server.status(500, body)
+    _, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]),
+                       options(max_retries=0))
+    assert final.error_message == f"500 {body}"  # the whole body, as the SDK words it
+
+
 def test_anthropic_context_overflow_message_keeps_the_provider_text(sse_server) -> None:
     sse_server.status(400, fixture("http_400.json"))
     _, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]), options())

@@ -266,6 +266,18 @@ def test_bedrock_http_error_reads_type_and_message(sse_server: SSEServer, status
                                                           f"{status} {kind}: {message}")
 
 
+@pytest.mark.parametrize(("headers", "expected"), [
+    ({"x-amzn-ErrorType": "InternalServerException:http://internal.amazon.com/coral/"},
+     '500 InternalServerException: {"message":""}'),
+    ({}, '500 {"message":""}'),
+])
+def test_bedrock_http_error_with_an_empty_message_says_what_it_holds(
+        sse_server: SSEServer, headers: dict[str, str], expected: str) -> None:
+    sse_server.status(500, '{"message": ""}', headers)
+    result = complete(sse_server, max_retries=0)
+    assert (result.stop_reason, result.error_message) == (StopReason.ERROR, expected)
+
+
 def test_bedrock_http_429_is_retried(sse_server: SSEServer, backoffs: list[int]) -> None:
     sse_server.status(429, '{"message": "Too many requests"}',
                       {"x-amzn-ErrorType": "ThrottlingException"})

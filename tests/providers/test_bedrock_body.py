@@ -8,6 +8,7 @@ OpenAI Chat Completions and back.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -210,8 +211,38 @@ def test_bedrock_body_tool_call_ids_of_other_providers_are_made_valid() -> None:
                              "openai-responses", "openai", "gpt-5", Usage(), "toolUse")
     result = ToolResultMessage("call_1|fc_abc.def", "get_time", [TextContent("noon")])
     sent = body([UserMessage("q"), other, result], tools=[TIME])
-    assert sent["messages"][1]["content"][0]["toolUse"]["toolUseId"] == "call_1_fc_abc_def"
-    assert sent["messages"][2]["content"][0]["toolResult"]["toolUseId"] == "call_1_fc_abc_def"
+    new_id = "call_1_fc_abc_def_1jf3kxxwff6um"  # its safe prefix and a hash of the whole id
+    assert sent["messages"][1]["content"][0]["toolUse"]["toolUseId"] == new_id
+    assert sent["messages"][2]["content"][0]["toolResult"]["toolUseId"] == new_id
+
+
+LONG = "call_" + "x" * 70
+FOREIGN_IDS = [LONG + "A", LONG + "B", "call/1", "call#1", "call_1", "tooluse_" + "y" * 56]
+"""Ids equal in their first 64 characters, ids differing only in a character Bedrock rejects,
+and two valid ids (the longest valid one is 64 characters)."""
+
+
+def test_bedrock_tool_call_ids_stay_distinct_and_paired_on_the_wire(
+        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
+    calls = [ToolCall(call_id, "get_time", {"n": n}) for n, call_id in enumerate(FOREIGN_IDS)]
+    other = AssistantMessage(calls, "openai-responses", "openai", "gpt-5", Usage(), "toolUse")
+    results = [ToolResultMessage(call_id, "get_time", [TextContent(f"noon {n}")])
+               for n, call_id in enumerate(FOREIGN_IDS)]
+    serve(sse_server, reply(text_block(0, "Noon.")))
+    context = Context(None, [UserMessage("Time?"), other, *results, UserMessage("Thanks")], [TIME])
+    message = ac.complete(bedrock_model(sse_server.url), context)
+    assert message.error_message is None
+    asked, answered = sse_server.requests[0].json["messages"][1:3]
+    uses = [block["toolUse"] for block in asked["content"]]
+    answers = [block["toolResult"] for block in answered["content"] if "toolResult" in block]
+    ids = [use["toolUseId"] for use in uses]
+    assert len(set(ids)) == len(FOREIGN_IDS)
+    assert all(re.fullmatch(r"[a-zA-Z0-9_-]{1,64}", i) for i in ids)
+    assert ids[4:] == FOREIGN_IDS[4:]  # valid ids are kept
+    assert [(a["toolUseId"], a["content"]) for a in answers] == [
+        (use["toolUseId"], [{"text": f"noon {use['input']['n']}"}]) for use in uses]
+    again = body(context.messages, tools=[TIME])  # the same ids in every request
+    assert [b["toolUse"]["toolUseId"] for b in again["messages"][1]["content"]] == ids
 
 
 # --- on the wire ---------------------------------------------------------------------------------

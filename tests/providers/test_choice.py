@@ -18,6 +18,7 @@ from agentcore.providers._choice import (
     anthropic_schema,
     check_native_output,
     json_schema_format,
+    native_output_with_tools,
     strict_schema,
     supports_native_output,
     tool_choice,
@@ -209,6 +210,24 @@ def test_choice_native_output_on_anthropic_only_where_compat_says_so() -> None:
     with pytest.raises(ValueError, match="'output_mode' 'native' is not supported by model 'm'"):
         check_native_output(model("anthropic-messages"))
     check_native_output(model("anthropic-messages", {"supports_native_output": True}))
+
+
+@pytest.mark.parametrize("api", sorted(_choice.NATIVE_OUTPUT_APIS | {"anthropic-messages"}))
+def test_choice_native_output_with_tools_by_default_except_on_gemini(api: str) -> None:
+    gemini = api in ("google-generative-ai", "google-vertex")
+    assert native_output_with_tools(model(api)) is not gemini
+    assert native_output_with_tools(model(api, {"native_output_with_tools": True}))
+    assert not native_output_with_tools(model(api, {"native_output_with_tools": False}))
+
+
+@pytest.mark.parametrize("entry", [*ac.get_models("google"), *ac.get_models("google-vertex")],
+                         ids=lambda m: f"{m.provider}/{m.id}")
+def test_choice_catalogue_gemini_3_rows_take_native_output_with_tools(entry: ac.Model) -> None:
+    assert native_output_with_tools(entry) is entry.id.startswith("gemini-3")
+    check_native_output(entry)  # without tools every Gemini takes it
+    if not entry.id.startswith("gemini-3"):
+        with pytest.raises(ValueError, match="not supported together with tools"):
+            check_native_output(entry, with_tools=True)
 
 
 NATIVE_CLAUDES = {"claude-opus-4-5", "claude-opus-4-5-20251101", "claude-sonnet-4-5",

@@ -938,6 +938,13 @@ def test_google_non_json_error_body_is_wrapped(sse_server) -> None:
     lone_error(recorded, StopReason.ERROR, wrapped, "gemini-2.5-flash")
 
 
+def test_google_error_with_an_empty_message_says_what_it_holds(sse_server) -> None:
+    body = '{"error":{"code":500,"message":"","status":"INTERNAL"}}'
+    sse_server.status(500, body)
+    recorded = run(gemini(sse_server.url), options=attrs.evolve(OPTIONS, max_retries=0))
+    lone_error(recorded, StopReason.ERROR, body, "gemini-2.5-flash")  # the whole body
+
+
 def test_google_retries_503_then_streams(sse_server, backoffs) -> None:
     overloaded = OVERLOADED_BODY
     sse_server.status(503, overloaded)

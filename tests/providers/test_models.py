@@ -57,6 +57,9 @@ READ_BY = {
     "supports_native_output": {"openai-completions", "openai-responses", "anthropic-messages",
                                "google-generative-ai", "bedrock-converse-stream",
                                "google-vertex"},
+    "native_output_with_tools": {"openai-completions", "openai-responses", "anthropic-messages",
+                                 "google-generative-ai", "bedrock-converse-stream",
+                                 "google-vertex"},
     "cache_points": {"bedrock-converse-stream"},
     "thinking_fields": {"bedrock-converse-stream"},
     **{key: {"openai-completions"} for key in [
@@ -64,7 +67,7 @@ READ_BY = {
         "reasoning_effort_map", "supports_usage_in_streaming", "max_tokens_field",
         "supports_null_content", "requires_tool_result_name",
         "requires_assistant_after_tool_result", "requires_thinking_as_text", "thinking_format",
-        "supports_strict_mode", "tool_call_id_format"]},
+        "supports_strict_mode", "tool_call_id_format", "supports_required_tool_choice"]},
 }
 """Every `compat` key and the wire APIs that read it."""
 

@@ -2,15 +2,20 @@
 
 The schema goes out in the provider's own form (strict where OpenAI's strict mode allows it,
 fitted to Anthropic's limits), a model without native output ends the reply as an error before
-anything is sent, and the JSON the model writes comes back as the reply's text.
+anything is sent, and the JSON the model writes comes back as the reply's text. Gemini before 3
+takes no JSON format next to function declarations: with tools, the request is refused before
+it is sent, and a run asking for it raises `ValueError` at the call (API §23).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
+import attrs
 import pytest
+from replies import google_reply
 from sse_server import SSEServer
 from wire_apis import WIRES, WITH_TOOLS, options
 
@@ -59,6 +64,14 @@ def expected_form(api: str, schema: dict[str, Any], sent_schema: dict[str, Any],
     return {"responseMimeType": "application/json", "responseJsonSchema": schema}
 
 
+def with_tools_model(api: str, url: str) -> ac.Model:
+    """A model of `api` at `url` that takes native output next to tools: Gemini 3 on Gemini's
+    API (Gemini 2.x does not, see the end of this file)."""
+    if api == "google-generative-ai":
+        return attrs.evolve(ac.get_model("google", "gemini-3-flash-preview"), base_url=url)
+    return WIRES[api].model(url)
+
+
 def native_part(api: str, body: dict[str, Any]) -> dict[str, Any]:
     if api == "google-generative-ai":
         return {k: v for k, v in body["generationConfig"].items() if k in FIELD[api][1:]}
@@ -83,7 +96,7 @@ def test_native_output_not_strict_when_the_schema_cannot_be(sse_server, api: str
 @pytest.mark.parametrize("api", WIRES)
 def test_native_output_changes_nothing_else_in_the_body(api: str) -> None:
     wire = WIRES[api]
-    model = wire.model("http://127.0.0.1:1")
+    model = with_tools_model(api, "http://127.0.0.1:1")
     plain = wire.build_body(model, WITH_TOOLS, options())
     native = wire.build_body(model, WITH_TOOLS, options(output_schema=PERSON))
     if api == "google-generative-ai":
@@ -104,7 +117,8 @@ def test_native_output_without_a_schema_sends_no_format(sse_server, api: str) ->
 
 @pytest.mark.parametrize("api", WIRES)
 def test_native_output_goes_with_a_tool_choice(sse_server, api: str) -> None:
-    body, _ = sent(sse_server, api, context=WITH_TOOLS, output_schema=PERSON, tool_choice="auto")
+    body, _ = sent(sse_server, api, with_tools_model(api, sse_server.url), WITH_TOOLS,
+                   output_schema=PERSON, tool_choice="auto")
     assert native_part(api, body) == expected_form(api, PERSON, CLOSED_PERSON, True)
     assert ("toolConfig" if api == "google-generative-ai" else "tool_choice") in body
 
@@ -189,3 +203,126 @@ def test_native_output_anthropic_keeps_extended_thinking(sse_server) -> None:
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": CLOSED_PERSON}}
     assert "structured-outputs" not in (sse_server.requests[0].header("anthropic-beta") or "")
     assert message.text == REPLY
+
+
+# --- Gemini before 3: no JSON response format next to function declarations (API §23) --------
+
+
+def catalogue(provider: str, model_id: str, url: str) -> ac.Model:
+    """The catalogue's model (its `compat` is the data under test), served at `url`."""
+    return attrs.evolve(ac.get_model(provider, model_id), base_url=url)
+
+
+def refusal(model: ac.Model) -> str:
+    return (f"'output_mode' 'native' is not supported together with tools by model "
+            f"{model.id!r} ({model.api}), which takes no JSON response format with function "
+            "declarations (Gemini before Gemini 3): use output_mode='tool', or set "
+            "compat={'native_output_with_tools': True} if it does")
+
+
+GEMINI_2 = ["gemini-2.0-flash", "gemini-2.5-flash", "gemini-2.5-pro"]
+GEMINI_3 = ["gemini-3-flash-preview", "gemini-3-pro-preview"]
+
+
+@pytest.mark.parametrize("model_id", GEMINI_2)
+def test_native_output_gemini_2_with_tools_ends_the_reply_before_sending(
+        sse_server, model_id: str) -> None:
+    model = catalogue("google", model_id, sse_server.url)
+    message = ac.complete(model, WITH_TOOLS, options(output_schema=PERSON))
+    assert (message.stop_reason, message.error_message) == ("error", refusal(model))
+    assert sse_server.requests == []
+
+
+@pytest.mark.parametrize("model_id", GEMINI_2)
+def test_native_output_gemini_2_without_tools_is_sent(sse_server, model_id: str) -> None:
+    body, message = sent(sse_server, "google-generative-ai",
+                         catalogue("google", model_id, sse_server.url), output_schema=PERSON)
+    assert native_part("google-generative-ai", body) == {
+        "responseMimeType": "application/json", "responseJsonSchema": PERSON}
+    assert "tools" not in body
+    assert message.text == REPLY
+
+
+@pytest.mark.parametrize("model_id", GEMINI_3)
+def test_native_output_gemini_3_with_tools_is_sent(sse_server, model_id: str) -> None:
+    body, message = sent(sse_server, "google-generative-ai",
+                         catalogue("google", model_id, sse_server.url), WITH_TOOLS,
+                         output_schema=PERSON)
+    assert native_part("google-generative-ai", body) == {
+        "responseMimeType": "application/json", "responseJsonSchema": PERSON}
+    assert [d["name"] for d in body["tools"][0]["functionDeclarations"]] == [
+        "get_weather", "get_time"]
+    assert message.text == REPLY
+
+
+@pytest.mark.parametrize(("model_id", "refused"), [
+    *((m, True) for m in GEMINI_2), *((m, False) for m in GEMINI_3)])
+def test_native_output_with_tools_on_vertex_follows_the_same_rows(model_id: str,
+                                                                  refused: bool) -> None:
+    model = catalogue("google-vertex", model_id, "http://127.0.0.1:1")
+    build = WIRES["google-generative-ai"].build_body  # Vertex sends Gemini's body
+    if refused:
+        with pytest.raises(ValueError, match=re.escape(refusal(model))):
+            build(model, WITH_TOOLS, options(output_schema=PERSON))
+    else:
+        body = build(model, WITH_TOOLS, options(output_schema=PERSON))
+        assert body["generationConfig"]["responseJsonSchema"] == PERSON
+    assert "generationConfig" in build(model, CONTEXT, options(output_schema=PERSON))
+
+
+@pytest.mark.parametrize(("api", "compat", "refused"), [
+    ("google-generative-ai", {"native_output_with_tools": True}, False),
+    ("google-generative-ai", {}, True),  # a Gemini of one's own: Gemini's API default
+    ("openai-completions", {"nativeOutputWithTools": False}, True),
+    ("openai-completions", {}, False),
+])
+def test_native_output_with_tools_follows_compat_on_every_api(
+        sse_server, api: str, compat: dict[str, Any], refused: bool) -> None:
+    model = attrs.evolve(WIRES[api].model(sse_server.url), compat=compat or None)
+    sse_server.sse(WIRES[api].reply(REPLY))
+    message = ac.complete(model, WITH_TOOLS, options(output_schema=PERSON))
+    if refused:
+        assert (message.stop_reason, message.error_message) == ("error", refusal(model))
+        assert sse_server.requests == []
+    else:
+        assert message.text == REPLY
+
+
+@attrs.frozen
+class Person:
+    name: str
+    born: int
+
+
+def tool_time(tool_call_id: str, args: Any, signal: Any, on_update: Any) -> ac.AgentToolResult:
+    return ac.AgentToolResult([ac.TextContent("noon")])
+
+
+TIME_TOOL = ac.AgentTool("get_time", "The time in a city.", WITH_TOOLS.tools[1].parameters,
+                         tool_time)
+
+
+def test_native_output_run_with_tools_on_gemini_2_raises_at_the_call(sse_server) -> None:
+    model = catalogue("google", "gemini-2.5-flash", sse_server.url)
+    with ac.Agent(model, tools=[TIME_TOOL], api_key="sk-test") as agent:
+        with pytest.raises(ValueError, match=re.escape(refusal(model))):
+            agent.prompt("Who?", output_type=Person, output_mode="native")
+        assert agent.messages == []
+    with ac.Agent(model, tools=[TIME_TOOL], api_key="sk-test") as agent:  # the tool mode works
+        sse_server.sse(google_reply(calls=[("final_result", {"name": "Ada", "born": 1815})]))
+        assert agent.prompt("Who?", output_type=Person).output == Person("Ada", 1815)
+    assert "responseJsonSchema" not in sse_server.requests[0].json["generationConfig"]
+
+
+@pytest.mark.parametrize(("model_id", "tools"), [("gemini-2.5-flash", []),
+                                                 ("gemini-3-flash-preview", [TIME_TOOL])])
+def test_native_output_run_on_gemini_where_it_is_taken(sse_server, model_id: str,
+                                                       tools: list[ac.AgentTool]) -> None:
+    sse_server.sse(google_reply(text=REPLY))
+    model = catalogue("google", model_id, sse_server.url)
+    with ac.Agent(model, tools=tools, api_key="sk-test") as agent:
+        run = agent.prompt("Who?", output_type=Person, output_mode="native")
+        assert run.output == Person("Ada Lovelace", 1815)
+    [request] = sse_server.requests
+    assert request.json["generationConfig"]["responseJsonSchema"]["required"] == ["name", "born"]
+    assert len(request.json.get("tools", [{}])[0].get("functionDeclarations", [])) == len(tools)

@@ -1173,6 +1173,20 @@ def test_openai_completions_error_body_shapes(sse_server, body, expected) -> Non
     assert lone_error(run_stream(local_model(sse_server))).error_message == expected
 
 
+@pytest.mark.parametrize(("body", "expected"), [
+    # llama-cpp-python's answer to a request its chat handler cannot serve
+    ('{"error":{"message":"","type":"internal_server_error"}}',
+     '500 {"message":"","type":"internal_server_error"}'),
+    ('{"error":{"message":"  ","code":500}}', '500 {"message":"  ","code":500}'),
+    ('{"message":""}', '500 {"message":""}'),
+])
+def test_openai_completions_error_with_an_empty_message_says_what_it_holds(
+        sse_server, body, expected) -> None:
+    sse_server.status(500, body)
+    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+    assert message.error_message == expected
+
+
 def test_openai_completions_retries_429_with_retry_after_zero(sse_server, backoffs) -> None:
     sse_server.status(429, fixture("http_429.json"), {"Retry-After": "0"})
     sse_server.sse(fixture("text.sse"))

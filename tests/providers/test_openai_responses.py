@@ -746,6 +746,8 @@ def test_responses_http_400_is_a_lone_error_event(sse_server) -> None:
     (400, b'{"error":{"message":{"detail":"nested"},"code":"bad"}}', {}, '400 {"detail":"nested"}'),
     (401, b'{"error":{"message":"Incorrect API key provided: sk-test."}}', {},
      "401 Incorrect API key provided: ***."),
+    (500, b'{"error":{"message":"","type":"internal_server_error"}}', {},
+     '500 {"message":"","type":"internal_server_error"}'),  # an empty message: its object
 ])
 def test_responses_http_error_messages(sse_server, status, body, headers, message) -> None:
     sse_server.status(status, body, headers)

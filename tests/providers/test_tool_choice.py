@@ -11,6 +11,7 @@ import logging
 from typing import Any
 
 import pytest
+from replies import completions_reply
 from sse_server import SSEServer
 from wire_apis import WIRES, WITH_TOOLS, options
 
@@ -162,3 +163,69 @@ def test_tool_choice_forced_without_tools_keeps_anthropic_thinking(sse_server) -
                    reasoning="low", tool_choice="required")
     assert "tool_choice" not in body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
+
+
+# --- "required" only where the server takes it (Chat Completions) ------------------------------
+
+
+def llama_cpp(url: str, **compat: Any) -> ac.Model:
+    """A model on a local OpenAI-compatible server, as llama-cpp-python serves one."""
+    return ac.Model("qwen2.5-7b-instruct", "Qwen 2.5 7B", "openai-completions", "llama-cpp",
+                    url, compat=compat or None)
+
+
+def openai(url: str, **compat: Any) -> ac.Model:
+    return ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai", url,
+                    compat=compat or None)
+
+
+ONE_TOOL = ac.Context("Be brief.", [ac.UserMessage("Weather in Paris?")], [WITH_TOOLS.tools[0]])
+NAMED = {"type": "function", "function": {"name": "get_weather"}}
+
+
+@pytest.mark.parametrize(("make", "compat", "context", "wire"), [
+    (openai, {}, WITH_TOOLS, "required"),
+    (openai, {}, ONE_TOOL, "required"),
+    (llama_cpp, {}, WITH_TOOLS, "auto"),  # not known to take it: the model may call any tool
+    (llama_cpp, {}, ONE_TOOL, NAMED),  # the only tool named: the same demand as "required"
+    (llama_cpp, {"supports_required_tool_choice": True}, WITH_TOOLS, "required"),
+    (openai, {"supportsRequiredToolChoice": False}, ONE_TOOL, NAMED),
+], ids=["openai", "openai-one-tool", "llama-cpp", "llama-cpp-one-tool", "compat-true",
+        "compat-false"])
+def test_tool_choice_required_only_where_the_server_takes_it(
+        sse_server, make: Any, compat: dict[str, Any], context: ac.Context, wire: Any) -> None:
+    body, message = sent(sse_server, "openai-completions", context,
+                         model=make(sse_server.url, **compat), tool_choice="required")
+    assert body["tool_choice"] == wire
+    assert message.text == "Sunny."
+
+
+@pytest.mark.parametrize("base_url", ["https://openrouter.ai/api/v1",
+                                      "https://api.groq.com/openai/v1", "https://api.x.ai/v1",
+                                      "https://api.deepseek.com", "https://api.mistral.ai/v1"])
+def test_tool_choice_required_goes_to_the_catalogue_servers_that_take_it(base_url: str) -> None:
+    model = ac.Model("m", "M", "openai-completions", "custom", base_url)
+    body = WIRES["openai-completions"].build_body(model, WITH_TOOLS,
+                                                  options(tool_choice="required"))
+    assert body["tool_choice"] == "required"
+
+
+@pytest.mark.parametrize(("tools", "wire"), [
+    ([], {"type": "function", "function": {"name": "final_result"}}),
+    ([WITH_TOOLS.tools[0]], "auto"),
+])
+def test_tool_choice_output_type_on_a_llama_cpp_server(sse_server, tools: list[ac.Tool],
+                                                       wire: Any) -> None:
+    """`output_type` answers on a server without "required": `final_result` named when it is
+    the only tool; with others, "auto" and a nudge when the model answers in text."""
+    sse_server.sse(WIRES["openai-completions"].reply("It is sunny."))
+    sse_server.sse(completions_reply(calls=[("call_1", "final_result", {"response": 21})]))
+    agent_tools = [ac.AgentTool(t.name, t.description, t.parameters,
+                                lambda *_: ac.AgentToolResult([ac.TextContent("21C")]))
+                   for t in tools]
+    with ac.Agent(llama_cpp(sse_server.url), tools=agent_tools, api_key="sk-test") as agent:
+        run = agent.prompt("Temperature in Paris?", output_type=int)
+        assert run.output == 21
+    assert [r.json["tool_choice"] for r in sse_server.requests] == [wire, wire]
+    assert [t["function"]["name"] for t in sse_server.requests[0].json["tools"]] == [
+        *(t.name for t in tools), "final_result"]

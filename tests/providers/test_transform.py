@@ -1,5 +1,5 @@
-"""Cross-provider handoff (`transform_messages`, spec §4) and the wire helpers `short_hash` and
-`sanitize` (§3.8, §3.3)."""
+"""Cross-provider handoff (`transform_messages`, spec §4) and the wire helpers `short_hash`,
+`fitted_id` and `sanitize` (§3.8, §3.3)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from agentcore import (
     ToolResultMessage,
     UserMessage,
 )
-from agentcore.providers._text import dumps, sanitize, short_hash
+from agentcore.providers._text import dumps, fitted_id, sanitize, short_hash
 from agentcore.providers._transform import NO_RESULT_TEXT, is_same_model, transform_messages
 
 T = TextContent
@@ -311,6 +311,29 @@ def test_short_hash_properties() -> None:
         assert re.fullmatch(r"[0-9a-z]{2,14}", digest)
     assert short_hash("\U0001F600") == short_hash("\ud83d\ude00")  # a pair is the same units
     assert short_hash("ab") != short_hash("ba")
+
+
+# --- fitted_id ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("call_id", "fitted"), [
+    ("call_1", "call_1"),  # valid: kept
+    ("t" * 64, "t" * 64),
+    ("call/1", "call_1_jrwkvm1h7lo5d"),  # a safe prefix, then a hash of the whole id
+    ("call#1", "call_1_6diepek1rfny"),
+    ("", "_k4n83c7h0j2b"),
+])
+def test_fitted_id_values(call_id: str, fitted: str) -> None:
+    assert fitted_id(call_id) == fitted
+
+
+@given(st.lists(st.text(max_size=90), min_size=2, max_size=8, unique=True),
+       st.integers(20, 64))
+def test_fitted_id_keeps_distinct_ids_distinct_and_valid(ids: list[str], limit: int) -> None:
+    fitted = [fitted_id(i, limit) for i in ids]
+    assert len(set(fitted)) == len(ids)
+    assert all(re.fullmatch(rf"[A-Za-z0-9_-]{{1,{limit}}}", f) for f in fitted)
+    assert fitted == [fitted_id(i, limit) for i in ids]  # the same every time
 
 
 # --- sanitize -------------------------------------------------------------------------------------

@@ -391,6 +391,16 @@ def test_vertex_adc_403_says_which_role_is_needed(sse_server: SSEServer, adc: Ad
         "and the project the Vertex AI API enabled)")
 
 
+def test_vertex_error_with_an_empty_message_says_what_it_holds(sse_server: SSEServer,
+                                                              adc: Adc) -> None:
+    adc.grant("ya29.t")
+    sse_server.status(500, json.dumps({"error": {"code": 500, "status": "INTERNAL",
+                                                 "message": ""}}))
+    reply = ac.complete(vertex(sse_server.url), CONTEXT, attrs.evolve(OPTIONS, max_retries=0))
+    assert reply.error_message == (
+        '500 INTERNAL: {"code":500,"status":"INTERNAL","message":""}')
+
+
 def test_vertex_access_repr_has_no_credential() -> None:
     found = _gcp.Access("ya29.secret-0123456789", "p", "global", "quota-p")
     assert "secret" not in repr(found)

@@ -24,6 +24,7 @@ from ._api import (
     client_for,
     default_max_tokens,
     http_status_text,
+    message_text,
     stream_http_reply,
 )
 from ._builder import ReplyBuilder
@@ -41,7 +42,15 @@ from ._delta_reader import DeltaReader
 from ._eventstream import EventMessage, EventStreamDecoder, decode_eventstream
 from ._framing import FramingError
 from ._sse import ServerSentEvent, SseItem, UnframedLines
-from ._text import decode_json, dumps, safe_id, sanitize, short_hash, tool_result_text
+from ._text import (
+    decode_json,
+    dumps,
+    fitted_id,
+    safe_id,
+    sanitize,
+    short_hash,
+    tool_result_text,
+)
 from ._transform import NormalizeId, is_same_model, transform_messages
 
 __all__ = [
@@ -70,10 +79,12 @@ __all__ = [
     "decode_json",
     "default_max_tokens",
     "dumps",
+    "fitted_id",
     "frozen",
     "http_status_text",
     "is_same_model",
     "json_schema_format",
+    "message_text",
     "resolve",
     "safe_id",
     "sanitize",

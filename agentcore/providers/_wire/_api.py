@@ -53,6 +53,7 @@ __all__ = [
     "client_for",
     "default_max_tokens",
     "http_status_text",
+    "message_text",
     "post_json",
     "stream_http_reply",
 ]
@@ -208,6 +209,21 @@ def http_status_text(error: HttpError, from_json: Callable[[Any], str | None]) -
         return str(error)
     text = from_json(payload)
     return str(error) if text is None else f"{error.status} {text}"
+
+
+def message_text(message: Any, error: Any) -> str:
+    """An error's text: its `message` when that is a string with something in it, else JSON.
+
+    The JSON, compacted, is that of a `message` of another kind, or of the whole `error` (the
+    object the message came in) when the message is empty, blank or missing, as OpenAI's SDKs
+    word it: llama-cpp-python's 500 `{"error": {"message": "", "type":
+    "internal_server_error"}}` reads `500 {"message":"","type":"internal_server_error"}`, not
+    `500 ` (an empty message says nothing, the object around it does). Every wire API's
+    `http_error_text` reads messages through this.
+    """
+    if isinstance(message, str) and message.strip():
+        return message
+    return dumps(message if message and not isinstance(message, str) else error)
 
 
 def post_json(url: str, body: Any, headers: Mapping[str, str], model: Model,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -19,16 +20,20 @@ from ._compat import resolve
 
 __all__ = [
     "NATIVE_OUTPUT_APIS",
+    "NATIVE_OUTPUT_WITHOUT_TOOLS_APIS",
     "OUTPUT_NAME",
     "Choice",
     "anthropic_schema",
     "check_native_output",
     "check_tool_choice",
     "json_schema_format",
+    "native_output_with_tools",
     "strict_schema",
     "supports_native_output",
     "tool_choice",
 ]
+
+_log = logging.getLogger(__name__)
 
 Mode = Literal["auto", "none", "required", "tool"]
 _MODES = ("auto", "none", "required")
@@ -37,6 +42,11 @@ NATIVE_OUTPUT_APIS = frozenset({"openai-completions", "openai-responses", "googl
                                 "google-vertex"})
 """The wire APIs whose models take a JSON Schema as the reply's format unless `compat` says no
 (`supports_native_output`); on the others a model must say yes in its `compat`."""
+
+NATIVE_OUTPUT_WITHOUT_TOOLS_APIS = frozenset({"google-generative-ai", "google-vertex"})
+"""The wire APIs whose models take that format only in a request without tools unless `compat`
+says otherwise (`native_output_with_tools`): Gemini before Gemini 3 rejects a JSON response
+format together with function declarations. On the other APIs models take both at once."""
 
 OUTPUT_NAME = "final_result"
 """The name a structured-output format is sent under, where the API wants one."""
@@ -63,17 +73,29 @@ def check_tool_choice(choice: str | None, names: Sequence[str]) -> None:
                      f"names no tool of the run (its tools: {known})")
 
 
-def tool_choice(options: StreamOptions, tools: Sequence[Tool] | None) -> Choice | None:
+def tool_choice(options: StreamOptions, tools: Sequence[Tool] | None, *,
+                takes_required: bool = True) -> Choice | None:
     """What the request says about tools: None to say nothing (the provider's default).
 
     A request without tools says nothing either, whatever the choice: there is nothing to call
     or to refuse, and servers reject a tool choice without tools. Raises `ValueError` naming
     `tool_choice` for a name that is no tool of `tools`.
+
+    For a server that does not take `"required"` (`takes_required` false: see `Compat`'s
+    `supports_required_tool_choice`), `"required"` names the request's only tool, which asks
+    the same; with more tools it becomes `"auto"`, and a run whose answer comes through
+    `final_result` relies on its `output_retries` (a reply without the call is answered with a
+    user message asking for it).
     """
     choice = options.tool_choice
     if choice is None or not tools:
         return None
     check_tool_choice(choice, [tool.name for tool in tools])
+    if choice == "required" and not takes_required:
+        if len(tools) == 1:
+            return Choice("tool", tools[0].name)
+        _log.debug("tool_choice 'required' sent as 'auto': the server is not known to take it")
+        return Choice("auto")
     if choice in _MODES:
         return Choice(choice)  # type: ignore[arg-type]
     return Choice("tool", choice)
@@ -89,12 +111,35 @@ def supports_native_output(model: Model) -> bool:
     return model.api in NATIVE_OUTPUT_APIS if said is None else said
 
 
-def check_native_output(model: Model) -> None:
-    """Raise `ValueError` when `model` cannot be asked for native structured output."""
+def native_output_with_tools(model: Model) -> bool:
+    """Whether `model` takes its reply's format (native output) in a request with tools too.
+
+    `Model.compat`'s `native_output_with_tools` decides; without it, the models of
+    `NATIVE_OUTPUT_WITHOUT_TOOLS_APIS` do not (the catalogue's Gemini 3 rows say they do) and
+    the others do.
+    """
+    said = resolve(model).native_output_with_tools
+    return model.api not in NATIVE_OUTPUT_WITHOUT_TOOLS_APIS if said is None else said
+
+
+def check_native_output(model: Model, *, with_tools: bool = False) -> None:
+    """Raise `ValueError` when `model` cannot be asked for native structured output.
+
+    `with_tools`: the request declares tools, which some models do not take together with a
+    reply's format (`native_output_with_tools`). Such a request is refused rather than sent
+    (the server would answer with a 400), and not turned into tool mode behind the caller's
+    back: `output_mode="native"` is always the caller's own choice.
+    """
     if not supports_native_output(model):
         raise ValueError(
             f"'output_mode' 'native' is not supported by model {model.id!r} ({model.api}): use "
             "output_mode='tool', or set compat={'supports_native_output': True} if it is")
+    if with_tools and not native_output_with_tools(model):
+        raise ValueError(
+            f"'output_mode' 'native' is not supported together with tools by model "
+            f"{model.id!r} ({model.api}), which takes no JSON response format with function "
+            "declarations (Gemini before Gemini 3): use output_mode='tool', or set "
+            "compat={'native_output_with_tools': True} if it does")
 
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:

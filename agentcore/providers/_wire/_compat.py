@@ -38,7 +38,16 @@ _Check = tuple[Callable[[Any], bool], str]
 
 @attrs.frozen(kw_only=True)
 class Compat:
-    """One model's capabilities and its server's quirks; see README's "Model.compat" table."""
+    """One model's capabilities and its server's quirks; see README's "Model.compat" table.
+
+    `supports_required_tool_choice` false (an OpenAI-compatible server not known to take
+    `tool_choice: "required"`, such as llama-cpp-python, whose chatml handler answers it with
+    an empty reply) names the request's only tool instead, the same demand, and with more tools
+    sends `"auto"`: a run answering through `final_result` then relies on its output retries.
+    `native_output_with_tools` false (Gemini before 3, the default on Gemini's APIs) refuses
+    native output in a request with tools, with a `ValueError` saying to use
+    `output_mode="tool"` (`_choice.check_native_output`).
+    """
 
     # Model capabilities, each read by the wire API named in its comment.
     adaptive_thinking: bool = False  # anthropic-messages
@@ -50,6 +59,7 @@ class Compat:
     images_in_function_responses: bool = False  # google-generative-ai, google-vertex
     function_call_ids: bool = False  # google-generative-ai, google-vertex
     supports_native_output: bool | None = None  # every API; None: the API's default (_choice)
+    native_output_with_tools: bool | None = None  # every API; as supports_native_output
     cache_points: bool = False  # bedrock-converse-stream
     thinking_fields: ThinkingFields | None = None  # bedrock-converse-stream
     # OpenAI-compatible servers (openai-completions); `_openai` detects them from the server.
@@ -66,6 +76,8 @@ class Compat:
     thinking_format: ThinkingFormat = "openai"
     supports_strict_mode: bool = True
     tool_call_id_format: Literal["mistral"] | None = None
+    # False: "required" names the only tool, else goes as "auto" (`_choice.tool_choice`).
+    supports_required_tool_choice: bool = True
 
 
 def _word(value: Any) -> bool:
@@ -92,6 +104,8 @@ _NOT_BOOL: dict[str, _Check] = {
     "max_tokens_field": _choice("max_completion_tokens", "max_tokens"),
     "supports_native_output": (lambda value: value is None or type(value) is bool,
                                "None or a bool"),
+    "native_output_with_tools": (lambda value: value is None or type(value) is bool,
+                                 "None or a bool"),
     "thinking_format": _choice(*get_args(ThinkingFormat)),
     "tool_call_id_format": _choice("mistral", None),
     "thinking_fields": _choice(*get_args(ThinkingFields), None),
@@ -140,7 +154,7 @@ def check_compat(compat: Mapping[str, Any] | None, owner: str) -> dict[str, Any]
 def resolve(model: Model, detected: Mapping[str, Any] | None = None) -> Compat:
     """The defaults, then `detected` (what the server is known to need), then `model.compat`.
 
-    Every request resolves its model's `Compat` (a class of 25 fields, the keys checked): the
+    Every request resolves its model's `Compat` (a class of 27 fields, the keys checked): the
     result is kept for the same `detected` and `compat` (see `cached`).
     """
     return cached(("resolve", frozen(detected), frozen(model.compat)),

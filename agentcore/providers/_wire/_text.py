@@ -14,6 +14,7 @@ __all__ = [
     "IMAGE_NOTE",
     "decode_json",
     "dumps",
+    "fitted_id",
     "safe_id",
     "sanitize",
     "short_hash",
@@ -24,6 +25,7 @@ IMAGE_NOTE = "(see attached image)"
 """The text of a tool result that holds images only: no provider accepts an empty result."""
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 
@@ -44,6 +46,21 @@ def safe_id(text: str) -> str:
     Tool-call ids from another provider may hold characters the target rejects (`|`, `.`).
     """
     return _UNSAFE_ID.sub("_", text)
+
+
+def fitted_id(call_id: str, limit: int = 64) -> str:
+    """`call_id` as at most `limit` ASCII letters, digits, `_` and `-`; distinct ids stay distinct.
+
+    An id that fits already is kept. Any other becomes its `safe_id`, cut short, then `_` and
+    `short_hash` of the whole id: cutting or replacing alone would give one id to two calls
+    that differ only past the limit or in a replaced character (`call/1`, `call#1`), and their
+    results would then answer the wrong call. A call and its result carry the same id, so
+    they get the same new one, the same in every request.
+    """
+    if len(call_id) <= limit and _SAFE_ID.fullmatch(call_id):
+        return call_id
+    digest = short_hash(call_id)
+    return f"{safe_id(call_id)[:limit - len(digest) - 1]}_{digest}"
 
 
 def tool_result_text(result: ToolResultMessage, *, note_images: bool = True) -> str:
