@@ -1,4 +1,4 @@
-"""What the two OpenAI APIs share: server quirks, model abilities and error text.
+"""What the two OpenAI APIs share: server quirks, model abilities, error text, Azure's wire.
 
 How OpenAI-compatible servers differ is detected here from the provider and the base URL, once
 per server, and `Model.compat` overrides any of it (see `_compat`): `{"supports_developer_role":
@@ -25,12 +25,25 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from .._core import AssistantMessage, Message, Model
+import attrs
+
+from .._core import AssistantMessage, Message, Model, StreamOptions
 from .._http import HttpError
-from ._clouds import filter_text, is_azure, is_azure_host
-from ._wire import Compat, NormalizeId, cached, frozen, http_status_text, message_text, resolve
+from ._clouds import azure_base_url, azure_headers, filter_text, is_azure, is_azure_host
+from ._wire import (
+    Compat,
+    NormalizeId,
+    WireApi,
+    api_key_for,
+    cached,
+    frozen,
+    http_status_text,
+    message_text,
+    resolve,
+)
 
 __all__ = [
+    "azure_wire",
     "error_text",
     "http_error_text",
     "is_openai",
@@ -206,3 +219,19 @@ def mistral_ids(messages: Sequence[Message]) -> NormalizeId:
         return new_id
 
     return normalize
+
+
+def _azure_credential(model: Model, options: StreamOptions) -> str:
+    """The key or token, then the endpoint checked: both missing pieces raise before a request."""
+    credential = api_key_for(model, options)
+    azure_base_url(model)
+    return credential
+
+
+def azure_wire(wire: WireApi, path: str) -> WireApi:
+    """`wire` (an OpenAI API) sent to Azure: the v1 URL plus `path`, Azure's credential header."""
+
+    def url(model: Model) -> str:
+        return azure_base_url(model) + path
+
+    return attrs.evolve(wire, url=url, headers=azure_headers, api_key=_azure_credential)

@@ -28,8 +28,15 @@ from .._core import (
     Usage,
     UserMessage,
 )
-from ._clouds import AZURE_PROVIDER, azure_wire, filter_text, is_azure
-from ._openai import error_text, http_error_text, loads_or_none, mistral_ids, resolve_compat
+from ._clouds import AZURE_PROVIDER, filter_text, is_azure
+from ._openai import (
+    azure_wire,
+    error_text,
+    http_error_text,
+    loads_or_none,
+    mistral_ids,
+    resolve_compat,
+)
 from ._wire import (
     OUTPUT_NAME,
     Compat,

@@ -31,8 +31,8 @@ from .._core import (
     Usage,
     UserMessage,
 )
-from ._clouds import AZURE_PROVIDER, azure_wire, filter_text, is_azure
-from ._openai import error_text, http_error_text
+from ._clouds import AZURE_PROVIDER, filter_text, is_azure
+from ._openai import azure_wire, error_text, http_error_text
 from ._wire import (
     OUTPUT_NAME,
     ProviderError,

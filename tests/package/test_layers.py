@@ -32,20 +32,21 @@ from paths import PACKAGE_DIR
 LAYERS = {
     "agentcore._core": 0,
     "agentcore._function_tools": 1,
-    "agentcore.providers": 1,
-    "agentcore._loop": 2,
-    "agentcore._agent": 3,
-    "agentcore.batch": 4,
-    "agentcore.compaction": 4,
-    "agentcore.mcp": 4,
-    "agentcore.notebook": 4,
-    "agentcore.otel": 4,
-    "agentcore.sessions": 4,
-    "agentcore.testing": 4,
-    "agentcore.web": 4,
-    "agentcore._cli": 5,
-    "agentcore": 6,
-    "agentcore.__main__": 6,
+    "agentcore._http": 1,
+    "agentcore.providers": 2,
+    "agentcore._loop": 3,
+    "agentcore._agent": 4,
+    "agentcore.batch": 5,
+    "agentcore.compaction": 5,
+    "agentcore.mcp": 5,
+    "agentcore.notebook": 5,
+    "agentcore.otel": 5,
+    "agentcore.sessions": 5,
+    "agentcore.testing": 5,
+    "agentcore.web": 5,
+    "agentcore._cli": 6,
+    "agentcore": 7,
+    "agentcore.__main__": 7,
 }
 """Each package (or public top-level module) and its layer: a lower layer never imports a higher
 one, and two packages of the same layer never import each other."""
@@ -78,14 +79,18 @@ PUBLIC_MODULES = {
 """Modules anyone may import by path (their names are public API)."""
 
 FOREIGN_PRIVATES = {
-    ("agentcore/providers/_transport.py", "_connection"):
+    ("agentcore/_http/_urllib3.py", "_connection"):
         "urllib3 keeps a streamed response's connection in `HTTPResponse._connection`; an abort "
         "shuts that socket down to wake the reading thread, which no public API can do",
-    ("agentcore/providers/_transport.py", "_fp"):
-        "the same shutdown's fallback when urllib3 has let go of the connection: the "
-        "`http.client.HTTPResponse` that urllib3 reads from (`HTTPResponse._fp`)",
-    ("agentcore/providers/_transport.py", "_sock"):
-        "the fallback's last step: the socket under that response's `socket.SocketIO`",
+    ("agentcore/_http/_urllib3.py", "_fp"):
+        "the `http.client.HTTPResponse` under urllib3's (`HTTPResponse._fp`): the bulk body "
+        "reader reads past its buffer, and the abort's fallback finds the socket through it",
+    ("agentcore/_http/_urllib3.py", "_sock"):
+        "the socket under that response's `socket.SocketIO`: the bulk reader receives from it "
+        "directly, and an abort shuts it down",
+    ("agentcore/_http/_urllib3.py", "_new_conn"):
+        "urllib3 offers no hook between creating a connection's socket and connecting it: the "
+        "override hands the socket to the request's watch first, so an abort cuts a connect",
     ("agentcore/batch/_run.py", "_client"):
         "distributed's `ClientExecutor` keeps its `Client` there and offers no public way to "
         "it; `run_batch` asks it how many threads the cluster has, to size the groups of runs",
@@ -697,7 +702,7 @@ def test_layers_checker_reports_an_upward_import(tmp_path: Path) -> None:
     })
     assert layer_violations(tree) == [
         "agentcore/_core/_render.py:4: layers: agentcore._core._render (layer 0) imports "
-        "agentcore._loop (layer 2), a higher layer",
+        "agentcore._loop (layer 3), a higher layer",
     ]
 
 

@@ -29,16 +29,12 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-import attrs
-
-from ..._core import MissingApiKeyError, Model, StreamOptions
-from .._wire import WireApi, api_key_for
+from ..._core import MissingApiKeyError, Model
 
 __all__ = [
     "AZURE_PROVIDER",
     "azure_base_url",
     "azure_headers",
-    "azure_wire",
     "filter_results",
     "filter_text",
     "is_azure",
@@ -130,22 +126,6 @@ def azure_base_url(model: Model) -> str:
         f"no endpoint for provider {model.provider!r} (model {model.id!r}): set {ENDPOINT_VAR} "
         f"(https://<resource>.openai.azure.com) or {RESOURCE_VAR}, or give the model a base_url"
     )
-
-
-def _credential(model: Model, options: StreamOptions) -> str:
-    """The key or token, then the endpoint checked: both missing pieces raise before a request."""
-    credential = api_key_for(model, options)
-    azure_base_url(model)
-    return credential
-
-
-def azure_wire(wire: WireApi, path: str) -> WireApi:
-    """`wire` (an OpenAI API) sent to Azure: the v1 URL plus `path`, Azure's credential header."""
-
-    def url(model: Model) -> str:
-        return azure_base_url(model) + path
-
-    return attrs.evolve(wire, url=url, headers=azure_headers, api_key=_credential)
 
 
 def _category(name: str, result: Any) -> str | None:

@@ -39,7 +39,7 @@ from ..._http import (
     default_client,
     redact,
 )
-from ..models import is_placeholder_key, require_api_key
+from .._keys import is_placeholder_key, require_api_key
 from ._builder import ReplyBuilder
 from ._framing import Decode
 from ._reading import TransportBug, finish_body, iter_events
