@@ -43,6 +43,7 @@ from ._transport import (
     Response,
     Timeouts,
     Transport,
+    TransportBug,
     TransportError,
 )
 from ._urllib3 import DEFAULT_POOL_SIZE, Urllib3Transport
@@ -66,6 +67,7 @@ __all__ = [
     "StreamedError",
     "Timeouts",
     "Transport",
+    "TransportBug",
     "TransportError",
     "Urllib3Transport",
     "clear_pauses",

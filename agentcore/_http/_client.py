@@ -42,6 +42,7 @@ from ._transport import (
     Response,
     Timeouts,
     Transport,
+    TransportBug,
     TransportError,
 )
 
@@ -181,8 +182,8 @@ class HttpClient:
         `max_retry_delay_ms` is not waited for: the request fails at once with the refusal it
         would have got from that answer itself. Each attempt is signed anew (`request.sign`),
         and credentials the signer adds are redacted from error text too. Raises
-        `RequestAborted` or `HttpError`; anything else the transport raises is a bug, raised
-        as it is.
+        `RequestAborted` or `HttpError`; anything else the transport raises is a bug, raised as
+        a `TransportBug` naming it.
         """
         signal = request.signal
         transport = self._transport
@@ -219,6 +220,12 @@ class HttpClient:
                 if exc.timed_out and not exc.connecting:
                     raise HttpError("Request timed out.") from None
                 raise HttpError(_unreachable(request.url, secrets, exc, timeouts[0])) from None
+            except RequestAborted:
+                raise
+            except Exception as exc:
+                if signal is not None and signal.aborted:
+                    raise RequestAborted(ABORTED_TEXT) from None
+                raise TransportBug(f"{type(exc).__name__}: {exc}") from exc
             status = response.status
             headers = dict(response.headers)
             if request.on_response is not None:

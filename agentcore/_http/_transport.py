@@ -10,7 +10,7 @@ which is how an abort wakes a blocked read.
 Failures are typed here so that the policy reads them the same way from every transport:
 `TransportError` when no reply came (the connection failed or timed out), `ReadError` when a
 body broke off, `RequestAborted` once the request's signal aborted. Anything else a transport
-raises is a bug and is reported as one (never as a connection error).
+raises is a bug, carried up as a `TransportBug` naming it (never as a connection error).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "Response",
     "Timeouts",
     "Transport",
+    "TransportBug",
     "TransportError",
 ]
 
@@ -67,6 +68,13 @@ class TransportError(Exception):
         super().__init__(message)
         self.timed_out = timed_out
         self.connecting = connecting
+
+
+class TransportBug(Exception):
+    """A transport failed in a way no connection explains (it raised something else): a bug.
+
+    Its message names the exception, which is its `__cause__`; never retried.
+    """
 
 
 class ReadError(Exception):

@@ -31,6 +31,21 @@ assertion helpers mark such calls). Wait for a run inside the `with` block (`run
 `run.text`): a run still going when the block ends fails with "the scripted model ... was
 closed while a run used it".
 
+`MockTransport(handler)` tests what goes over HTTP without a socket: a real wire API (OpenAI,
+Anthropic, Gemini...) sends its request to `handler(request)`, which answers with `(status,
+headers, body)` — the body as bytes or chunks, say a recorded SSE stream::
+
+    from agentcore.providers import HttpClient
+    from agentcore.testing import MockTransport
+
+    def answer(request):  # request.url, request.headers, request.body (the exact bytes)
+        return 200, {"Content-Type": "text/event-stream"}, Path("reply.sse").read_bytes()
+
+    mock = MockTransport(answer)
+    agent = Agent(model, api_key="sk-test", http_client=HttpClient(mock))
+    agent.prompt("hi").result()
+    assert json.loads(mock.requests[0].body)["messages"][0]["content"] == "hi"
+
 The lower-level faux provider (`register_faux_provider` & co., see `agentcore.providers.faux`)
 is re-exported here. The package has no pytest dependency: assertion helpers raise
 `AssertionError` with a message describing what the model actually saw. A fixture is two lines::
@@ -43,6 +58,7 @@ is re-exported here. The package has no pytest dependency: assertion helpers rai
 
 from __future__ import annotations
 
+from .._http import MockTransport
 from ..providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -59,6 +75,7 @@ from ._scripted import ScriptedModel, scripted_model
 __all__ = [
     "EventRecorder",
     "FauxProvider",
+    "MockTransport",
     "ModelCall",
     "Reply",
     "ScriptedModel",

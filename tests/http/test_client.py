@@ -1,4 +1,4 @@
-"""open_stream / iter_events over real sockets against the local scripted server."""
+"""`HttpClient.open` / `iter_events` over real sockets against the local scripted server."""
 
 from __future__ import annotations
 
@@ -25,16 +25,20 @@ from agentcore import (
     UserMessage,
     complete,
 )
-from agentcore.providers import _http, _transport
-from agentcore.providers._http import (
+from agentcore._http import (
+    HttpClient,
     HttpError,
     HttpRequest,
     RequestAborted,
-    iter_events,
-    open_stream,
+    RequestsTransport,
+    Response,
+    Urllib3Transport,
+    redact,
 )
-from agentcore.providers._retry import RetryRefusal
-from agentcore.providers._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
+from agentcore._http import _client as _http
+from agentcore._http._policy import RetryRefusal
+from agentcore.providers._wire._reading import iter_events
+from agentcore.providers._wire._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
 
 FIXTURES = paths.FIXTURES
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
@@ -44,17 +48,20 @@ KEY = "sk-test"
 BODY = {"model": "gpt-4o-mini", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
 
 
-_SESSION: list[requests.Session] = []
+_CLIENT: list[HttpClient] = []
 
 
 @pytest.fixture(autouse=True)
-def http_session() -> Iterator[requests.Session]:
-    """One agentcore session per test, used by `make_request` and closed afterwards."""
-    session = _transport.new_http_session()
-    _SESSION[:] = [session]
-    yield session
-    _SESSION.clear()
-    session.close()
+def http_client() -> Iterator[HttpClient]:
+    """One client per test, used by `open_stream` and closed afterwards."""
+    with HttpClient(Urllib3Transport(proxies={})) as client:
+        _CLIENT[:] = [client]
+        yield client
+        _CLIENT.clear()
+
+
+def open_stream(request: HttpRequest) -> Response:
+    return _CLIENT[0].open(request)
 
 
 def fixture_id(path: pathlib.Path) -> str:
@@ -67,7 +74,6 @@ def fixture_bytes(name: str) -> bytes:
 
 def make_request(server: SSEServer, **kwargs) -> HttpRequest:
     kwargs.setdefault("secrets", (KEY,))
-    kwargs.setdefault("session", _SESSION[0])
     return HttpRequest(
         url=f"{server.url}/chat/completions",
         body=json.dumps(BODY).encode(),
@@ -272,7 +278,7 @@ def test_http_x_should_retry_overrides_the_status(sse_server, backoffs) -> None:
 
 def test_http_connection_refused_is_retried_then_fails(backoffs) -> None:
     url = f"http://127.0.0.1:{free_port()}/chat/completions"
-    request = HttpRequest(url=url, body=b"{}", headers={}, session=_SESSION[0])
+    request = HttpRequest(url=url, body=b"{}", headers={})
     with pytest.raises(HttpError) as info:
         open_stream(request)
     assert str(info.value) == f"cannot connect to {url} (connection refused)"
@@ -283,7 +289,7 @@ def test_http_connection_refused_is_retried_then_fails(backoffs) -> None:
 def test_http_connection_refused_without_retries(backoffs) -> None:
     port = free_port()
     request = HttpRequest(url=f"http://127.0.0.1:{port}/x", body=b"{}", headers={},
-                          max_retries=0, session=_SESSION[0])
+                          max_retries=0)
     with pytest.raises(HttpError) as info:
         open_stream(request)
     assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/x (connection refused)"
@@ -294,8 +300,7 @@ def test_http_connection_error_names_the_url_without_its_secrets(backoffs) -> No
     port = free_port()
     key = "sk-live-0123456789abcdef"
     request = HttpRequest(url=f"http://me:{key}@127.0.0.1:{port}/v1/x?key={key}&alt=sse",
-                          body=b"{}", headers={}, max_retries=0, secrets=(key,),
-                          session=_SESSION[0])
+                          body=b"{}", headers={}, max_retries=0, secrets=(key,))
     with pytest.raises(HttpError) as info:
         open_stream(request)
     assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/v1/x (connection refused)"
@@ -309,7 +314,7 @@ def test_http_connection_error_names_an_unknown_host(monkeypatch) -> None:
 
     monkeypatch.setattr(socket, "getaddrinfo", unknown)
     request = HttpRequest(url="http://no-such-host.invalid/v1/x", body=b"{}", headers={},
-                          max_retries=0, session=_SESSION[0])
+                          max_retries=0)
     with pytest.raises(HttpError) as info:
         open_stream(request)
     assert str(info.value) == ("cannot connect to http://no-such-host.invalid/v1/x (unknown host "
@@ -321,11 +326,11 @@ def test_http_connect_timeout_says_how_long_it_waited(monkeypatch) -> None:
         raise requests.ConnectTimeout("connect timed out")
 
     session = requests.Session()
-    monkeypatch.setattr(session, "post", slow)
+    monkeypatch.setattr(session, "request", slow)
     request = HttpRequest(url="http://10.0.0.1/v1/x", body=b"{}", headers={}, timeout=3.0,
-                          max_retries=0, session=session)
+                          max_retries=0)
     with pytest.raises(HttpError) as info:
-        open_stream(request)
+        HttpClient(RequestsTransport(session)).open(request)
     assert str(info.value) == "cannot connect to http://10.0.0.1/v1/x (no answer within 3 s)"
 
 
@@ -487,11 +492,11 @@ def test_http_redacts_the_body_in_the_retry_delay_message(sse_server) -> None:
 
 
 def test_http_redact_function() -> None:
-    assert _http.redact("key=sk-abcdef123456 and AIzaSyA1234567890abc", ()) == (
+    assert redact("key=sk-abcdef123456 and AIzaSyA1234567890abc", ()) == (
         "key=sk-*** and AIz***"
     )
-    assert _http.redact("token abc", ("abc",)) == "token abc"  # too short to be a secret
-    assert _http.redact("token abcd", ("abcd",)) == "token ***"
+    assert redact("token abc", ("abc",)) == "token abc"  # too short to be a secret
+    assert redact("token abcd", ("abcd",)) == "token ***"
 
 
 # --- server hints that are no hints ------------------------------------------------------------
@@ -524,7 +529,7 @@ def test_http_a_bad_server_hint_keeps_the_error_text_when_retries_run_out(
 
 
 def test_http_server_delay_parsing() -> None:
-    from agentcore.providers._retry import MAX_HINT_S, server_delay
+    from agentcore._http._policy import MAX_HINT_S, server_delay
 
     assert server_delay({"Retry-After": "2"}) == 2.0
     assert server_delay({"retry-after": " 1.5 "}) == 1.5
@@ -543,7 +548,7 @@ def test_http_server_delay_parsing() -> None:
 
 
 def test_http_backoff_is_capped_by_the_max_retry_delay() -> None:
-    from agentcore.providers._retry import RetryPolicy
+    from agentcore._http._policy import RetryPolicy
 
     assert RetryPolicy(2, 1000).capped(8.0) == 1.0
     assert RetryPolicy(2, 1000).capped(0.4) == 0.4

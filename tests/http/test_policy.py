@@ -1,4 +1,4 @@
-"""Shared rate limits (`agentcore/providers/_ratelimit.py`), over real HTTP with a real provider.
+"""Shared rate limits (`agentcore/_http/_policy.py`), over real HTTP with a real provider.
 
 A 429 naming a delay, seen by one run, pauses the new requests of every run in the process to the
 same origin with the same key; the server's request timestamps show who really waited.
@@ -20,25 +20,24 @@ import requests
 from sse_server import RecordedRequest, SSEServer
 
 import agentcore as ac
-from agentcore.providers import _ratelimit
-from agentcore.providers._http import HttpError, HttpRequest, open_stream
-from agentcore.providers._ratelimit import PauseKey
-from agentcore.providers._retry import RetryPolicy
+from agentcore._http import HttpClient, HttpError, HttpRequest, RequestsTransport
+from agentcore._http import _policy as _ratelimit
+from agentcore._http._policy import PauseKey, RetryPolicy
 
 TEXT = (paths.FIXTURES / "openai_completions/text.sse").read_bytes()
 SLOW_DOWN = '{"error": {"message": "slow down"}}'
 WAIT_S = 5.0  # the timeout on every wait for another thread
 KEY = "sk-shared-limit-0123456789abcdef"
 OTHER_KEY = "sk-another-limit-fedcba9876543210"
-LOGGER = "agentcore.providers._ratelimit"
+LOGGER = "agentcore._http._policy"
 
 
 @pytest.fixture(autouse=True)
 def no_pauses() -> Iterator[None]:
     """Every test starts and ends with no pause in the process-wide registry."""
-    _ratelimit.clear()
+    _ratelimit.clear_pauses()
     yield
-    _ratelimit.clear()
+    _ratelimit.clear_pauses()
 
 
 class LogEvents(logging.Handler):
@@ -183,7 +182,7 @@ def test_rate_limits_log_the_origin_never_the_key(sse_server, caplog) -> None:
     sse_server.sse(TEXT)
     assert ask(sse_server, max_retries=0).error_message == "429 slow down"
     refused = ask(sse_server, max_retry_delay_ms=1000)
-    _ratelimit.clear()
+    _ratelimit.clear_pauses()
     assert ask(sse_server).stop_reason == ac.StopReason.STOP  # a delay of 0 pauses no one
     assert f"rate limited by {sse_server.url}: pausing requests for 1.5 s" in caplog.messages
     digest = hashlib.sha256(KEY.encode()).hexdigest()
@@ -221,9 +220,9 @@ def test_rate_limits_the_refusal_is_the_http_error_of_the_429(sse_server) -> Non
     with requests.Session() as session:
         request = HttpRequest(f"{sse_server.url}/chat/completions", b"{}",
                               {"Authorization": f"Bearer {KEY}"}, max_retry_delay_ms=1000,
-                              secrets=(KEY,), session=session)
+                              secrets=(KEY,))
         with pytest.raises(HttpError) as info:
-            open_stream(request)
+            HttpClient(RequestsTransport(session)).open(request)
     error = info.value
     assert str(error) == "Server requested 5s retry delay (max: 1s)."
     assert (error.status, error.body, error.headers) == (429, "", {})

@@ -520,6 +520,7 @@ def test_ruff_passes_on_package_and_tests() -> None:
 TESTING_ALL = [
     "EventRecorder",
     "FauxProvider",
+    "MockTransport",
     "ModelCall",
     "Reply",
     "ScriptedModel",
@@ -579,6 +580,9 @@ PROVIDERS_ALL_AT_LEAST = {
     "stream",
     "unregister_provider",
 }
+
+PROVIDERS_HTTP = {"HttpClient", "RequestsTransport", "Transport", "Urllib3Transport"}
+"""The HTTP layer's public names, exported from `agentcore.providers` (API §23)."""
 
 WIRE_MODULES = [
     "agentcore.providers.anthropic",
@@ -641,6 +645,16 @@ def test_providers_package_reexports_the_registry_and_catalogue() -> None:
     assert exported >= PROVIDERS_ALL_AT_LEAST, sorted(PROVIDERS_ALL_AT_LEAST - exported)
     for name in sorted(PROVIDERS_ALL_AT_LEAST):
         assert getattr(providers, name) is getattr(agentcore, name), name
+
+
+def test_providers_package_exports_the_http_layer() -> None:
+    import agentcore.providers as providers
+    import agentcore.testing as testing
+
+    assert set(providers.__all__) >= PROVIDERS_HTTP
+    for name in sorted(PROVIDERS_HTTP):
+        assert getattr(providers, name).__module__.startswith("agentcore._http."), name
+    assert testing.MockTransport.__module__ == "agentcore._http._mock"
 
 
 @pytest.mark.slow

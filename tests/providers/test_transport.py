@@ -1,30 +1,31 @@
-"""The transport seam: a wire API with its own decoder and signer, and a transport per session.
+"""The wire seam and the client a request goes through: a wire API with its own decoder and
+signer, `http_client` and `http_session`, and `MockTransport`.
 
 Over real HTTP against the local scripted server: a test-only wire API whose replies come in a
 binary framing (a 4-byte big-endian length, then that many bytes of JSON), as AWS event streams
-do, and a signer that hashes the exact body bytes, as SigV4 does. Last, a test double transport
-(like httpx's `MockTransport`) drives the request policy without sockets.
+do, and a signer that hashes the exact body bytes, as SigV4 does. Last, `MockTransport` (like
+httpx's) drives the request policy without sockets, and a transport that raises.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import logging
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import paths
 import pytest
-import requests
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore.providers import _http, _transport, new_http_session
-from agentcore.providers._builder import ReplyBuilder
-from agentcore.providers._framing import FramingError
-from agentcore.providers._reply import WireApi, http_status_text, stream_http_reply
-from agentcore.providers._transport import Outgoing
+from agentcore._http import Outgoing, redact
+from agentcore.providers import HttpClient, Urllib3Transport, new_http_session
+from agentcore.providers._wire._api import WireApi, http_status_text, stream_http_reply
+from agentcore.providers._wire._builder import ReplyBuilder
+from agentcore.providers._wire._framing import FramingError
+from agentcore.testing import MockTransport
 
 KEY = "sk-test-transport"
 CONTEXT = ac.Context(None, [ac.UserMessage("hi")])
@@ -104,19 +105,17 @@ def reply_of(server: SSEServer, api: WireApi, **options: Any) -> ac.AssistantMes
 
 
 @pytest.mark.parametrize("chunking", ["whole", "bytewise", "random"])
-@pytest.mark.parametrize("own_session", [False, True], ids=["per-call", "new_http_session"])
+@pytest.mark.parametrize("through", ["shared", "http_client", "http_session"])
 def test_transport_a_wire_api_with_a_binary_framing_streams_its_reply(
-    sse_server: SSEServer, chunking: str, own_session: bool
+    sse_server: SSEServer, chunking: str, through: str
 ) -> None:
     sse_server.sse(BODY, chunking=chunking, seed=5)
-    session = new_http_session() if own_session else None
-    try:
+    with HttpClient(Urllib3Transport(proxies={})) as client, new_http_session() as session:
+        chosen: dict[str, Any] = {"http_client": {"http_client": client},
+                                  "http_session": {"http_session": session}}.get(through, {})
         stream = stream_http_reply(wire(), model_for(sse_server), CONTEXT, ac.StreamOptions(
-            api_key=KEY, http_session=session, signal=ac.AbortController().signal))
+            api_key=KEY, signal=ac.AbortController().signal, **chosen))
         events = list(stream)
-    finally:
-        if session is not None:
-            session.close()
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_delta",
                                         "text_delta", "text_end", "done"]
     reply = stream.result()
@@ -210,134 +209,149 @@ def test_transport_a_failing_signer_ends_the_reply(sse_server: SSEServer) -> Non
     assert sse_server.requests == []
 
 
-# --- one transport per session -------------------------------------------------------------------
+# --- MockTransport: the policy without sockets ---------------------------------------------------
 
 
-@pytest.fixture
-def choices(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The transports chosen for sessions, in order (each choice counted)."""
-    chosen: list[Any] = []
-    choose = _transport._choose
+def replies(*answers: Any) -> Callable[[Outgoing], Any]:
+    """A handler giving each attempt the next answer: (status, headers, body) or an exception."""
+    queue = list(answers)
 
-    def counting(session: requests.Session) -> Any:
-        chosen.append(choose(session))
-        return chosen[-1]
-
-    monkeypatch.setattr(_transport, "_choose", counting)
-    return chosen
-
-
-class CountingAdapter(requests.adapters.HTTPAdapter):
-    """A plain adapter that counts what it sends."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.sent = 0
-
-    def send(self, request: Any, **kwargs: Any) -> Any:
-        self.sent += 1
-        return super().send(request, **kwargs)
-
-
-def complete_with(server: SSEServer, session: requests.Session) -> ac.AssistantMessage:
-    return stream_http_reply(wire(), model_for(server), CONTEXT, ac.StreamOptions(
-        api_key=KEY, http_session=session, signal=ac.AbortController().signal)).result()
-
-
-def test_transport_is_chosen_once_per_session(sse_server: SSEServer, choices: list[Any]) -> None:
-    for _ in range(6):
-        sse_server.sse(BODY)
-    with new_http_session() as ours, requests.Session() as theirs:
-        for session in (ours, theirs, ours, theirs):
-            assert complete_with(sse_server, session).stop_reason == ac.StopReason.STOP
-        assert choices == [_transport.THREADED]  # ours was recorded when it was made
-        assert _transport.transport_of(ours) is _transport.WATCHED
-        assert _transport.transport_of(theirs) is _transport.THREADED
-        # Another adapter on our session: the next request chooses again, and goes through it
-        adapter = CountingAdapter()
-        ours.mount("http://127.0.0.1", adapter)
-        for _ in range(2):
-            assert complete_with(sse_server, ours).stop_reason == ac.StopReason.STOP
-        assert choices == [_transport.THREADED, _transport.THREADED]
-        assert adapter.sent == 2
-    assert len(sse_server.requests) == 6
-
-
-# --- a test double transport ---------------------------------------------------------------------
-
-
-class MockResponse:
-    """A `Response` holding its whole body."""
-
-    def __init__(self, status: int, body: bytes = b"", headers: Mapping[str, str] | None = None,
-                 pieces: int = 1) -> None:
-        self.status = status
-        self.headers = dict(headers or {})
-        step = max(1, -(-len(body) // pieces))
-        self._pieces = [body[i : i + step] for i in range(0, len(body), step)]
-        self.closed = False
-
-    def chunks(self) -> Iterator[bytes]:
-        yield from self._pieces
-
-    def read(self, limit: int) -> bytes:
-        return b"".join(self._pieces)[:limit]
-
-    def set_read_timeout(self, seconds: float) -> None:
-        pass
-
-    def cut(self) -> None:
-        self.close()
-
-    def close(self) -> None:
-        self.closed = True
-
-
-class MockTransport:
-    """Answers each attempt with the next of `replies` (a `MockResponse` or an exception)."""
-
-    def __init__(self, replies: Sequence[MockResponse | Exception]) -> None:
-        self.replies = list(replies)
-        self.requests: list[Outgoing] = []
-        self.lock = threading.Lock()
-
-    def open(self, session: requests.Session, request: Outgoing, timeouts: tuple[float, float],
-             signal: ac.AbortSignal | None) -> MockResponse:
-        with self.lock:
-            self.requests.append(request)
-            reply = self.replies.pop(0)
-        if isinstance(reply, Exception):
+    def answer(request: Outgoing) -> Any:
+        reply = queue.pop(0)
+        if isinstance(reply, BaseException):
             raise reply
         return reply
 
+    return answer
 
-def test_transport_double_drives_the_retry_policy(backoffs: list[int]) -> None:
-    body = (FIXTURES / "openai_completions/http_500_validation.json").read_bytes()
-    ok = MockResponse(200, BODY, pieces=len(BODY))
-    mock = MockTransport([requests.ConnectionError("reset"), MockResponse(429, b"{}", {
-        "Retry-After": "0"}), MockResponse(500, body), ok])
+
+def mock_reply(mock: MockTransport, api: WireApi | None = None,
+               **options: Any) -> ac.AssistantMessage:
     model = ac.Model("frames-1", "Frames", "test-frames", "test", "http://mock.test")
-    with requests.Session() as session:
-        _transport.use_transport(session, mock)
-        options = ac.StreamOptions(api_key=KEY, http_session=session, max_retries=5)
-        reply = stream_http_reply(wire(Signer()), model, CONTEXT, options).result()
+    options.setdefault("api_key", KEY)
+    return stream_http_reply(api or wire(), model, CONTEXT, ac.StreamOptions(
+        http_client=HttpClient(mock), **options)).result()
+
+
+def test_transport_mock_drives_the_retry_policy(backoffs: list[int]) -> None:
+    body = (FIXTURES / "openai_completions/http_500_validation.json").read_bytes()
+    mock = MockTransport(replies(ConnectionResetError("reset"), (429, {"Retry-After": "0"}, b"{}"),
+                                 (500, {}, body), (200, {}, BODY)))
+    reply = mock_reply(mock, wire(Signer()), max_retries=5)
     assert reply.error_message == ("500 invalid request: messages.1.content: Input should be a "
                                    "valid string, got None (and 6 more validation errors)")
     assert len(mock.requests) == 3  # the validation error was not retried
     assert [r.headers["X-Attempt"] for r in mock.requests] == ["1", "2", "3"]
     assert backoffs == [0]  # after the reset; the 429 said how long to wait
-    assert mock.replies == [ok]
 
 
-def test_transport_double_streams_a_reply_read_in_pieces() -> None:
-    mock = MockTransport([MockResponse(200, BODY, pieces=len(BODY))])
-    model = ac.Model("frames-1", "Frames", "test-frames", "test", "http://mock.test")
-    with requests.Session() as session:
-        _transport.use_transport(session, mock)
-        reply = stream_http_reply(wire(), model, CONTEXT,
-                                  ac.StreamOptions(api_key=KEY, http_session=session)).result()
+def test_transport_mock_streams_a_reply_given_in_pieces() -> None:
+    pieces = [BODY[i : i + 1] for i in range(len(BODY))]
+    mock = MockTransport(replies((200, {"Content-Type": "application/x-frames"}, pieces)))
+    reply = mock_reply(mock)
     assert reply.content == [ac.TextContent("Hello binary world")]
     [sent] = mock.requests
+    assert (sent.method, sent.url) == ("POST", "http://mock.test/frames")
     assert json.loads(sent.body) == {"model": "frames-1", "prompt": "hi"}
     assert sent.headers["Authorization"] == f"Bearer {KEY}"
-    assert _http.redact(repr(sent), (KEY,)) == repr(sent)  # no header or body in the repr
+    assert redact(repr(sent), (KEY,)) == repr(sent)  # no header or body in the repr
+
+
+def test_transport_mock_a_connection_lost_mid_body_is_a_connection_error() -> None:
+    def broken() -> Iterator[bytes]:
+        yield BODY[:10]
+        raise ConnectionResetError("reset by peer")
+
+    reply = mock_reply(MockTransport(replies((200, {}, broken()))))
+    assert (reply.stop_reason, reply.error_message) == (ac.StopReason.ERROR, "Connection error.")
+
+
+@pytest.mark.parametrize(("answer", "expected"), [
+    ("not a tuple", "a MockTransport handler must return (status, headers, body), got "
+                    "'not a tuple'"),
+    ((99, {}, b""), "a MockTransport reply's status must be an int from 100 to 599, got 99"),
+    ((200, [], b""), "a MockTransport reply's headers must be a mapping, got []"),
+    ((200, {}, "text"), "a MockTransport reply's body must be bytes or an iterable of bytes, "
+                        "got str"),
+    ((200, {}, [b"ok", "text"]), "a MockTransport reply's body chunks must be bytes, got str"),
+])
+def test_transport_mock_a_bad_reply_names_what_is_wrong(answer: Any, expected: str) -> None:
+    reply = mock_reply(MockTransport(lambda request: answer))
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert expected in (reply.error_message or "")
+
+
+def test_transport_mock_rejects_a_handler_that_is_not_callable() -> None:
+    with pytest.raises(TypeError, match="'handler' must be callable, got int"):
+        MockTransport(5)  # type: ignore[arg-type]
+
+
+def test_transport_a_transport_that_raises_ends_the_run_naming_the_exception(
+    backoffs: list[int],
+) -> None:
+    """Not a connection error: never retried, and the run's error says what was raised."""
+
+    class Broken:
+        opened = 0
+
+        def open(self, request: Outgoing, timeouts: Any, signal: Any) -> Any:
+            Broken.opened += 1
+            raise RuntimeError("the transport broke")
+
+        def close(self) -> None:
+            pass
+
+    model = ac.Model("frames-1", "Frames", "test-frames", "test", "http://mock.test")
+    reply = stream_http_reply(wire(), model, CONTEXT, ac.StreamOptions(
+        api_key=KEY, http_client=HttpClient(Broken()))).result()
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert reply.error_message == ("the HTTP transport failed (a bug, not the connection): "
+                                   "RuntimeError: the transport broke")
+    assert (Broken.opened, backoffs) == (1, [])
+
+
+def test_transport_an_agent_runs_on_a_mock_transport() -> None:
+    """The pattern of `agentcore.testing`'s docstring: an Agent, a real wire API, no socket."""
+    body = (FIXTURES / "openai_completions/text.sse").read_bytes()
+    mock = MockTransport(lambda request: (200, {"Content-Type": "text/event-stream"}, body))
+    model = ac.Model("gpt-test", "GPT", "openai-completions", "openai", "https://api.test/v1")
+    with ac.Agent(model, api_key=KEY, http_client=HttpClient(mock)) as agent:
+        run = agent.prompt("hi")
+        assert run.result(WAIT_S)[-1].stop_reason == ac.StopReason.STOP
+    [sent] = mock.requests
+    assert sent.url == "https://api.test/v1/chat/completions"
+    assert json.loads(sent.body)["messages"][-1] == {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("a client", "'http_client' must be an agentcore.providers.HttpClient or None, got "
+                 "'a client' (str)"),
+    (5, "'http_client' must be an agentcore.providers.HttpClient or None, got 5 (int)"),
+])
+def test_transport_http_client_is_checked(value: Any, message: str) -> None:
+    with pytest.raises(TypeError) as info:
+        ac.StreamOptions(http_client=value)
+    assert message in str(info.value)
+    with pytest.raises(TypeError, match="'transport' must be a Transport"):
+        HttpClient("urllib3")  # type: ignore[arg-type]
+
+
+def test_transport_an_attribute_error_reading_the_body_is_a_bug_not_a_connection_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A version mismatch or a bug in a transport reads as what it is: named, with its
+    traceback in the log at ERROR (never "Connection error.")."""
+
+    def body() -> Iterator[bytes]:
+        yield BODY[:10]
+        raise AttributeError("'NoneType' object has no attribute 'recv_into'")
+
+    caplog.set_level(logging.ERROR, logger="agentcore")
+    reply = mock_reply(MockTransport(replies((200, {}, body()))))
+    assert reply.stop_reason == ac.StopReason.ERROR
+    assert reply.error_message == (
+        "the HTTP transport failed (a bug, not the connection): AttributeError: 'NoneType' "
+        "object has no attribute 'recv_into'")
+    [record] = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert "Traceback" in record.getMessage()
+    assert "recv_into" in record.getMessage()

@@ -36,13 +36,14 @@ from ..._http import (
     Outgoing,
     RequestAborted,
     RequestsTransport,
+    TransportBug,
     default_client,
     redact,
 )
 from .._keys import is_placeholder_key, require_api_key
 from ._builder import ReplyBuilder
 from ._framing import Decode
-from ._reading import TransportBug, finish_body, iter_events
+from ._reading import finish_body, iter_events
 from ._sse import ServerSentEvent, UnframedLines, decode_sse
 from ._text import dumps
 
@@ -330,7 +331,7 @@ def stream_http_reply(
             elif isinstance(exc, HttpError):
                 message = _http_error_message(wire, exc)
             elif isinstance(exc, TransportBug):
-                message = f"bug in the HTTP transport: {exc}"
+                message = f"the HTTP transport failed (a bug, not the connection): {exc}"
             elif isinstance(exc, json.JSONDecodeError):
                 message = f"invalid JSON from the provider: {exc.msg}"
             elif reading and isinstance(exc, _MALFORMED):

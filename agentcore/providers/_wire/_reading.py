@@ -3,8 +3,8 @@
 `iter_events` reads the body with the wire API's decoder (Server-Sent Events by default); an
 abort cuts the reply off from the aborting thread, so a blocked read returns at once instead of
 draining the response. `finish_body` ends a reply its handler stopped reading, so that its
-connection can be reused. A transport that fails in any other way than a `ReadError` is a bug:
-`TransportBug` carries it up, to be reported as one.
+connection can be reused. A body that fails in any other way than a `ReadError` is a bug in
+the transport: a `TransportBug` carries it up, to be reported as one.
 """
 
 from __future__ import annotations
@@ -15,21 +15,14 @@ from collections.abc import Generator, Iterator
 from typing import Any
 
 from ..._core import ABORTED_TEXT, DEFAULT_MAX_EVENT_BYTES, AbortSignal
-from ..._http import HttpError, ReadError, RequestAborted, Response
+from ..._http import HttpError, ReadError, RequestAborted, Response, TransportBug
 from ._framing import Decode, FramingError
 from ._sse import decode_sse
 
-__all__ = ["TransportBug", "finish_body", "iter_events"]
+__all__ = ["finish_body", "iter_events"]
 
 _DRAIN_S = 0.1  # how long the rest of a body may take to arrive, after the handler stopped
 _DRAIN_ITEMS = 8  # and how many more items it may hold, before the connection is closed instead
-
-
-class TransportBug(Exception):
-    """Reading a body failed in a way no broken connection explains: a bug in the transport.
-
-    The original exception is the `__cause__`; the reply's error names it.
-    """
 
 
 def finish_body(items: Iterator[Any], response: Response) -> None:
