@@ -18,20 +18,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _internals import (
+    EventMessage,
+    EventStreamDecoder,
+    EventStreamError,
+    FramingError,
+    HttpError,
+    HttpRequest,
+    decode_eventstream,
+    iter_events,
+    open_stream,
+)
 from eventstream_frames import Typed, event, exception, frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sse_server import SSEServer
 
 from agentcore.providers import new_http_session
-from agentcore.providers._eventstream import (
-    EventMessage,
-    EventStreamDecoder,
-    EventStreamError,
-    decode_eventstream,
-)
-from agentcore.providers._framing import FramingError
-from agentcore.providers._http import HttpError, HttpRequest, iter_events, open_stream
 
 botocore_eventstream = pytest.importorskip("botocore.eventstream")
 

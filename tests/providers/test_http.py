@@ -14,6 +14,20 @@ from collections.abc import Iterator, Mapping
 import paths
 import pytest
 import requests
+from _internals import (
+    HttpError,
+    HttpRequest,
+    RequestAborted,
+    RetryRefusal,
+    ServerSentEvent,
+    SSEDecoder,
+    UnframedLines,
+    _http,
+    _transport,
+    iter_events,
+    iter_sse,
+    open_stream,
+)
 from sse_server import SSEServer, free_port
 
 from agentcore import (
@@ -25,16 +39,6 @@ from agentcore import (
     UserMessage,
     complete,
 )
-from agentcore.providers import _http, _transport
-from agentcore.providers._http import (
-    HttpError,
-    HttpRequest,
-    RequestAborted,
-    iter_events,
-    open_stream,
-)
-from agentcore.providers._retry import RetryRefusal
-from agentcore.providers._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
 
 FIXTURES = paths.FIXTURES
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
@@ -524,7 +528,7 @@ def test_http_a_bad_server_hint_keeps_the_error_text_when_retries_run_out(
 
 
 def test_http_server_delay_parsing() -> None:
-    from agentcore.providers._retry import MAX_HINT_S, server_delay
+    from _internals import MAX_HINT_S, server_delay
 
     assert server_delay({"Retry-After": "2"}) == 2.0
     assert server_delay({"retry-after": " 1.5 "}) == 1.5
@@ -543,7 +547,7 @@ def test_http_server_delay_parsing() -> None:
 
 
 def test_http_backoff_is_capped_by_the_max_retry_delay() -> None:
-    from agentcore.providers._retry import RetryPolicy
+    from _internals import RetryPolicy
 
     assert RetryPolicy(2, 1000).capped(8.0) == 1.0
     assert RetryPolicy(2, 1000).capped(0.4) == 0.4

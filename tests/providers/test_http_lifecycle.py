@@ -184,7 +184,7 @@ def test_lifecycle_a_proxy_set_later_is_used_once_the_settings_are_stale(
 ) -> None:
     """Environment settings are read at most every `ENV_SETTINGS_TTL_S` (shortened here), by
     all sessions together: a proxy set later is used from then on."""
-    from agentcore.providers import _opener
+    from _internals import _opener
 
     monkeypatch.setattr(_opener, "ENV_SETTINGS_TTL_S", 0.05)
     body = (FIXTURES / "openai_completions/text.sse").read_bytes()

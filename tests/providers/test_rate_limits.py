@@ -17,20 +17,17 @@ from typing import Any
 import paths
 import pytest
 import requests
+from _internals import HttpError, HttpRequest, PauseKey, RetryPolicy, _ratelimit, open_stream
 from sse_server import RecordedRequest, SSEServer
 
 import agentcore as ac
-from agentcore.providers import _ratelimit
-from agentcore.providers._http import HttpError, HttpRequest, open_stream
-from agentcore.providers._ratelimit import PauseKey
-from agentcore.providers._retry import RetryPolicy
 
 TEXT = (paths.FIXTURES / "openai_completions/text.sse").read_bytes()
 SLOW_DOWN = '{"error": {"message": "slow down"}}'
 WAIT_S = 5.0  # the timeout on every wait for another thread
 KEY = "sk-shared-limit-0123456789abcdef"
 OTHER_KEY = "sk-another-limit-fedcba9876543210"
-LOGGER = "agentcore.providers._ratelimit"
+LOGGER = _ratelimit.__name__
 
 
 @pytest.fixture(autouse=True)

@@ -13,13 +13,22 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _internals import (
+    DEFAULT_MAX_EVENT_BYTES,
+    UNFRAMED_LIMIT,
+    HttpError,
+    HttpRequest,
+    ServerSentEvent,
+    SSEDecoder,
+    _builder,
+    _partial_json,
+    iter_events,
+    open_stream,
+)
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore._core import DEFAULT_MAX_EVENT_BYTES
-from agentcore.providers import _builder, _partial_json, new_http_session
-from agentcore.providers._http import HttpError, HttpRequest, iter_events, open_stream
-from agentcore.providers._sse import UNFRAMED_LIMIT, ServerSentEvent, SSEDecoder
+from agentcore.providers import new_http_session
 
 KEY = "sk-test"
 CONTEXT = ac.Context(None, [ac.UserMessage("write the file")])
@@ -282,7 +291,7 @@ def test_stream_max_event_bytes_option_bounds_an_event(sse_server) -> None:
 def test_decode_json_matches_json_loads(text: str) -> None:
     import json
 
-    from agentcore.providers._text import decode_json
+    from _internals import decode_json
 
     try:
         expected: Any = ("ok", json.loads(text))

@@ -17,14 +17,20 @@ from typing import Any
 import paths
 import pytest
 import requests
+from _internals import (
+    FramingError,
+    Outgoing,
+    ReplyBuilder,
+    WireApi,
+    _http,
+    _transport,
+    http_status_text,
+    stream_http_reply,
+)
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore.providers import _http, _transport, new_http_session
-from agentcore.providers._builder import ReplyBuilder
-from agentcore.providers._framing import FramingError
-from agentcore.providers._reply import WireApi, http_status_text, stream_http_reply
-from agentcore.providers._transport import Outgoing
+from agentcore.providers import new_http_session
 
 KEY = "sk-test-transport"
 CONTEXT = ac.Context(None, [ac.UserMessage("hi")])

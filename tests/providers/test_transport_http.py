@@ -22,10 +22,9 @@ from typing import Any
 
 import pytest
 import requests
+from _internals import Outgoing, ReadError, ServerSentEvent, _http, _lean, _opener, _transport
 
-from agentcore.providers import _http, _lean, _opener, _transport, new_http_session
-from agentcore.providers._sse import ServerSentEvent
-from agentcore.providers._transport import Outgoing, ReadError
+from agentcore.providers import new_http_session
 
 WAIT_S = 5.0
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
