@@ -25,10 +25,10 @@ except ImportError:  # Windows: no `alone` lock
     fcntl = None  # type: ignore[assignment]
 
 import pytest
+from _internals import clear_pauses
 from mypy_report import MypyReport, run_mypy_once
 from sse_server import SSEServer
 
-from agentcore._http import clear_pauses
 from agentcore.providers.faux import FauxProvider, register_faux_provider
 
 pytest_plugins = ["slow_tier"]
@@ -140,7 +140,7 @@ def jupyter_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """Backoff sleeps become instant; the list records the attempt number of each."""
-    from agentcore._http import _client
+    from _internals import _client
 
     calls: list[int] = []
 
@@ -159,9 +159,8 @@ def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.
     Every `AWS_*` variable of the machine is unset and the config files are empty temporary
     files, so neither the machine's profiles nor instance metadata are ever consulted.
     """
+    from _internals import _aws
     from bedrock_replies import ACCESS_KEY, SECRET_KEY, SESSION_TOKEN
-
-    from agentcore.providers._clouds import aws as _aws
 
     for name in list(os.environ):
         if name.startswith("AWS_"):

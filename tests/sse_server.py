@@ -318,7 +318,7 @@ def _forget_rate_limits(url: str) -> None:
     A 429 with a long delay, answered by an earlier test's server on this same port, must not
     pause this server's requests.
     """
-    from agentcore._http import clear_pauses
+    from _internals import clear_pauses
 
     clear_pauses(url)
 

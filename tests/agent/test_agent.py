@@ -11,9 +11,9 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import drive_module
 
 import agentcore as ac
-import agentcore._agent._drive as drive_module
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,
@@ -1069,14 +1069,14 @@ def test_agent_raising_listener_is_logged_and_skipped(
     agent.subscribe(broken)
     agent.subscribe(seen)
     faux.set_responses([OK])
-    with caplog.at_level(logging.ERROR, logger="agentcore._agent._drive"):
+    with caplog.at_level(logging.ERROR, logger=drive_module.__name__):
         run = agent.prompt("hi")
         out = run.result(WAIT)
     assert roles(out) == ["user", "assistant"]
     assert out[-1].stop_reason == "stop"
     assert seen.events == list(run)
     assert agent.state.error_message is None
-    [record] = [r for r in caplog.records if r.name == "agentcore._agent._drive"]
+    [record] = [r for r in caplog.records if r.name == drive_module.__name__]
     assert record.exc_info is not None
     assert str(record.exc_info[1]) == "listener bug"
     assert "turn_start" in record.getMessage()
@@ -1098,7 +1098,7 @@ def test_agent_exception_escaping_the_loop_becomes_a_failure_message(
     agent = ac.Agent(model)
     seen = Events()
     agent.subscribe(seen)
-    with caplog.at_level(logging.ERROR, logger="agentcore._agent._drive"):
+    with caplog.at_level(logging.ERROR, logger=drive_module.__name__):
         out = agent.prompt("hi").result(WAIT)
     [failure] = out
     assert failure == ac.AssistantMessage(

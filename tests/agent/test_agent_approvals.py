@@ -16,10 +16,10 @@ from typing import Any
 import approval_tools
 import attrs
 import pytest
+from _internals import DEFAULT_DENIAL, INTERRUPTED_TEXT
 from approval_tools import Ran
 
 import agentcore as ac
-from agentcore._core import DEFAULT_DENIAL, INTERRUPTED_TEXT
 from agentcore.sessions import JsonlSession, SqliteSession
 from agentcore.testing import ScriptedModel, record_events, scripted_model, tool_call
 

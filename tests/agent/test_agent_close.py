@@ -8,9 +8,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _internals import prompt_here
 
 import agentcore as ac
-from agentcore._agent import prompt_here
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
 

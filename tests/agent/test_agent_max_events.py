@@ -7,10 +7,10 @@ import time
 from typing import Any
 
 import pytest
+from _internals import EventLog
 
 import agentcore as ac
 from agentcore import notebook
-from agentcore._agent._log import EventLog
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import threading
 
 import pytest
+from _internals import unanswered_tool_calls
 
 import agentcore as ac
-from agentcore._core import unanswered_tool_calls
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,

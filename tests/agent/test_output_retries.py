@@ -7,9 +7,9 @@ import inspect
 
 import attrs
 import pytest
+from _internals import prompt_here
 
 import agentcore as ac
-from agentcore._agent import prompt_here
 from agentcore.testing import scripted_model, tool_call
 
 

@@ -13,13 +13,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _internals import ChatOptions, _expression, cli, offline_reply, resolve_model, run_chat
 from sse_server import SSEServer, free_port
 
 import agentcore as ac
-from agentcore import _cli as cli
-from agentcore._cli._chat import ChatOptions, run_chat
-from agentcore._cli._console import resolve_model
-from agentcore._cli._offline import _expression, offline_reply
 
 FAST = ("--tokens-per-second", "5000")
 USAGE = re.compile(r"^\[input (\d+) tokens, output (\d+) tokens, cost \$(\d+\.\d{6}) "

@@ -16,11 +16,9 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import ChatOptions, EventPrinter, calculator_tool, history_line, run_chat
 
 import agentcore as ac
-from agentcore._cli._chat import ChatOptions, history_line, run_chat
-from agentcore._cli._console import EventPrinter
-from agentcore._cli._demo_tools import calculator_tool
 from agentcore.sessions import SqliteSession
 from agentcore.testing import scripted_model, tool_call
 
@@ -233,7 +231,7 @@ def test_history_line_of_a_decision() -> None:
 
 
 def test_chat_parses_confirm_tools() -> None:
-    from agentcore._cli import build_parser
+    from _internals import build_parser
 
     assert build_parser().parse_args(["chat", "--confirm-tools"]).confirm_tools is True
     assert build_parser().parse_args(["chat"]).confirm_tools is False

@@ -14,8 +14,8 @@ from typing import Any
 
 import paths
 import pytest
+from _internals import ChatOptions, run_chat
 
-from agentcore._cli._chat import ChatOptions, run_chat
 from agentcore.testing import scripted_model, tool_call
 
 pytestmark = pytest.mark.slow  # every test starts the MCP server, or the chat, as a process

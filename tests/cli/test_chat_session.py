@@ -72,8 +72,9 @@ def test_compact_with_nothing_to_compact_says_so(tmp_path: Path) -> None:
 def test_the_printer_shows_automatic_compaction() -> None:
     import io
 
+    from _internals import EventPrinter
+
     import agentcore as ac
-    from agentcore._cli._console import EventPrinter
 
     out = io.StringIO()
     printer = EventPrinter(out, color=False)

@@ -10,14 +10,21 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
+from _internals import (
+    DEFAULT_TOKENS_PER_SECOND,
+    QUESTION,
+    _registry,
+    calculate,
+    calculator_tool,
+    cli,
+    clock_tool,
+    current_time,
+    public_url,
+    run_demo,
+)
 from sse_server import SSEServer, free_port
 
 import agentcore as ac
-from agentcore import _cli as cli
-from agentcore._cli._console import public_url
-from agentcore._cli._demo import DEFAULT_TOKENS_PER_SECOND, QUESTION, run_demo
-from agentcore._cli._demo_tools import calculate, calculator_tool, clock_tool, current_time
-from agentcore.providers import _registry
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
 TOOL_END = r"  <- {name}: (?P<text>.*)  \[(?P<status>ok|error), \d+\.\d ms\]"

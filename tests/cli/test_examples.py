@@ -20,10 +20,10 @@ from typing import Any
 
 import paths
 import pytest
+from _internals import _registry
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore.providers import _registry
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",

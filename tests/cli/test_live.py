@@ -13,11 +13,18 @@ import time
 from typing import Any
 
 import pytest
+from _internals import (
+    EventPrinter,
+    LiveLine,
+    failure_text,
+    format_tokens,
+    plural,
+    render,
+    wants_live,
+)
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore._cli._console import EventPrinter, failure_text, format_tokens, plural
-from agentcore._cli._live import LiveLine, render, wants_live
 from agentcore.testing import scripted_model, tool_call
 
 TIMEOUT = 10

@@ -6,11 +6,11 @@ from typing import Any
 
 import jsonschema
 import pytest
+from _internals import compile_fast, json_copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentcore as ac
-from agentcore._core._fast_schema import compile_fast, json_copy
 
 _TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True),

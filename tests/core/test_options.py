@@ -7,10 +7,10 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import OPTION, flat_fields
 from mypy_report import MypyReport
 
 import agentcore as ac
-from agentcore._core import OPTION, flat_fields
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_text
 
 OPTION_NAMES = {f.name for f in attrs.fields(ac.StreamOptions)}

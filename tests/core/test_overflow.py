@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import paths
 import pytest
+from _internals import is_context_overflow
 
 import agentcore as ac
 from agentcore import AssistantMessage, StopReason, TextContent, Usage, UserMessage
-from agentcore._core._overflow import is_context_overflow
 
 FIXTURES = paths.FIXTURES
 WINDOW = 200_000

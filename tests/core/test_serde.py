@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import AssistantContent, UserContent, _serde
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -70,8 +71,6 @@ from agentcore import (
     to_dict,
     to_json,
 )
-from agentcore._core import _serde
-from agentcore._core._content import AssistantContent, UserContent
 
 TS = 1_700_000_000_000
 USAGE = Usage(10, 5, 2, 1, 18, Cost(0.1, 0.2, 0.01, 0.02, 0.33))

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import MAX_DEPTH, json_ready
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -34,8 +35,6 @@ from agentcore import (
     to_dict,
     to_json,
 )
-from agentcore._core import json_ready
-from agentcore._core._json_ready import MAX_DEPTH
 
 
 class Color(enum.Enum):
@@ -281,7 +280,8 @@ def test_to_json_writes_cycles_and_deep_nesting_in_details() -> None:
 @pytest.mark.slow
 def test_json_ready_does_not_import_cattrs() -> None:
     code = (
-        "import sys, agentcore; from agentcore._core import json_ready; json_ready({1}); "
+        f"import sys, agentcore; from {json_ready.__module__} import json_ready; "
+        "json_ready({1}); "
         "print(sorted(m for m in ('cattrs', 'base64', 'dataclasses') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)

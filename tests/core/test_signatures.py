@@ -8,9 +8,9 @@ import re
 from typing import Any
 
 import pytest
+from _internals import cannot_take
 
 import agentcore as ac
-from agentcore._core._validators import cannot_take
 from agentcore.providers.faux import FauxProvider, faux_assistant_message
 
 HOOKS = {  # name -> a callable with one parameter too few, the signature the error names

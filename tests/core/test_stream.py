@@ -7,6 +7,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from _internals import ABORTED_TEXT
 
 from agentcore import (
     AbortController,
@@ -22,7 +23,6 @@ from agentcore import (
     TextDeltaEvent,
     TextStartEvent,
 )
-from agentcore._core import ABORTED_TEXT
 
 WAIT_S = 10.0
 
@@ -702,7 +702,7 @@ def test_event_stream_iter_until_rejects_bad_arguments_at_once(signal, grace_s, 
 @pytest.fixture
 def parked(monkeypatch: pytest.MonkeyPatch) -> threading.Semaphore:
     """Released once each time a thread parks to wait on a pushed stream."""
-    from agentcore._core._feeds import QueueFeed
+    from _internals import QueueFeed
 
     parks = threading.Semaphore(0)
     park = QueueFeed._park

@@ -13,6 +13,15 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import (
+    count,
+    instance_of,
+    not_bool,
+    to_queue_mode,
+    to_stop_reason,
+    to_thinking_level,
+    to_tool_execution_mode,
+)
 from attrs.validators import and_
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,13 +40,6 @@ from agentcore import (
     calculate_cost,
 )
 from agentcore import ToolExecutionMode as Mode
-from agentcore._core._enums import (
-    to_queue_mode,
-    to_stop_reason,
-    to_thinking_level,
-    to_tool_execution_mode,
-)
-from agentcore._core._validators import count, instance_of, not_bool
 
 
 class Weird(str):

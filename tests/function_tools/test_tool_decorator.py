@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, NewType, Optional, Union
 
 import attrs
 import pytest
+from _internals import NO_OUTPUT, FunctionTool
 from jsonschema import Draft202012Validator
 
 import agentcore as ac
@@ -29,7 +30,6 @@ from agentcore import (
     tool,
     validate_tool_arguments,
 )
-from agentcore._function_tools._decorator import NO_OUTPUT, FunctionTool
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 
 

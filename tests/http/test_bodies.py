@@ -11,8 +11,7 @@ import itertools
 from collections.abc import Callable, Iterator, Sequence
 
 import pytest
-
-from agentcore._http._bodies import MAX_LINE, BodyError, iter_dechunked, iter_sized
+from _internals import MAX_LINE, BodyError, iter_dechunked, iter_sized
 
 SIZE = 64 * 1024
 EVENTS = [b"data: {\"n\": 1}\n\n", b"data: {\"n\": 22}\n\n", b"event: ping\ndata: x\n\n",

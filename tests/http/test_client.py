@@ -14,6 +14,23 @@ from collections.abc import Iterator, Mapping
 import paths
 import pytest
 import requests
+from _internals import (
+    HttpClient,
+    HttpError,
+    HttpRequest,
+    RequestAborted,
+    RequestsTransport,
+    Response,
+    RetryRefusal,
+    ServerSentEvent,
+    SSEDecoder,
+    UnframedLines,
+    Urllib3Transport,
+    iter_events,
+    iter_sse,
+    redact,
+)
+from _internals import _client as _http
 from sse_server import SSEServer, free_port
 
 from agentcore import (
@@ -25,20 +42,6 @@ from agentcore import (
     UserMessage,
     complete,
 )
-from agentcore._http import (
-    HttpClient,
-    HttpError,
-    HttpRequest,
-    RequestAborted,
-    RequestsTransport,
-    Response,
-    Urllib3Transport,
-    redact,
-)
-from agentcore._http import _client as _http
-from agentcore._http._policy import RetryRefusal
-from agentcore.providers._wire._reading import iter_events
-from agentcore.providers._wire._sse import ServerSentEvent, SSEDecoder, UnframedLines, iter_sse
 
 FIXTURES = paths.FIXTURES
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))
@@ -529,7 +532,7 @@ def test_http_a_bad_server_hint_keeps_the_error_text_when_retries_run_out(
 
 
 def test_http_server_delay_parsing() -> None:
-    from agentcore._http._policy import MAX_HINT_S, server_delay
+    from _internals import MAX_HINT_S, server_delay
 
     assert server_delay({"Retry-After": "2"}) == 2.0
     assert server_delay({"retry-after": " 1.5 "}) == 1.5
@@ -548,7 +551,7 @@ def test_http_server_delay_parsing() -> None:
 
 
 def test_http_backoff_is_capped_by_the_max_retry_delay() -> None:
-    from agentcore._http._policy import RetryPolicy
+    from _internals import RetryPolicy
 
     assert RetryPolicy(2, 1000).capped(8.0) == 1.0
     assert RetryPolicy(2, 1000).capped(0.4) == 0.4

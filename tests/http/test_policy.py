@@ -17,19 +17,18 @@ from typing import Any
 import paths
 import pytest
 import requests
+from _internals import HttpClient, HttpError, HttpRequest, PauseKey, RequestsTransport, RetryPolicy
+from _internals import _policy as _ratelimit
 from sse_server import RecordedRequest, SSEServer
 
 import agentcore as ac
-from agentcore._http import HttpClient, HttpError, HttpRequest, RequestsTransport
-from agentcore._http import _policy as _ratelimit
-from agentcore._http._policy import PauseKey, RetryPolicy
 
 TEXT = (paths.FIXTURES / "openai_completions/text.sse").read_bytes()
 SLOW_DOWN = '{"error": {"message": "slow down"}}'
 WAIT_S = 5.0  # the timeout on every wait for another thread
 KEY = "sk-shared-limit-0123456789abcdef"
 OTHER_KEY = "sk-another-limit-fedcba9876543210"
-LOGGER = "agentcore._http._policy"
+LOGGER = _ratelimit.__name__
 
 
 @pytest.fixture(autouse=True)

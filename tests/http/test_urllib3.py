@@ -22,17 +22,16 @@ from typing import Any
 
 import pytest
 import requests
-
-from agentcore._http import (
+from _internals import (
     Outgoing,
     ReadError,
     RequestsTransport,
+    ServerSentEvent,
     Transport,
     Urllib3Transport,
     _urllib3,
+    iter_events,
 )
-from agentcore.providers._wire._reading import iter_events
-from agentcore.providers._wire._sse import ServerSentEvent
 
 WAIT_S = 5.0
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"

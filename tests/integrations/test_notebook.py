@@ -15,10 +15,10 @@ from typing import Any
 import attrs
 import paths
 import pytest
+from _internals import escape_markdown, message_markdown, run_markdown, usage_markdown
 
 import agentcore as ac
 from agentcore import notebook
-from agentcore._core._render import escape_markdown, message_markdown, run_markdown, usage_markdown
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,

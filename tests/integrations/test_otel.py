@@ -436,7 +436,7 @@ def test_otel_two_instrumentations_each_get_every_span(traced: Traced) -> None:
 def test_otel_observer_that_raises_never_breaks_a_run(
     traced: Traced, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from agentcore._loop import observe
+    from _internals import observe
 
     def broken(start: Any) -> Any:
         raise RuntimeError("observer bug")

@@ -6,10 +6,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _internals import _registry
 
 import agentcore as ac
 from agentcore import testing
-from agentcore.providers import _registry, faux
+from agentcore.providers import faux
 from agentcore.testing import (
     EventRecorder,
     ModelCall,

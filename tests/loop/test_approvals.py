@@ -18,14 +18,10 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import DEFAULT_DENIAL, find_pause, needs_approval
 from approval_tools import Ran, make_tool
 
 import agentcore as ac
-from agentcore._core import (
-    DEFAULT_DENIAL,
-    find_pause,
-    needs_approval,
-)
 from agentcore.providers.faux import faux_assistant_message
 from agentcore.testing import ScriptedModel, scripted_model, tool_call
 

@@ -18,10 +18,9 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import RunStart, WorkerPool, observe
 
 import agentcore as ac
-from agentcore._loop import RunStart, observe
-from agentcore._loop._workers import WorkerPool
 
 WAIT_S = 10.0
 MODEL = ac.Model("m", "M", "test-api", "test", "http://localhost:0")
@@ -194,7 +193,7 @@ def test_worker_pool_logs_a_raising_hand_back_and_keeps_serving(
     def hand_back() -> None:
         raise RuntimeError("lost")
 
-    with caplog.at_level(logging.ERROR, logger="agentcore._loop._workers"):
+    with caplog.at_level(logging.ERROR, logger=WorkerPool.__module__):
         pool.submit(lambda: hand_back)
         pool.submit(lambda: done.set())
         assert done.wait(WAIT_S)

@@ -10,9 +10,9 @@ from typing import Any, ClassVar
 
 import attrs
 import pytest
+from _internals import reply_module
 
 import agentcore as ac
-from agentcore._loop import _reply as reply_module
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,

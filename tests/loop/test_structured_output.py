@@ -12,12 +12,11 @@ from typing import Any, Literal, TypedDict
 import attrs
 import paths
 import pytest
+from _internals import output_tool, prompt_here
 from mypy_report import MypyReport
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore._agent import prompt_here
-from agentcore._function_tools import output_tool
 from agentcore.providers.faux import (
     FauxProvider,
     faux_assistant_message,

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 import remote_tools
+from _internals import ABORT_GRACE_S
 
 import agentcore as ac
-from agentcore._loop._exit import ABORT_GRACE_S
 from agentcore.testing import record_events, scripted_model, tool_call
 
 TIMEOUT = 30  # the first call on a fresh worker imports agentcore there

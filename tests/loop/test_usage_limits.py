@@ -12,9 +12,9 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import run_error, unanswered_tool_calls
 
 import agentcore as ac
-from agentcore._core import run_error, unanswered_tool_calls
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, faux_tool_call
 from agentcore.testing import scripted_model, tool_call
 

@@ -14,6 +14,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from _internals import _registry, cli
 from mypy_report import MypyReport
 
 import agentcore
@@ -443,18 +444,18 @@ def test_errors_also_derive_from_the_matching_builtin() -> None:
 
 
 _IMPORT_PROBE = textwrap.dedent(
-    """
-    import json, logging, sys, threading
+    f"""
+    import importlib, json, logging, sys, threading
     before = set(sys.modules)
     import agentcore
-    from agentcore.providers import _registry
-    print(json.dumps({
+    _registry = importlib.import_module({_registry.__name__!r})
+    print(json.dumps({{
         "providers": sorted(_registry._providers),
         "threads": [t.name for t in threading.enumerate()],
         "jsonschema": sorted(m for m in sys.modules if m.split(".")[0] == "jsonschema"),
         "root_handlers": len(logging.getLogger().handlers),
         "agentcore_handlers": len(logging.getLogger("agentcore").handlers),
-    }))
+    }}))
     """
 )
 
@@ -683,7 +684,7 @@ _HEAVY_PROBE = textwrap.dedent(
 )
 
 NOT_LOADED_BY_IMPORT = [
-    "agentcore._cli",
+    cli.__name__,
     "agentcore.mcp",
     "agentcore.notebook",
     "agentcore.otel",

@@ -50,7 +50,7 @@ from agentcore import (
     ToolCall,
     Usage,
 )
-from agentcore.providers import new_http_session
+from agentcore.providers import HttpClient, Urllib3Transport
 
 pytestmark = pytest.mark.usefixtures("aws_env")
 
@@ -316,15 +316,15 @@ def test_bedrock_corrupt_frame_after_text_keeps_the_text(sse_server: SSEServer) 
     assert result.error_message == "event-stream message checksum does not match (corrupt frame)"
 
 
-def test_bedrock_replies_through_one_session_reuse_one_connection() -> None:
+def test_bedrock_replies_through_one_client_reuse_one_connection() -> None:
     """A reply read through the retry check (`opening`) still gives its connection back."""
     server = CountingServer(reply(text_block(0, "Hi")))
     try:
-        with new_http_session() as session:
+        with HttpClient(Urllib3Transport(proxies={})) as client:
             for _ in range(10):
                 controller = ac.AbortController()
                 result = ac.complete(bedrock_model(server.url), CONTEXT, options(
-                    http_session=session, signal=controller.signal))
+                    http_client=client, signal=controller.signal))
                 assert result.text == "Hi", result.error_message
             assert server.accepted == 1
         assert wait_until(lambda: server.closed == server.accepted)

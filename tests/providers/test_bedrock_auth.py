@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _internals import _aws
 from bedrock_replies import (
     ACCESS_KEY,
     SECRET_KEY,
@@ -32,7 +33,7 @@ from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore import MissingApiKeyError, StopReason
-from agentcore.providers import _aws, require_api_key
+from agentcore.providers import require_api_key
 
 WAIT_S = 5.0
 CONTEXT = ac.Context(None, [ac.UserMessage("hi")])

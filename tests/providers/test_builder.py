@@ -13,13 +13,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import pytest
+from _internals import ReplyBuilder, _builder
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentcore as ac
 from agentcore import TextContent, ThinkingContent, ToolCall
-from agentcore.providers import _builder
-from agentcore.providers._builder import ReplyBuilder
 
 MODEL = ac.Model("m", "m", "openai-completions", "openai", "http://x",
                  cost=ac.ModelCost(1.0, 2.0, 0.5, 0.25))

@@ -10,11 +10,9 @@ import copy
 from typing import Any
 
 import pytest
-
-import agentcore as ac
-from agentcore.providers import _choice
-from agentcore.providers._choice import (
+from _internals import (
     Choice,
+    _choice,
     anthropic_schema,
     check_native_output,
     json_schema_format,
@@ -23,6 +21,8 @@ from agentcore.providers._choice import (
     supports_native_output,
     tool_choice,
 )
+
+import agentcore as ac
 
 WEATHER = ac.Tool("get_weather", "Weather.", {"type": "object", "properties": {}})
 TIME = ac.Tool("get_time", "Time.", {"type": "object", "properties": {}})

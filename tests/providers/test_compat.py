@@ -16,11 +16,10 @@ from typing import Any
 import attrs
 import paths
 import pytest
+from _internals import Compat, check_compat, is_openai, resolve, resolve_compat
 
 import agentcore as ac
 from agentcore.providers import anthropic, google, openai_completions, openai_responses
-from agentcore.providers._compat import Compat, check_compat, resolve
-from agentcore.providers._openai import is_openai, resolve_compat
 
 _GPT_OSS = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 _QWEN3 = dict.fromkeys(("minimal", "low", "medium", "high", "xhigh"), "default")

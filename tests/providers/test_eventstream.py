@@ -18,20 +18,22 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _internals import (
+    EventMessage,
+    EventStreamDecoder,
+    EventStreamError,
+    FramingError,
+    HttpClient,
+    HttpError,
+    HttpRequest,
+    Urllib3Transport,
+    decode_eventstream,
+    iter_events,
+)
 from eventstream_frames import Typed, event, exception, frame
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sse_server import SSEServer
-
-from agentcore.providers import new_http_session
-from agentcore.providers._eventstream import (
-    EventMessage,
-    EventStreamDecoder,
-    EventStreamError,
-    decode_eventstream,
-)
-from agentcore.providers._framing import FramingError
-from agentcore.providers._http import HttpError, HttpRequest, iter_events, open_stream
 
 botocore_eventstream = pytest.importorskip("botocore.eventstream")
 
@@ -314,10 +316,9 @@ def read_events(server: SSEServer, max_event_bytes: int = LIMIT,
     Messages read before an error are in `seen`, when given.
     """
     seen = [] if seen is None else seen
-    with new_http_session() as session:
-        request = HttpRequest(f"{server.url}/model/m/converse-stream", b"{}", {},
-                              session=session)
-        for message in iter_events(open_stream(request), None, max_event_bytes, None,
+    with HttpClient(Urllib3Transport(proxies={})) as client:
+        request = HttpRequest(f"{server.url}/model/m/converse-stream", b"{}", {})
+        for message in iter_events(client.open(request), None, max_event_bytes, None,
                                    decode_eventstream):
             seen.append(message)
     return seen

@@ -23,11 +23,11 @@ import attrs
 import paths
 import pytest
 import requests
+from _internals import mistral_ids
 from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore.providers import openai_completions
-from agentcore.providers._openai import mistral_ids
 
 FIXTURES = paths.FIXTURES / "mistral"
 WAIT_S = 5.0

@@ -13,6 +13,7 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import Compat, resolve_compat
 
 from agentcore import (
     AgentcoreError,
@@ -25,8 +26,6 @@ from agentcore import (
     calculate_cost,
 )
 from agentcore.providers import models
-from agentcore.providers._compat import Compat
-from agentcore.providers._openai import resolve_compat
 from agentcore.providers.models import (
     env_var_for,
     get_env_api_key,

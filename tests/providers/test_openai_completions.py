@@ -21,10 +21,10 @@ import attrs
 import paths
 import pytest
 import requests
+from _internals import short_hash
 from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
-from agentcore.providers._text import short_hash
 from agentcore.providers.openai_completions import build_body
 
 FIXTURES = paths.FIXTURES / "openai_completions"

@@ -6,16 +6,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
-from agentcore.providers import _partial_json
-from agentcore.providers._partial_json import (
+from _internals import (
+    _partial_json,
     parse_arguments,
     parse_partial_json,
     parse_partial_json_python,
     partial_parser,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 HAS_JITER = _partial_json._jiter() is not None
 PARSERS = [

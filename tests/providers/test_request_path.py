@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from _internals import _header_problem, _registry
 
 import agentcore as ac
-from agentcore.providers import _registry, openai_completions
-from agentcore.providers._reply import _header_problem
+from agentcore.providers import openai_completions
 
 _BAD_HEADER_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 

@@ -346,7 +346,7 @@ def shows(text: str, key: str) -> list[str]:
 
 @pytest.mark.parametrize("key", [ODD_KEY, PLAIN_KEY, "short-key-1", "k" * 64])
 def test_secrets_redact_covers_every_encoding(key: str) -> None:
-    from agentcore.providers._http import redact
+    from _internals import redact
 
     for name, form in encodings(key).items():
         text = f"before [{form}] after"
@@ -357,7 +357,7 @@ def test_secrets_redact_covers_every_encoding(key: str) -> None:
 
 
 def test_secrets_redact_leaves_other_text_alone() -> None:
-    from agentcore.providers._http import redact
+    from _internals import redact
 
     text = "401 Unauthorized: the key you sent (ending in 6789) is not valid for this project"
     assert redact(text, (PLAIN_KEY,)) == text

@@ -8,10 +8,9 @@ import random
 
 import paths
 import pytest
+from _internals import ServerSentEvent, SSEDecoder, iter_sse
 from hypothesis import given
 from hypothesis import strategies as st
-
-from agentcore.providers._sse import ServerSentEvent, SSEDecoder, iter_sse
 
 FIXTURES = paths.FIXTURES
 SSE_FIXTURES = sorted(FIXTURES.glob("**/*.sse"))

@@ -17,14 +17,12 @@ from typing import Any
 
 import paths
 import pytest
+from _internals import DeltaReader, ReplyBuilder, ServerSentEvent, SSEDecoder, _builder, _template
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentcore as ac
-from agentcore.providers import _builder, _template, anthropic, openai_completions
-from agentcore.providers._builder import ReplyBuilder
-from agentcore.providers._sse import ServerSentEvent, SSEDecoder
-from agentcore.providers._template import DeltaReader
+from agentcore.providers import anthropic, openai_completions
 
 CONTENT = ("choices", 0, "delta", "content")
 FIXTURES = paths.FIXTURES

@@ -9,6 +9,15 @@ import re
 from typing import Any
 
 import pytest
+from _internals import (
+    NO_RESULT_TEXT,
+    dumps,
+    fitted_id,
+    is_same_model,
+    sanitize,
+    short_hash,
+    transform_messages,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -22,8 +31,6 @@ from agentcore import (
     ToolResultMessage,
     UserMessage,
 )
-from agentcore.providers._text import dumps, fitted_id, sanitize, short_hash
-from agentcore.providers._transform import NO_RESULT_TEXT, is_same_model, transform_messages
 
 T = TextContent
 PNG = ImageContent("aGk=", "image/png")

@@ -17,14 +17,21 @@ from typing import Any
 
 import paths
 import pytest
+from _internals import (
+    FramingError,
+    HttpClient,
+    Outgoing,
+    ReplyBuilder,
+    Urllib3Transport,
+    WireApi,
+    http_status_text,
+    redact,
+    stream_http_reply,
+)
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore._http import Outgoing, redact
-from agentcore.providers import HttpClient, Urllib3Transport, new_http_session
-from agentcore.providers._wire._api import WireApi, http_status_text, stream_http_reply
-from agentcore.providers._wire._builder import ReplyBuilder
-from agentcore.providers._wire._framing import FramingError
+from agentcore.providers import new_http_session
 from agentcore.testing import MockTransport
 
 KEY = "sk-test-transport"

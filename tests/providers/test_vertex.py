@@ -14,6 +14,7 @@ from typing import Any
 import attrs
 import paths
 import pytest
+from _internals import _gcp
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -30,7 +31,6 @@ from agentcore import (
     ToolResultMessage,
     UserMessage,
 )
-from agentcore.providers import _gcp
 from agentcore.providers.vertex import endpoint_host, url_for
 
 GOOGLE = paths.FIXTURES / "google"

@@ -21,11 +21,12 @@ from typing import Any
 import attrs
 import paths
 import pytest
+from _internals import _gcp
 from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore import Context, MissingApiKeyError, Model, StreamOptions, UserMessage
-from agentcore.providers import _gcp, require_api_key
+from agentcore.providers import require_api_key
 from agentcore.providers.vertex import stream_vertex
 
 GOOGLE = paths.FIXTURES / "google"

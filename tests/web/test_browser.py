@@ -27,11 +27,10 @@ if not CHROMIUM.exists():
                 allow_module_level=True)
 
 import uvicorn  # noqa: E402
+from _internals import calculator_tool, clock_tool, register_offline  # noqa: E402
 from approval_tools import Ran, make_tool  # noqa: E402
 
 import agentcore as ac  # noqa: E402
-from agentcore._cli._demo_tools import calculator_tool, clock_tool  # noqa: E402
-from agentcore._cli._offline import register_offline  # noqa: E402
 from agentcore.providers.faux import (  # noqa: E402
     FauxProvider,
     faux_assistant_message,

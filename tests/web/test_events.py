@@ -18,6 +18,7 @@ pytest.importorskip("ag_ui")
 
 import ag_ui.core as ag
 import pydantic
+from _internals import Translator
 from ag_ui.core import EventType as T
 
 import agentcore as ac
@@ -62,7 +63,6 @@ from agentcore.providers.faux import (
     register_faux_provider,
 )
 from agentcore.web import APPROVAL_EVENT, APPROVAL_REASON, ag_ui_events
-from agentcore.web._events import Translator
 
 WAIT = 5.0
 EVENT = pydantic.TypeAdapter(ag.Event)

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import pytest
+from _internals import cli
 
 pytestmark = pytest.mark.slow  # each test starts a Python process
 
@@ -32,10 +33,10 @@ def test_web_without_its_packages_says_which_extra_to_install(missing: str) -> N
 
 
 def test_the_web_command_without_the_extra_exits_2_naming_it() -> None:
-    done = _python("""\
+    done = _python(f"""\
         import sys
         sys.modules["uvicorn"] = None
-        from agentcore._cli import main
+        from {cli.__name__} import main
         sys.exit(main(["web", "--port", "0"]))
         """)
     assert done.returncode == 2

@@ -21,10 +21,9 @@ from typing import Any
 
 import attrs
 import pytest
+from _internals import SYSTEM_PROMPT, calculator_tool, clock_tool, register_offline
 
 from agentcore import Agent, AssistantMessage, StopReason
-from agentcore._cli._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
-from agentcore._cli._offline import register_offline
 
 ag_ui_core = pytest.importorskip("ag_ui.core", reason="ag-ui-protocol is not installed (web extra)")
 uvicorn = pytest.importorskip("uvicorn", reason="uvicorn is not installed (web extra)")

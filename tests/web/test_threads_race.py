@@ -16,11 +16,11 @@ from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
+from _internals import Thread, Threads
 
 import agentcore as ac
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, register_faux_provider
 from agentcore.web import app
-from agentcore.web._threads import Thread, Threads
 
 
 @pytest.fixture
