@@ -105,6 +105,7 @@ from agentcore.providers._wire._choice import (
     anthropic_schema,
     check_native_output,
     json_schema_format,
+    native_output_with_tools,
     strict_schema,
     supports_native_output,
     tool_choice,

@@ -17,6 +17,7 @@ from typing import Any
 import paths
 import pytest
 import requests
+from _internals import default_client
 from http_phases import (
     ABORT_BOUND_S,
     CONTEXT,
@@ -30,7 +31,6 @@ from http_phases import (
 from sse_server import SSEServer
 
 import agentcore as ac
-from agentcore._http import default_client
 from agentcore.providers import HttpClient, Urllib3Transport, new_http_session
 
 FIXTURES = paths.FIXTURES
