@@ -649,13 +649,17 @@ def test_providers_package_reexports_the_registry_and_catalogue() -> None:
 
 
 def test_providers_package_exports_the_http_layer() -> None:
+    from _internals import HttpClient, RequestsTransport, Transport, Urllib3Transport
+
     import agentcore.providers as providers
     import agentcore.testing as testing
 
     assert set(providers.__all__) >= PROVIDERS_HTTP
+    layer = {"HttpClient": HttpClient, "RequestsTransport": RequestsTransport,
+             "Transport": Transport, "Urllib3Transport": Urllib3Transport}
     for name in sorted(PROVIDERS_HTTP):
-        assert getattr(providers, name).__module__.startswith("agentcore._http."), name
-    assert testing.MockTransport.__module__ == "agentcore._http._mock"
+        assert getattr(providers, name) is layer[name], name
+    assert testing.MockTransport.__module__ == HttpClient.__module__.replace("_client", "_mock")
 
 
 @pytest.mark.slow
