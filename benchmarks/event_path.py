@@ -21,8 +21,8 @@ before it:
 CPU per chunk is `time.process_time()` (every thread) of a reply of LONG chunks minus one of
 SHORT chunks, divided by the difference, so that what a run costs once cancels out; each
 figure is the median (and min) of RUNS such differences, each over REPS replies. The transport
-test double goes through agentcore's internal transport seam (`use_transport`), the same one
-the test suite's doubles use. See README.md beside this file for the figures.
+test double plugs into the public seam, `HttpClient(transport)`, as `MockTransport` does.
+See README.md beside this file for the figures.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from typing import Any, ClassVar
 import stream_server
 
 import agentcore as ac
-from agentcore.providers._transport import new_http_session, use_transport
+from agentcore.providers import HttpClient
 
 SHORT, LONG = 100, 2_100
 RUNS = 5
@@ -81,13 +81,15 @@ class _InProcess:
 
     count = SHORT
 
-    def open(self, session: Any, request: Any, timeouts: Any, signal: Any) -> _Reply:
+    def open(self, request: Any, timeouts: Any, signal: Any) -> _Reply:
         return _Reply(BODIES[self.count])
+
+    def close(self) -> None:
+        pass
 
 
 TRANSPORT = _InProcess()
-SESSION = new_http_session()
-use_transport(SESSION, TRANSPORT)
+CLIENT = HttpClient(TRANSPORT)
 
 
 def floor() -> None:
@@ -104,7 +106,7 @@ def floor() -> None:
 
 def stream() -> None:
     events = ac.stream(MODEL, ac.Context("sys", [ac.UserMessage("hi")]),
-                       ac.StreamOptions(api_key="bench", http_session=SESSION))
+                       ac.StreamOptions(api_key="bench", http_client=CLIENT))
     for _ in events:
         pass
     if events.result().stop_reason != ac.StopReason.STOP:
@@ -112,13 +114,13 @@ def stream() -> None:
 
 
 def loop() -> None:
-    config = ac.AgentLoopConfig(model=MODEL, api_key="bench", http_session=SESSION)
+    config = ac.AgentLoopConfig(model=MODEL, api_key="bench", http_client=CLIENT)
     ac.run_agent_loop([ac.UserMessage("hi")], ac.AgentContext("sys", [], []), config,
                       lambda event: None)
 
 
 def _agent(listen: bool) -> None:
-    agent = ac.Agent(MODEL, system_prompt="sys", api_key="bench", http_session=SESSION)
+    agent = ac.Agent(MODEL, system_prompt="sys", api_key="bench", http_client=CLIENT)
     try:
         if listen:
             agent.subscribe(lambda event, signal: None)

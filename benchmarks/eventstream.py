@@ -10,7 +10,7 @@ three string headers (`:event-type`, `:content-type`, `:message-type`) and a JSO
 about 60 bytes (a token of text and the `p` padding field Bedrock adds). It is built before the
 clock starts and fed two ways: in 16 KiB reads (a client that lags behind the model) and one
 frame per read (a live reply, one message per HTTP chunk). Each run decodes the whole body with
-`agentcore.providers._eventstream.EventStreamDecoder` (`feed` every read, then `end`) and with
+`agentcore.providers._wire._eventstream.EventStreamDecoder` (`feed` every read, then `end`) and with
 `botocore.eventstream.EventStreamBuffer` (`add_data` every read, then iterate its messages);
 both verify both CRC-32s of every message and decode its headers. The two alternate run by run,
 so that a noisy moment hits them alike; every figure is the median of `RUNS` runs after a
@@ -33,7 +33,7 @@ from zlib import crc32
 from run_log import _row, _table  # the rows and table as run_log.py prints them
 
 import agentcore as ac
-from agentcore.providers._eventstream import EventStreamDecoder
+from agentcore.providers._wire._eventstream import EventStreamDecoder
 
 RUNS = 7
 EVENTS = 20_000

@@ -12,9 +12,10 @@ return of `stream.result()` (the `error` event, `stop_reason` `"aborted"`). The 
 request and never answers), reading the body (one event, then silence) and sleeping before a
 retry (a 429 with `Retry-After: 30`). Requests use `timeout=TIMEOUT_S` and `max_retries=0`
 (`max_retries=2` for the retry sleep), so that a tree whose abort cannot reach a phase still ends
-a run, at about that timeout. *Connections*: 20 consecutive replies through one session (that of
-`agentcore.providers.new_http_session`, or a plain `requests.Session` where it does not exist),
-counting the TCP connections the server accepted. See README.md beside this file.
+a run, at about that timeout. *Connections*: 20 consecutive replies through one client
+(`HttpClient(Urllib3Transport())`; in older trees `new_http_session()`, or a plain
+`requests.Session`), counting the TCP connections the server accepted. See README.md beside
+this file.
 """
 
 from __future__ import annotations
@@ -162,15 +163,22 @@ def model_at(base_url: str) -> Any:
     return ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai", base_url)
 
 
-def new_session() -> tuple[Any, str]:
-    """agentcore's session where the tree has one, else a plain `requests.Session`."""
+def new_session() -> tuple[str, Any, str]:
+    """The option, its value and its name: agentcore's own client where the tree has one, else
+    its session, else a plain `requests.Session` (older trees, compared in the same run)."""
+    try:
+        from agentcore.providers import HttpClient, Urllib3Transport
+    except ImportError:
+        pass
+    else:
+        return "http_client", HttpClient(Urllib3Transport()), "HttpClient(Urllib3Transport())"
     try:
         from agentcore.providers import new_http_session
     except ImportError:
         import requests
 
-        return requests.Session(), "requests.Session()"
-    return new_http_session(), "new_http_session()"
+        return "http_session", requests.Session(), "requests.Session()"
+    return "http_session", new_http_session(), "new_http_session()"
 
 
 def abort_latency(base_url: str, ready: Callable[[], bool], max_retries: int = 0) -> float:
@@ -235,13 +243,13 @@ def measure_connections(server: Server, runs: int,
     kind = ""
     context = ac.Context(None, [ac.UserMessage("hi")])
     for _ in range(runs):
-        session, kind = new_session()
+        option, session, kind = new_session()
         before = server.accepted
         started = time.perf_counter()
         try:
             for _ in range(REPLIES):
-                options = ac.StreamOptions(api_key=KEY, http_session=session,
-                                           signal=ac.AbortController().signal)
+                options = ac.StreamOptions(api_key=KEY, signal=ac.AbortController().signal,
+                                           **{option: session})
                 reply = ac.complete(model_at(server.url), context, options)
                 if reply.stop_reason != "stop":
                     raise RuntimeError(f"reply failed: {reply.error_message}")
