@@ -675,3 +675,39 @@ def test_http_a_500_validation_error_ends_the_run_readably(sse_server, backoffs,
     assert reply.stop_reason == StopReason.ERROR
     assert reply.error_message == f"500 {VALIDATION_GIST}"
     assert len(sse_server.requests) == 1
+
+
+# --- the process's client -------------------------------------------------------------------------
+
+
+def test_http_the_default_client_is_one_per_process() -> None:
+    from _internals import default_client
+
+    assert default_client() is default_client()
+    assert isinstance(default_client().transport, Urllib3Transport)
+
+
+@pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning")
+def test_http_a_forked_child_makes_its_own_default_client() -> None:
+    """Sockets never cross a fork: the child's requests do not use the parent's pool."""
+    import os
+
+    from _internals import default_client
+
+    parent = id(default_client())
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report whether its client is a new one, and leave at once
+        try:
+            os.write(write, b"new" if id(default_client()) != parent else b"same")
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        answer = os.read(read, 16)
+    finally:
+        os.close(read)
+        os.waitpid(pid, 0)
+    assert answer == b"new"
+    assert id(default_client()) == parent

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import re
 import socket
 import threading
 import time
@@ -450,3 +451,42 @@ def test_transport_http_an_attribute_error_in_the_read_path_is_a_bug(
         with pytest.raises(AttributeError, match="chunk_left"):
             next(response.chunks())
         response.close()
+
+
+# --- construction ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("kwargs", "error", "message"), [
+    ({"pool_size": 0}, ValueError, "'pool_size' must be an int of at least 1, got 0"),
+    ({"pool_size": True}, ValueError, "'pool_size' must be an int of at least 1, got True"),
+    ({"proxies": "http://proxy:3128"}, TypeError, "'proxies' must be a mapping"),
+    ({"ca_certs": 5}, TypeError, "'ca_certs' must be a path or None, got 5"),
+])
+def test_transport_http_bad_arguments_are_named(kwargs: dict[str, Any], error: type,
+                                                message: str) -> None:
+    with pytest.raises(error, match=re.escape(message)):
+        Urllib3Transport(**kwargs)
+
+
+def test_transport_http_certificates_come_from_the_environment_as_with_requests(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    import certifi
+
+    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    assert _urllib3._environment_ca_certs() == certifi.where()
+    monkeypatch.setenv("CURL_CA_BUNDLE", str(tmp_path / "curl.pem"))
+    assert _urllib3._environment_ca_certs() == str(tmp_path / "curl.pem")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(tmp_path / "requests.pem"))
+    assert _urllib3._environment_ca_certs() == str(tmp_path / "requests.pem")
+
+
+def test_transport_http_a_proxy_is_chosen_per_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    transport = Urllib3Transport(proxies={"https": "http://proxy.test:3128",
+                                          "no": "localhost,.internal.test"})
+    assert transport._proxy_for("https://api.openai.com/v1") == "http://proxy.test:3128"
+    assert transport._proxy_for("http://api.openai.com/v1") is None  # no proxy for http
+    assert transport._proxy_for("https://llm.internal.test/v1") is None
+    assert transport._proxy_for("https://localhost:8080/v1") is None
+    assert repr(transport) == "Urllib3Transport(pool_size=10, proxied)"
