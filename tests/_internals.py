@@ -23,6 +23,7 @@ from agentcore._core import (
     ABORTED_TEXT,
     DEFAULT_DENIAL,
     DEFAULT_MAX_EVENT_BYTES,
+    FACTORY,
     INTERRUPTED_TEXT,
     OPTION,
     _serde,
