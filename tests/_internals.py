@@ -140,6 +140,9 @@ from agentcore.providers._wire._transform import (
     transform_messages,
 )
 
+# --- agentcore.batch: a batch's results, as they cross processes and fill the store ---------------
+from agentcore.batch._result import from_wire, pause_of, to_wire
+
 # --- agentcore._cli: python -m agentcore -------------------------------------------------------
 from agentcore import _cli as cli
 from agentcore._cli import build_parser
