@@ -23,6 +23,7 @@ from agentcore._core import (
     ABORTED_TEXT,
     DEFAULT_DENIAL,
     DEFAULT_MAX_EVENT_BYTES,
+    FACTORY,
     INTERRUPTED_TEXT,
     OPTION,
     _serde,
@@ -139,6 +140,9 @@ from agentcore.providers._wire._transform import (
     is_same_model,
     transform_messages,
 )
+
+# --- agentcore.batch: a batch's results, as they cross processes and fill the store ---------------
+from agentcore.batch._result import from_wire, pause_of, to_wire
 
 # --- agentcore._cli: python -m agentcore -------------------------------------------------------
 from agentcore import _cli as cli

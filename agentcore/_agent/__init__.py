@@ -5,10 +5,9 @@ Builds on `_loop` and `_core`.
 
 from __future__ import annotations
 
-from ._agent import Agent
+from ._agent import Agent, continue_here, prompt_here
 from ._compact import CompactionSettings, compact
 from ._cut import estimate_tokens
-from ._drive import continue_here, prompt_here
 from ._live import AgentState
 from ._run import AgentRun
 

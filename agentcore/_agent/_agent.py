@@ -3,6 +3,10 @@
 Threading: every public method may be called from any thread, including listeners and tools.
 A run's events reach the state, then the run's event log, then the listeners, all on the run's
 own (non-daemon) thread. State lives behind one lock, never held while user code runs.
+
+The class is whole here, its run side included (how a run starts, what each event does to the
+state, how a run ends): no other module touches its private state. `prompt_here` and
+`continue_here` run one on the calling thread, for `run_batch`.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from attrs.validators import and_, ge
 
 from .._core import (
     OPTION,
+    AbortController,
     AbortSignal,
     AgentBusyError,
     AgentClosedError,
+    AgentContext,
     AgentEvent,
     AgentMessage,
     AgentTool,
@@ -28,6 +34,7 @@ from .._core import (
     CacheRetention,
     FlatAlias,
     ImageContent,
+    MessageUpdateEvent,
     Model,
     OnPayload,
     OnResponse,
@@ -35,6 +42,7 @@ from .._core import (
     Session,
     StreamOptions,
     ThinkingLevel,
+    ToolCall,
     ToolExecutionMode,
     Transport,
     UsageLimits,
@@ -49,7 +57,9 @@ from .._core import (
     takes,
     to_queue_mode,
     to_thinking_level,
+    unanswered_tool_calls,
 )
+from .._function_tools import output_tool
 from .._loop import (
     AfterToolCall,
     AgentLoopConfig,
@@ -61,26 +71,30 @@ from .._loop import (
     PrepareNextTurn,
     ShouldStopAfterTurn,
     TransformContext,
+    carry_context,
+    check_no_pause,
+    check_run,
+    in_flight,
+    plan_resume,
 )
-from ..providers import StreamFn
-from ._compact import CompactionSettings
-from ._drive import NO_OUTPUT, Output, SessionWriter, load_transcript, start
+from ..providers import StreamFn, require_api_key, speaks_http
+from ._compact import CompactionSettings, auto_compactor
+from ._drive import NO_OUTPUT, Listener, Output, drive, notify, run_name
 from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
 from ._live import AgentState, LiveState
 from ._queue import MessageQueue
 from ._run import MAX_EVENTS, AgentRun
+from ._transcript import SessionWriter, load_transcript
 
 if TYPE_CHECKING:
     import requests
 
     from .._core import HttpClientLike
 
-__all__ = ["Agent", "AgentState"]
+__all__ = ["Agent", "AgentState", "continue_here", "prompt_here"]
 
 DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
 """An `Agent`'s usage limits unless it is given others: a runaway model stops at 50 calls."""
-
-Listener = Callable[[AgentEvent, AbortSignal], None]
 
 
 def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any:
@@ -320,7 +334,7 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
                                      "follow_up() to queue messages, or wait for completion")
-            return start(self, prompts, False, Output(output_type, output_retries, output_mode))
+            return self._start(prompts, False, Output(output_type, output_retries, output_mode))
 
     async def prompt_async(
         self, input: str | AgentMessage | Sequence[AgentMessage],
@@ -366,15 +380,15 @@ class Agent:
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
             if approvals is not None or find_pause(self.messages, self.tools) is not None:
-                return start(self, None, False, self._resume_output(), approvals=approvals)
+                return self._start(None, False, self._resume_output(), approvals=approvals)
             if not isinstance(self.messages[-1], AssistantMessage):
-                return start(self, None, False)
+                return self._start(None, False)
             for queue, mode, skip in ((self._steering, self.steering_mode, True),
                                       (self._follow_up, self.follow_up_mode, False)):
                 taken = queue.take_now(mode)
                 if taken:
                     try:
-                        return start(self, taken, skip)
+                        return self._start(taken, skip)
                     except BaseException:  # no run: the messages wait in their queue again
                         queue.put_back(taken)
                         raise
@@ -437,3 +451,185 @@ class Agent:
     def _check_open(self) -> None:
         if self._closed:
             raise AgentClosedError("the agent is closed; create a new Agent to go on")
+
+    # The run side. A run starts under the lock (`_start`, `_run_here`: `_prepare` checks all
+    # that can fail first), `_handle` applies each event on the run's thread, and `_end`
+    # makes the agent idle again before the run's result is out.
+
+    def _start(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
+               output: Output = NO_OUTPUT, approvals: dict[str, bool | str] | None = None,
+               ) -> AgentRun:
+        """Start a run on its own thread (under the lock); `approvals` decide a resumed batch."""
+        run, main = self._prepare(prompts, skip_first_steering, output, approvals=approvals)
+        try:
+            run.start(main, name=run_name())
+        except BaseException:  # no thread to be had: the agent stays idle and usable
+            self._run = None
+            self._live.end()
+            raise
+        return run
+
+    def _run_here(self, prompts: list[AgentMessage] | None, output: Output,
+                  on_start: Callable[[AgentRun], object], http_session: Any,
+                  approvals: dict[str, bool | str] | None) -> AgentRun:
+        """A run to its end on the calling thread (see `prompt_here`)."""
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("the agent is already processing a prompt")
+            run, main = self._prepare(prompts, False, output, http_session, approvals)
+        try:
+            on_start(run)
+        finally:  # the agent is marked busy: only the run's own end makes it idle again
+            run.run_here(main, name=run_name())
+        return run
+
+    def _prepare(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
+                 output: Output, http_session: Any = None,
+                 approvals: dict[str, bool | str] | None = None,
+                 ) -> tuple[AgentRun, Callable[[], None]]:
+        """Mark the agent busy with a new run (under the lock); return the run and its main.
+
+        Everything that can fail comes before. `http_session` serves the run when the agent
+        has none of its own; without either, the run shares the process's HTTP client.
+        """
+        self._check_open()
+        loop, stream_fn = self._loop, self.stream_fn
+        http = stream_fn is None and speaks_http(loop.model.api)
+        if http and loop.get_api_key is None:  # a missing key raises here, not in the run
+            require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
+        session = loop.http_session or http_session  # None: the process's shared HTTP client
+        config = self._run_config(loop, skip_first_steering, output, session)
+        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
+        check_run(config, config.model, context.tools)  # raises here, not in the run
+        if prompts is None:  # calls waiting for approval: decided by `approvals` or `approve`
+            plan_resume(context, config.approve, approvals)
+        else:
+            check_no_pause(context)
+        native = output_tool(config.output_type) if config.output_mode == "native" else None
+        run = AgentRun(AbortController(), max_events=self.max_events, native=native)
+        self._run = run
+        self._live.begin()
+        return run, carry_context(functools.partial(self._main, run, prompts, context, config,
+                                                    stream_fn, approvals))
+
+    def _run_config(self, loop: AgentLoopConfig, skip_first_steering: bool, output: Output,
+                    http_session: Any) -> AgentLoopConfig:
+        """`loop` with the parts that belong to one run: queues, compaction, output, session."""
+        skip = [skip_first_steering]
+
+        def steering() -> list[AgentMessage]:
+            if skip[0]:
+                skip[0] = False
+                return []
+            return self._steering.take(self.steering_mode)
+
+        def follow_ups() -> list[AgentMessage]:
+            return self._follow_up.take(self.follow_up_mode)
+
+        compact = None if self.auto_compact is None else auto_compactor(
+            self.auto_compact, self.stream_fn, self._replace_transcript)
+        return attrs.evolve(loop, get_steering_messages=steering,
+                            get_follow_up_messages=follow_ups, before_model_call=compact,
+                            output_type=output.type, output_retries=output.retries,
+                            output_mode=output.mode, http_session=http_session)
+
+    def _replace_transcript(self, messages: list[AgentMessage]) -> None:
+        """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
+        if self._writer is not None:
+            self._writer.replace(messages)
+        with self._lock:
+            self.messages[:] = messages  # in place: the setter refuses while a run is active
+
+    def _main(self, run: AgentRun, prompts: list[AgentMessage] | None, context: AgentContext,
+              config: AgentLoopConfig, stream_fn: StreamFn | None,
+              approvals: dict[str, bool | str] | None) -> None:
+        """The run's thread: the loop, then the agent idle and the run finished, come what may."""
+        messages: list[AgentMessage] = []
+        with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
+            try:
+                messages = drive(prompts, context, config, functools.partial(self._handle, run),
+                                 run.signal, stream_fn, approvals, self._unanswered)
+            finally:
+                self._end(run, config, context.tools, messages)
+
+    def _unanswered(self) -> list[ToolCall]:
+        """The transcript's tool calls without a result (a broken run's, to answer)."""
+        with self._lock:
+            return unanswered_tool_calls(self.messages)
+
+    def _end(self, run: AgentRun, config: AgentLoopConfig, tools: list[AgentTool],
+             messages: list[AgentMessage]) -> None:
+        """Make the agent idle, then finish `run` with `messages` and the calls left waiting.
+
+        Queued messages taken but not injected go back to their queues; a run with an output
+        type remembers it with its last message, for a resume of its paused calls.
+        """
+        with self._lock:
+            self._steering.restore()
+            self._follow_up.restore()
+            self._live.end()
+            self._run = None
+            transcript = list(self.messages)
+            self._paused_output = None if config.output_type is None or not transcript \
+                else (transcript[-1], Output(config.output_type, config.output_retries,
+                                             config.output_mode))
+        pause = find_pause(transcript, tools)  # outside the lock: user rules run
+        run.finish(messages, None if pause is None else pause.calls)
+
+    def _handle(self, run: AgentRun, event: AgentEvent) -> None:
+        """Apply `event` to the state, log it on the run, then call the listeners.
+
+        A `message_update` (most events by far) changes only the streaming message: one
+        reference, written without the lock (a snapshot sees it before or after, both states
+        the run went through).
+        """
+        if event.__class__ is MessageUpdateEvent:
+            self._live.streaming_message = event.message
+        else:
+            with self._lock:
+                started, ended = self._live.apply(event)
+                if started is not None and not self._steering.accept(started):
+                    self._follow_up.accept(started)
+                if ended is not None:
+                    self.messages.append(ended)
+            if ended is not None and self._writer is not None:
+                self._writer.save(ended, lambda: self.state.messages)  # durable before heard
+        run.publish(event)
+        listeners = self._listeners
+        if listeners:
+            notify(listeners, event, run.signal)
+
+
+def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage], *,
+                output_type: Any = None, output_mode: OutputMode = "tool",
+                on_start: Callable[[AgentRun], object] = lambda run: None,
+                http_session: Any = None) -> AgentRun:
+    """`agent.prompt(input, output_type=..., output_mode=...)` run to its end on this thread.
+
+    For pools that already give each run a thread of its own (`run_batch`, its only user): the
+    run needs no thread start, which under load costs more than the rest of starting a run.
+    `on_start` gets the run before it begins (to abort it from elsewhere); `http_session` (a
+    batch's shared one) serves the run if the agent has no session of its own. Raises what
+    `prompt` raises.
+    """
+    agent._check_open()
+    prompts = prompt_messages(input, None)
+    return agent._run_here(prompts, Output(output_type, 2, output_mode), on_start,
+                           http_session, None)
+
+
+def continue_here(agent: Agent, approvals: dict[str, bool | str], *, output_type: Any = None,
+                  output_mode: OutputMode = "tool",
+                  on_start: Callable[[AgentRun], object] = lambda run: None,
+                  http_session: Any = None) -> AgentRun:
+    """`agent.continue_(approvals=...)` run to its end on this thread (see `prompt_here`).
+
+    The batch's resume of a run that stopped for approval (`resume_batch`, its only user):
+    unlike `continue_`, the resumed run keeps the batch's `output_type` and `output_mode`.
+    Raises what `continue_` raises for `approvals`.
+    """
+    agent._check_open()
+    if not agent.messages:
+        raise ValueError("cannot continue: the agent has no messages")
+    return agent._run_here(None, Output(output_type, 2, output_mode), on_start, http_session,
+                           approvals)

@@ -69,7 +69,13 @@ class AgentRun:
     a late or lagging iteration may miss `message_update`s and nothing else.
     """
 
-    def __init__(self, controller: AbortController, *, max_events: int = MAX_EVENTS) -> None:
+    def __init__(self, controller: AbortController, *, max_events: int = MAX_EVENTS,
+                 native: AgentTool | None = None) -> None:
+        """A run aborted through `controller`, keeping at most `max_events` events.
+
+        `native` is the output tool of a run with `output_mode="native"`: `output` reads the
+        last reply's text with it, as the run did.
+        """
         if type(max_events) is not int:
             raise TypeError(f"'max_events' must be an int, got {max_events!r}")
         if max_events < 1:
@@ -83,7 +89,7 @@ class AgentRun:
         self._name = "agentcore-run"
         self._thread: threading.Thread | None = None
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
-        self._native: AgentTool | None = None  # output_mode="native": what reads the answer
+        self._native = native  # output_mode="native": what reads the answer
         self._pending: list[ToolCall] = []  # the calls the run left waiting for approval
 
     @property

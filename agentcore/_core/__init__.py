@@ -103,6 +103,7 @@ from ._messages import (
 from ._model import Model, ModelCost, calculate_cost, is_model, is_optional_model
 from ._options import (
     DEFAULT_MAX_EVENT_BYTES,
+    FACTORY,
     OPTION,
     CacheRetention,
     FlatAlias,
@@ -154,6 +155,7 @@ __all__ = [
     "ABORTED_TEXT",
     "DEFAULT_DENIAL",
     "DEFAULT_MAX_EVENT_BYTES",
+    "FACTORY",
     "INTERRUPTED_TEXT",
     "LLM_TYPES",
     "OPTION",

@@ -5,12 +5,14 @@ them from the messages and the tools, so that an agent in memory, a session relo
 process and crash repair all agree on which calls wait. A batch waits when its assistant
 message is the transcript's last, none of its calls has a result, and one of them needs
 approval and has no decision yet (a `ToolApprovalMessage` after the reply records decisions).
+Which calls need approval is for the tools' rules to say; a result that travels without its
+tools (a batch's) keeps their verdict, the ids of the calls that needed it, as `asked`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -98,9 +100,15 @@ class Pause:
     waiting: list[ToolCall]
 
 
-def find_pause(messages: Sequence[AgentMessage], tools: Sequence[AgentTool]) -> Pause | None:
-    """The batch at the end of `messages` that waits for approval, if one does."""
-    if not messages or not _any_rule(tools):
+def find_pause(messages: Sequence[AgentMessage], tools: Sequence[AgentTool], *,
+               asked: Collection[str] | None = None) -> Pause | None:
+    """The batch at the end of `messages` that waits for approval, if one does.
+
+    `tools`' rules say which calls need approval; with `asked` (call ids), the calls whose ids
+    it holds do instead, whatever `tools` say: the verdict of the rules of a run whose tools
+    are not at hand (a batch's result, read in another process or from its store).
+    """
+    if not messages or (not _any_rule(tools) if asked is None else not asked):
         return None
     decided: set[str] = set()
     for message in reversed(messages):
@@ -110,7 +118,10 @@ def find_pause(messages: Sequence[AgentMessage], tools: Sequence[AgentTool]) -> 
         elif isinstance(message, AssistantMessage):
             if message.stop_reason in _NO_ANSWER or not message.tool_calls:
                 return None
-            calls = waiting_calls(message, tools, decided)
+            if asked is None:
+                calls = waiting_calls(message, tools, decided)
+            else:
+                calls = [c for c in message.tool_calls if c.id in asked and c.id not in decided]
             return Pause(message, calls, list(message.tool_calls)) if calls else None
         else:  # a result (the batch ran) or any other message: the transcript moved on
             return None

@@ -5,11 +5,14 @@ and repr. `AgentLoopConfig` holds one nested `options: StreamOptions` (as httpx 
 `Timeout` around), and `Agent` one `AgentLoopConfig`; both keep the flat keyword arguments users
 write (`max_tokens=...`, `before_tool_call=...`) as aliases of the held object's fields, made by
 `flat_fields`: the aliases hold no state and have no validators of their own, and an alias
-whose type differs from the field it stands for fails at import.
+whose type differs from the field it stands for fails at import. The class's `__signature__`
+lists the fields and the aliases together, as the constructor takes them, for `help()`,
+notebooks and IDEs (the `__init__` that folds the aliases in takes `*args, **kwargs`).
 """
 
 from __future__ import annotations
 
+import inspect
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_MAX_EVENT_BYTES",
+    "FACTORY",
     "OPTION",
     "FlatAlias",
     "HttpClientLike",
@@ -225,6 +229,92 @@ C = TypeVar("C", bound=type)
 _UNSET: Any = object()
 
 
+class _FactoryMarker:
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+_ATTRS_FACTORY: Any = attrs.Factory  # a class, which attrs' stubs type as a function
+FACTORY: Any = _FactoryMarker()
+"""A signature's default for a field whose default is made afresh for each object (as
+`dataclasses` shows `default_factory`): leave the argument out to get it."""
+
+
+def _default(field: attrs.Attribute[Any]) -> Any:
+    """What a signature shows as `field`'s default: `FACTORY` for a factory, empty if none."""
+    default: Any = field.default
+    if default is attrs.NOTHING:
+        return inspect.Parameter.empty
+    return FACTORY if isinstance(default, _ATTRS_FACTORY) else default
+
+
+def _target_defaults(target: type[Any]) -> dict[str, Any]:
+    """The default of each field (and flat alias) of `target`, by attribute name."""
+    found = {field.name: _default(field) for field in attrs.fields(target)}
+    if hasattr(target, "__flat_fields__"):  # its own aliases: its signature has their defaults
+        parameters = inspect.signature(target).parameters
+        found.update({name: parameters[name].default for name in target.__flat_fields__})
+    return found
+
+
+class _Signature:
+    """The `__signature__` of a class decorated by `flat_fields`, built on first use.
+
+    It cannot be built when `flat_fields` runs: attrs makes the class's fields after it (it is
+    the decorator above). Only the class has it: `inspect.signature(instance)` is not the
+    constructor's.
+    """
+
+    def __init__(self, build: Callable[[type[Any]], inspect.Signature]) -> None:
+        self.build = build
+        self.built: inspect.Signature | None = None
+
+    def __get__(self, obj: object, owner: type[Any]) -> inspect.Signature:
+        if obj is not None:
+            raise AttributeError("__signature__")
+        if self.built is None:  # two threads may both build it: the same value either way
+            self.built = self.build(owner)
+        return self.built
+
+
+def _signature(cls: type[Any], order: list[str], positional: tuple[str, ...],
+               aliases: Mapping[str, FlatAlias], declared: Mapping[str, Any],
+               target: type[Any], defaults: Mapping[str, Any]) -> inspect.Signature:
+    """What `cls(...)` takes: its attrs fields and its aliases, in declaration order.
+
+    The names in `positional` come first and may be passed by position; everything else is
+    keyword-only, as the `__init__` of `flat_fields` takes it. An alias shows the default
+    of the field it stands for (or `defaults`' value), read through it (so `none` for None).
+    """
+    fields = {field.name: field for field in attrs.fields(cls) if field.init}
+    held = _target_defaults(target)
+    parameters: dict[str, inspect.Parameter] = {}
+    for name in [*order, *fields]:
+        if name in parameters:
+            continue
+        if name in aliases:
+            alias = aliases[name]
+            default = defaults[alias.field] if alias.field in defaults else held[alias.field]
+            if default is None and alias.none is not None:
+                default = alias.none
+            if name in positional:
+                default = inspect.Parameter.empty  # required, as type checkers see it
+            annotation = declared.get(name, inspect.Parameter.empty)
+        elif name in fields:
+            field = fields[name]
+            name, default = field.alias or name, _default(field)
+            annotation = inspect.Parameter.empty if field.type is None else field.type
+        else:  # an attribute attrs does not take (init=False)
+            continue
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if name in positional \
+            else inspect.Parameter.KEYWORD_ONLY
+        parameters[name] = inspect.Parameter(name, kind, default=default,
+                                             annotation=annotation)
+    ordered = sorted(parameters.values(), key=lambda p: (p.kind, positional.index(p.name)
+                                                         if p.name in positional else 0))
+    return inspect.Signature(ordered)
+
+
 def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = (),
                 defaults: Mapping[str, Any] | None = None) -> Callable[[C], C]:
     """Give an attrs class holding one `target` (attrs) object in `via` flat aliases of its fields.
@@ -237,7 +327,9 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
     `attrs.evolve(obj, max_tokens=5)` works too; when it is not (`init=False`), the object is
     built from the aliases and `defaults`. Names in `positional` are aliases written as bare
     annotations (required, as type checkers see them) that may also come first positionally;
-    every other alias is keyword-only. Raises `TypeError` at import when an alias names no
+    every other alias is keyword-only. The class's `__signature__` lists what that `__init__`
+    takes (fields and aliases in declaration order, with their defaults and types), which
+    `help()`, notebooks and IDEs show. Raises `TypeError` at import when an alias names no
     field of `target`, or an `OPTION` alias declares another type than its field's.
     """
     known = {f.name: f.type for f in attrs.fields(target)}
@@ -246,9 +338,11 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
     def decorate(cls: C) -> C:
         # attrs reads the class's own annotation dict: the aliases must leave that very dict.
         annotations = cls.__dict__.get("__annotations__", {})  # noqa: RUF063
+        order = list(annotations)  # the signature's order: fields and aliases as declared
         marked = [name for name, value in vars(cls).items()
                   if value is OPTION or isinstance(value, FlatAlias)]
         aliases: dict[str, FlatAlias] = {}
+        types: dict[str, Any] = {}
         lock = threading.Lock()
         for name in (*positional, *marked):
             alias, declared = vars(cls).get(name), annotations.pop(name, None)
@@ -259,6 +353,7 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
                                 f"{target.__name__} and repeat its type "
                                 f"{known.get(alias.field)!r}, got {declared!r}")
             alias.name, alias.via, alias.lock = name, via, lock
+            types[name] = known[alias.field] if declared is None else declared
             setattr(cls, name, alias)
             aliases[name] = alias
         held_by_init = getattr(vars(cls).get(via), "init", True)  # attrs.field(init=...)
@@ -293,6 +388,9 @@ def flat_fields(target: type[Any], via: str, *, positional: tuple[str, ...] = ()
         cls.__init__ = __init__  # type: ignore[misc]
         cls.__flat_fields__ = {  # type: ignore[attr-defined]
             name: known[alias.field] for name, alias in aliases.items()}
+        cls.__signature__ = _Signature(  # type: ignore[attr-defined]
+            lambda final: _signature(final, order, positional, aliases, types, target,
+                                     defaults or {}))
         return cls
 
     return decorate

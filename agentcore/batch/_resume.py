@@ -8,9 +8,9 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from .._agent import Agent
-from .._core import AssistantMessage, Pause, check_approvals
+from .._core import check_approvals
 from .._loop import OutputMode, check_output_mode
-from ._result import BatchResult
+from ._result import BatchResult, pause_of
 from ._run import Batch, check_arguments, check_picklable
 from ._store import ResultStore
 from ._work import Resume
@@ -75,13 +75,13 @@ def _check_decisions(decisions: object) -> list[tuple[BatchResult, dict[str, boo
             raise TypeError(f"'decisions[{i}]' must be a (BatchResult, approvals) pair, got "
                             f"{pair!r:.80}")
         result, approvals = pair
-        if not result.pending_approvals:
+        pause = pause_of(result)
+        if pause is None:
             raise ValueError(f"'decisions[{i}]': the result of input {result.index} waits for "
                              f"no approval")
         if result.index in seen:
             raise ValueError(f"'decisions[{i}]': input {result.index} is resumed twice")
         seen.add(result.index)
-        pause = Pause(_last_reply(result), result.pending_approvals, [])
         try:
             check_approvals(pause, approvals)
         except (TypeError, ValueError) as exc:
@@ -89,11 +89,3 @@ def _check_decisions(decisions: object) -> list[tuple[BatchResult, dict[str, boo
         assert isinstance(approvals, Mapping)
         pairs.append((result, dict(approvals)))
     return pairs
-
-
-def _last_reply(result: BatchResult) -> AssistantMessage:
-    replies = [m for m in result.messages if isinstance(m, AssistantMessage)]
-    if not replies:
-        raise ValueError(f"the result of input {result.index} lists pending approvals but "
-                         f"has no assistant message")
-    return replies[-1]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
+import pydoc
 import threading
 from typing import Any
 
 import attrs
 import pytest
-from _internals import OPTION, flat_fields
+from _internals import FACTORY, OPTION, flat_fields
 from mypy_report import MypyReport
 
 import agentcore as ac
@@ -248,3 +250,93 @@ def test_options_agent_takes_only_the_model_by_position(faux: FauxProvider) -> N
         ac.Agent(faux.get_model(), "Be brief.")  # type: ignore[misc]
     agent = ac.Agent(faux.get_model(), system_prompt="Be brief.")
     assert agent.system_prompt == "Be brief."
+
+
+Param = inspect.Parameter
+
+
+def _init_names(cls: type) -> set[str]:
+    """What attrs' own `__init__` takes, and the flat aliases: all a constructor takes."""
+    return {f.alias for f in attrs.fields(cls) if f.init} | _aliases(cls)
+
+
+def _kinds(signature: inspect.Signature) -> dict[str, Any]:
+    return {name: p.kind for name, p in signature.parameters.items()}
+
+
+def test_options_agent_signature_lists_what_the_constructor_takes() -> None:
+    signature = inspect.signature(ac.Agent)
+    parameters = signature.parameters
+    assert set(parameters) == _init_names(ac.Agent) | {"model"}
+    assert _kinds(signature) == {name: Param.POSITIONAL_OR_KEYWORD if name == "model"
+                                 else Param.KEYWORD_ONLY for name in parameters}
+    # Declaration order: the agent's own fields, then the loop's settings, then the options
+    assert list(parameters)[:5] == ["model", "system_prompt", "thinking_level", "tools",
+                                    "messages"]
+    assert list(parameters).index("session") < list(parameters).index("convert_to_llm") \
+        < list(parameters).index("options") < list(parameters).index("max_tokens")
+    defaults = {name: p.default for name, p in parameters.items()}
+    assert defaults["model"] is Param.empty
+    assert (defaults["system_prompt"], defaults["thinking_level"], defaults["tools"],
+            defaults["max_events"], defaults["limits"], defaults["transport"],
+            defaults["max_tokens"], defaults["options"]) == (
+        "", ac.ThinkingLevel.OFF, (), 100_000, ac.UsageLimits(max_model_calls=50), "sse",
+        None, FACTORY)
+    assert (parameters["system_prompt"].annotation, parameters["max_tokens"].annotation) == (
+        "str", "int | None")
+    assert signature.parameters["convert_to_llm"].default is ac.default_convert_to_llm
+
+
+def test_options_agent_accepts_every_keyword_its_signature_lists(faux: FauxProvider) -> None:
+    model = faux.get_model()
+    plain = ac.Agent(model)
+    for name, parameter in inspect.signature(ac.Agent).parameters.items():
+        if parameter.default in (Param.empty, FACTORY):
+            continue
+        agent = ac.Agent(model, **{name: parameter.default})  # the default, given: accepted
+        assert getattr(agent, name) == getattr(plain, name), name
+    assert ac.Agent(model, options=ac.StreamOptions()).options == plain.options
+    with pytest.raises(TypeError, match="max_tokenz"):
+        ac.Agent(model, max_tokenz=5)  # type: ignore[call-arg]
+    signature = inspect.signature(ac.Agent)
+    with pytest.raises(TypeError):
+        signature.bind(model, "Be brief.")  # as the constructor: one positional argument
+    with pytest.raises(TypeError):
+        ac.Agent(model, "Be brief.")  # type: ignore[misc]
+    assert signature.bind(model=model, tools=[]).arguments == {"model": model, "tools": []}
+
+
+def test_options_config_signature_lists_what_the_constructor_takes(faux: FauxProvider) -> None:
+    signature = inspect.signature(ac.AgentLoopConfig)
+    parameters = signature.parameters
+    assert set(parameters) == _init_names(ac.AgentLoopConfig)
+    assert set(_kinds(signature).values()) == {Param.KEYWORD_ONLY}
+    assert list(parameters)[:2] == ["model", "convert_to_llm"]
+    assert list(parameters).index("options") < list(parameters).index("reasoning")
+    assert parameters["model"].default is Param.empty
+    assert (parameters["options"].default, parameters["output_retries"].default,
+            parameters["max_event_bytes"].default, parameters["reasoning"].default) == (
+        FACTORY, 2, ac.StreamOptions().max_event_bytes, None)
+    model = faux.get_model()
+    given = {name: p.default for name, p in parameters.items()
+             if p.default not in (Param.empty, FACTORY)}
+    for name, value in given.items():  # each keyword is accepted alone
+        ac.AgentLoopConfig(model=model, **{name: value})
+    # and the defaults the signature shows are the ones a config gets
+    assert ac.AgentLoopConfig(model=model, **given) == ac.AgentLoopConfig(model=model)
+    with pytest.raises(TypeError, match="max_tokenz"):
+        ac.AgentLoopConfig(model=model, max_tokenz=5)  # type: ignore[call-arg]
+
+
+def test_options_help_shows_the_constructor_parameters(faux: FauxProvider) -> None:
+    for cls in (ac.Agent, ac.AgentLoopConfig):
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        header = next(line for line in text.splitlines() if f"{cls.__name__}(" in line
+                      and "model" in line)
+        for name in ("model", "max_tokens", "before_tool_call", "tool_timeout"):
+            assert f"{name}: " in header, (cls, name)
+        assert "**kwargs" not in header
+    assert "thinking_level: 'ThinkingLevel' = <ThinkingLevel.OFF" in str(
+        inspect.signature(ac.Agent))
+    with pytest.raises(TypeError, match="not a callable object"):
+        inspect.signature(ac.Agent(faux.get_model()))  # an instance: not the constructor's

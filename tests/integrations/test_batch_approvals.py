@@ -8,6 +8,7 @@ answered `echo: <text>`.
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import threading
@@ -16,7 +17,9 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
+from _internals import find_pause, from_wire, pause_of, to_wire
 from batch_agents import City, make_file_agent
 
 import agentcore as ac
@@ -202,6 +205,63 @@ def test_resume_batch_with_bad_decisions_raises_at_the_call_naming_them(
     with pytest.raises(ValueError, match=r"^'max_concurrency'"):
         resume_batch(make_file_agent, [(waiting, {"call_a.txt": True})], max_concurrency=0)
     assert (tmp_path / "a.txt").exists()  # nothing ran
+
+
+def test_batch_result_pause_is_what_find_pause_finds_in_its_transcript(tmp_path: Path) -> None:
+    prompts = files(tmp_path, "a.txt", "b.txt")
+    first = by_index(run_batch(make_file_agent, [*prompts, "hello"]))
+    tools = make_file_agent().tools
+
+    for result in first.values():
+        pause = find_pause(result.messages, tools)
+        assert pause_of(result) == pause
+        assert result.pending_approvals == ([] if pause is None else pause.calls)
+    assert pause_of(first[0]) is not None
+    assert pause_of(first[2]) is None
+
+    resumed = by_index(resume_batch(make_file_agent, [(first[0], {"call_a.txt": True}),
+                                                      (first[1], {"call_b.txt": False})]))
+    for result in resumed.values():
+        assert pause_of(result) is find_pause(result.messages, tools) is None
+        assert result.pending_approvals == []
+
+
+def test_batch_result_round_trips_and_pending_calls_come_from_the_transcript(
+        tmp_path: Path) -> None:
+    [prompt] = files(tmp_path, "a.txt")
+    results = by_index(run_batch(make_file_agent, [prompt, "hello"]))
+    waiting, done = results[0], results[1]
+    for result in (waiting, done):
+        data = json.loads(json.dumps(to_wire(result)))  # as the store keeps it
+        assert from_wire(data, result.input, None) == result
+    assert [c.id for c in waiting.pending_approvals] == ["call_a.txt"]
+
+    # A stored list is read for its ids only; the calls are the transcript's
+    data = to_wire(waiting)
+    [call] = data["pending_approvals"]
+    data["pending_approvals"] = [{**call, "arguments": {"path": "elsewhere"}},
+                                 {**call, "id": "call_gone"}]
+    assert from_wire(data, waiting.input, None) == waiting
+    # An old row that lists calls its transcript has answered since: none waits
+    moved_on = {**to_wire(done), "pending_approvals": [call]}
+    assert from_wire(moved_on, done.input, None).pending_approvals == []
+
+
+def test_batch_result_pending_approvals_must_be_the_transcripts_waiting_calls(
+        tmp_path: Path) -> None:
+    [prompt] = files(tmp_path, "a.txt")
+    [waiting] = run_batch(make_file_agent, [prompt])
+    [call] = waiting.pending_approvals
+    other = attrs.evolve(call, id="call_other")
+
+    with pytest.raises(ValueError, match=r"^'pending_approvals' must be the calls of the last "
+                                         r"assistant message .*got \['call_other'\]"):
+        attrs.evolve(waiting, pending_approvals=[other])
+    with pytest.raises(ValueError, match="'pending_approvals' must be"):
+        BatchResult(0, prompt, pending_approvals=[call])  # no transcript: nothing waits
+    with pytest.raises(TypeError, match="'pending_approvals' must be a list of ToolCall"):
+        attrs.evolve(waiting, pending_approvals=[call.id])
+    assert attrs.evolve(waiting, pending_approvals=[]).pending_approvals == []  # ran with approve
 
 
 @pytest.mark.slow

@@ -246,6 +246,23 @@ def test_without_approve_the_run_stops_before_any_call_of_the_batch(fake: Script
     fake.assert_called(times=1)
 
 
+def test_find_pause_with_asked_takes_that_verdict_instead_of_the_tools_rules() -> None:
+    calls = [ac.ToolCall("c1", "rm", {}), ac.ToolCall("c2", "ls", {}), ac.ToolCall("c3", "rm", {})]
+    reply = ac.AssistantMessage(list(calls), "api", "p", "m", stop_reason="toolUse")
+    messages: list[ac.AgentMessage] = [ac.UserMessage("go"), reply]
+    tools = [make_tool("rm", Ran(), True)]  # said otherwise: the verdict wins
+
+    pause = find_pause(messages, tools, asked={"c3", "c1", "c9"})
+    assert pause is not None
+    assert (pause.reply, pause.calls, pause.waiting) == (reply, [calls[0], calls[2]], calls)
+    decided = find_pause([*messages, ac.ToolApprovalMessage(["c1"], {})], [], asked={"c1", "c3"})
+    assert decided is not None
+    assert decided.calls == [calls[2]]
+    assert find_pause(messages, tools, asked=set()) is None
+    answered = ac.ToolResultMessage("c2", "ls", [ac.TextContent("ok")])
+    assert find_pause([*messages, answered], [], asked={"c1"}) is None
+
+
 def test_agent_loop_stops_for_approval_too(fake: ScriptedModel, ran: Ran) -> None:
     fake.add_replies([[tool_call("rm", id="c1")]])
     tools = [make_tool("rm", ran, True)]

@@ -11,7 +11,8 @@ those inside functions (lazy) and those under `if TYPE_CHECKING:`. Five rules, o
   attribute `x._name` is used only in the package that defines it (trio's rule: the privacy
   boundary is the subpackage), third-party privates only as listed in `FOREIGN_PRIVATES`.
 - hygiene: each subpackage `__init__` has a docstring; only the CLI prints.
-- size: no module is over `MAX_MODULE_LINES` lines (STYLE.md: keep modules small).
+- size: no module is over `MAX_MODULE_LINES` lines (STYLE.md: keep modules small), except
+  those named in `LONGER_MODULES`, each with its reason and its own bound.
 
 Every failure names the file, the line and the rule broken. The last tests run the checker on
 a small synthetic package to show that it does catch what it claims to.
@@ -104,9 +105,20 @@ FOREIGN_PRIVATES = {
 """(file, attribute) pairs where agentcore uses a third-party library's private attribute."""
 
 MAX_MODULE_LINES = 450
-"""No module is longer: past this, split it along a seam (STYLE.md aims for about 300). The
-rule has no exceptions; a provider wire module that outgrew it would be named here with its
-reason, and none does."""
+"""No module is longer: past this, split it along a seam (STYLE.md aims for about 300), unless
+it is named in `LONGER_MODULES` with its reason."""
+
+LONGER_MODULES = {
+    "agentcore/_agent/_agent.py": (
+        700,
+        "`Agent` is one class in one module (API §23): its public methods and its run side (a "
+        "run's start, each event applied to the state, a run's end) share private state under "
+        "one lock. Split across two files, the run side reached into that state 33 times "
+        "(architecture-4 §1); trio keeps one big class in one file for the same reason. What "
+        "needs none of that state lives beside it (`_drive`, `_transcript`, `_live`, `_queue`)",
+    ),
+}
+"""Modules allowed past `MAX_MODULE_LINES`: path -> (their own bound, the reason)."""
 
 _ATTRIBUTE_FUNCTIONS = {"getattr", "hasattr", "setattr", "delattr"}
 
@@ -589,9 +601,10 @@ def size_violations(tree: Tree) -> list[str]:
     """Modules over `MAX_MODULE_LINES` lines, at their first line past the limit."""
     found = []
     for module in tree.modules.values():
-        if module.lines > MAX_MODULE_LINES:
-            found.append(f"{module.path}:{MAX_MODULE_LINES + 1}: size: module {module.name} has "
-                         f"{module.lines} lines, over the {MAX_MODULE_LINES} allowed (split it "
+        bound = LONGER_MODULES.get(module.path, (MAX_MODULE_LINES, ""))[0]
+        if module.lines > bound:
+            found.append(f"{module.path}:{bound + 1}: size: module {module.name} has "
+                         f"{module.lines} lines, over the {bound} allowed (split it "
                          "along a seam into modules of one purpose each)")
     return _sorted(found)
 
@@ -638,6 +651,9 @@ def test_layers_exceptions_are_all_still_needed() -> None:
             for use in _private_attribute_uses(module)}
     stale = sorted(set(FOREIGN_PRIVATES) - used)
     assert stale == [], f"FOREIGN_PRIVATES lists uses that are gone: {stale}"
+    lines = {module.path: module.lines for module in tree.modules.values()}
+    short = sorted(path for path in LONGER_MODULES if lines.get(path, 0) <= MAX_MODULE_LINES)
+    assert short == [], f"LONGER_MODULES lists modules within the usual limit: {short}"
 
 
 def test_layers_checker_sees_every_kind_of_import() -> None:
