@@ -3,7 +3,8 @@
 Every line of `install_requires` must name a floor (`name>=X`, optionally with an upper bound
 after a comma); it becomes `name==X`. A dependency without a floor, or with a form this script
 does not understand, is an error: the floors CI stage (`.ci/run`) would otherwise test a version
-nobody chose.
+nobody chose. `tests/package/test_floors.py` loads this file too, to check that the floors
+`import agentcore` enforces (`agentcore/_core/_floors.py`) are these.
 
 Usage: python .ci/floors.py [setup.cfg]  >constraints.txt
 """
