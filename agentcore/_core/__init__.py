@@ -6,6 +6,11 @@ from its private modules. Nothing here imports anything else from agentcore.
 
 from __future__ import annotations
 
+# First, before any module below defines a class: a dependency below its floor fails here,
+# naming itself (`_floors`)
+from . import _floors  # noqa: F401
+
+# isort: split
 from ._abort import AbortController, AbortSignal
 from ._approval import (
     DEFAULT_DENIAL,
