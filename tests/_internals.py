@@ -42,6 +42,7 @@ from agentcore._core._enums import (
     to_tool_execution_mode,
 )
 from agentcore._core._fast_schema import compile_fast, json_copy
+from agentcore._core._floors import FLOORS, check_floors, installed_versions
 from agentcore._core._feeds import QueueFeed
 from agentcore._core._json_ready import MAX_DEPTH
 from agentcore._core._overflow import is_context_overflow

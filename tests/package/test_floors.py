@@ -18,8 +18,7 @@ from types import ModuleType
 
 import paths
 import pytest
-
-from agentcore._core._floors import FLOORS, check_floors, installed_versions
+from _internals import FLOORS, check_floors, installed_versions
 
 
 def ci_floors() -> ModuleType:
