@@ -11,7 +11,8 @@ it, so a test's calls stay as they are. `sse`'s chunkings become the body's chun
 What needs a socket stays with `SSEServer`: slow bodies and hanging heads, aborts and timeouts
 in their phases, connections cut or reused, proxies, and the chunked framing on the wire. A
 request to another origin (a caller's own session or client bypasses the mock; this is the
-shared client sending elsewhere) is refused like a port with nothing listening.
+shared client sending elsewhere) is refused like a port with nothing listening, unless the
+test asked for that origin too (`also_answer`).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ class MockServer:
 
     def __init__(self) -> None:
         self.requests: list[RecordedRequest] = []
+        self._origins = {self.url}
         self._script: deque[_Reply] = deque()
         self._lock = threading.Lock()
         self.transport = MockTransport(self._answer)
@@ -74,6 +76,14 @@ class MockServer:
         head["Content-Length"] = str(len(data))
         self._push((code, head, [data]))
 
+    def also_answer(self, url: str) -> None:
+        """Answer requests to `url`'s origin too, as if sent here: a model may keep its real
+        host (which decides what its body holds) while its requests are recorded here, as a
+        session of the test's own redirecting them to an `SSEServer` would have them."""
+        parts = urlsplit(url)
+        with self._lock:
+            self._origins.add(f"{parts.scheme}://{parts.netloc}")
+
     def pending(self) -> int:
         """How many queued replies no request has taken yet."""
         with self._lock:
@@ -85,8 +95,8 @@ class MockServer:
 
     def _answer(self, request: Outgoing) -> _Reply:
         parts = urlsplit(request.url)
-        if f"{parts.scheme}://{parts.netloc}" != self.url:
-            raise ConnectionRefusedError(f"mock_server serves {self.url}, not {request.url}")
+        if f"{parts.scheme}://{parts.netloc}" not in self._origins:
+            raise ConnectionRefusedError(f"mock_server does not answer {request.url}")
         path = parts.path + (f"?{parts.query}" if parts.query else "")
         try:
             parsed = json.loads(request.body) if request.body else None
