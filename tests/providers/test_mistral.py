@@ -306,16 +306,16 @@ def test_mistral_transcript_continues_on_another_provider() -> None:
 # --- secrets ------------------------------------------------------------------------------------
 
 
-def test_mistral_key_never_leaves_the_header(sse_server: SSEServer,
+def test_mistral_key_never_leaves_the_header(mock_server: MockServer,
                                              monkeypatch: pytest.MonkeyPatch,
                                              caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("MISTRAL_API_KEY", KEY)
-    sse_server.status(401, json.dumps({"message": f"Unauthorized: {KEY}",
+    mock_server.status(401, json.dumps({"message": f"Unauthorized: {KEY}",
                                        "request_id": "8a1f0c2e"}))
     seen: list[str] = []
 
-    with to_server(sse_server) as session, ac.Agent(
+    with to_server(mock_server) as session, ac.Agent(
             ac.get_model("mistral", "codestral-latest"), http_session=session) as agent:
         agent.subscribe(lambda event, signal: seen.append(ac.to_json(event)))
         agent.prompt("Hi").result(WAIT_S)
@@ -323,4 +323,4 @@ def test_mistral_key_never_leaves_the_header(sse_server: SSEServer,
     assert agent.state.messages[-1].error_message == "401 Unauthorized: ***"
     everything = "\n".join([*seen, ac.to_json(agent.state.messages), caplog.text, repr(agent)])
     assert KEY not in everything
-    assert KEY.encode() not in sse_server.requests[-1].body
+    assert KEY.encode() not in mock_server.requests[-1].body
