@@ -108,7 +108,7 @@ def test_azure_responses_reads_azure_replies(mock_server: MockServer) -> None:
 @pytest.mark.parametrize("api", ["openai-completions", "openai-responses"])
 def test_azure_entra_token_is_sent_as_bearer(mock_server: MockServer, api: str) -> None:
     mock_server.sse(fixture("chat_text.sse" if api == "openai-completions"
-                           else "responses_text.sse"))
+                            else "responses_text.sse"))
 
     events, _ = run(deployment(mock_server, api), api_key=TOKEN)
 

@@ -453,7 +453,7 @@ def test_google_text_after_a_tool_call_opens_a_new_block(mock_server) -> None:
     parts = [{"text": "Let me check."}, {"functionCall": {"name": "get_weather", "args": {}}},
              {"text": "Done."}]
     mock_server.sse(frame({"candidates": [{"content": {"parts": parts, "role": "model"},
-                                          "finishReason": "STOP"}]}))
+                                           "finishReason": "STOP"}]}))
     recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert [type(b) for b in recorded.result.content] == [TextContent, ToolCall, TextContent]
@@ -463,7 +463,7 @@ def test_google_text_after_a_tool_call_opens_a_new_block(mock_server) -> None:
 def test_google_tool_calls_with_max_tokens_stop_with_length(mock_server) -> None:
     parts = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
     mock_server.sse(frame({"candidates": [{"content": {"parts": parts, "role": "model"},
-                                          "finishReason": "MAX_TOKENS"}]}))
+                                           "finishReason": "MAX_TOKENS"}]}))
     recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.stop_reason == StopReason.LENGTH
@@ -723,7 +723,7 @@ def test_google_request_ids_of_the_same_model_are_sent_as_they_are(mock_server) 
 
 def test_google_request_no_ids_for_gemini(mock_server) -> None:
     body = sent(mock_server, conversation(("call_abc|fc_123", "x"), provider="openai",
-                                         model_id="gpt-5", api="openai-responses"))
+                                          model_id="gpt-5", api="openai-responses"))
     for turn in body["contents"]:
         for part in turn["parts"]:
             assert "id" not in part.get("functionCall", {})

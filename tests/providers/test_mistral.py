@@ -312,7 +312,7 @@ def test_mistral_key_never_leaves_the_header(mock_server: MockServer,
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("MISTRAL_API_KEY", KEY)
     mock_server.status(401, json.dumps({"message": f"Unauthorized: {KEY}",
-                                       "request_id": "8a1f0c2e"}))
+                                        "request_id": "8a1f0c2e"}))
     seen: list[str] = []
 
     with to_server(mock_server) as session, ac.Agent(

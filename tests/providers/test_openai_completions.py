@@ -466,9 +466,9 @@ def test_openai_completions_default_headers(mock_server) -> None:
 
 def test_openai_completions_header_precedence(mock_server) -> None:
     model = local_model(mock_server, headers={"X-Layer": "model", "X-Model-Only": "m",
-                                             "Accept": "application/json"})
+                                              "Accept": "application/json"})
     request = sent(mock_server, model=model, headers={"X-Layer": "options", "X-Opt-Only": "o",
-                                                     "Authorization": "Bearer override"})
+                                                      "Authorization": "Bearer override"})
     assert request.header("X-Layer") == "options"
     assert request.header("X-Model-Only") == "m"
     assert request.header("X-Opt-Only") == "o"
@@ -716,7 +716,7 @@ def test_openai_completions_tool_result_images_for_a_text_only_model(mock_server
 
 def test_openai_completions_tool_result_quirks_from_compat(mock_server) -> None:
     model = local_model(mock_server, compat={"requiresToolResultName": True,
-                                            "requiresAssistantAfterToolResult": True})
+                                             "requiresAssistantAfterToolResult": True})
     request = sent(mock_server, ac.Context(None, [*TOOL_TURN, ac.UserMessage("And Tokyo?")]), model)
     assert request.json["messages"][1]["content"] == ""
     assert request.json["messages"][2:] == [
@@ -833,8 +833,8 @@ def test_openai_completions_compat_overrides_win_over_detection(mock_server) -> 
     assert "store" not in detected
     assert "reasoning_effort" not in detected
     model = local_model(mock_server, **xai, compat={"supportsStore": True,
-                                                   "supportsReasoningEffort": True,
-                                                   "supports_usage_in_streaming": False})
+                                                    "supportsReasoningEffort": True,
+                                                    "supports_usage_in_streaming": False})
     body = sent(mock_server, model=model, reasoning="high").json
     assert body["store"] is False
     assert body["reasoning_effort"] == "high"
@@ -1329,9 +1329,9 @@ DONE = b"data: [DONE]\n\n"
 
 def test_openai_completions_text_after_another_block_opens_a_new_block(mock_server) -> None:
     mock_server.sse(chunk({"reasoning_content": "R1"}) + chunk({"content": "A"})
-                   + call_chunk(0, "call_a", "f", "{}") + chunk({"content": "B"})
-                   + chunk({"reasoning_content": "R2"}) + chunk({"content": "C"})
-                   + chunk({}, "tool_calls") + DONE)
+                    + call_chunk(0, "call_a", "f", "{}") + chunk({"content": "B"})
+                    + chunk({"reasoning_content": "R2"}) + chunk({"content": "C"})
+                    + chunk({}, "tool_calls") + DONE)
     run = run_stream(local_model(mock_server))
     check_invariants(run)
     call = ac.ToolCall("call_a", "f", {})
@@ -1352,7 +1352,7 @@ def test_openai_completions_text_after_another_block_opens_a_new_block(mock_serv
 
 def test_openai_completions_reused_index_with_new_id_is_a_new_call(mock_server) -> None:
     mock_server.sse(call_chunk(0, "call_a", "f", '{"x":1}') + call_chunk(0, "call_b", "g")
-                   + call_chunk(0, arguments='{"y":2}') + chunk({}, "tool_calls") + DONE)
+                    + call_chunk(0, arguments='{"y":2}') + chunk({}, "tool_calls") + DONE)
     run = run_stream(local_model(mock_server))
     check_invariants(run)
     assert run.message.tool_calls == [ac.ToolCall("call_a", "f", {"x": 1}),

@@ -511,7 +511,7 @@ def test_responses_same_model_reply_is_replayed_verbatim(mock_server) -> None:
     """The reasoning reply of the fixture, sent back: reasoning item, text item with its id."""
     reply = ac.complete(*reply_args(mock_server, "reasoning.sse"))
     body = sent_body(mock_server, ac.Context(None, [UserMessage("hi"), reply,
-                                                   UserMessage("and 2+2?")]))
+                                                    UserMessage("and 2+2?")]))
     item = reasoning_item_text()
     assert body["input"] == [
         *USER_HI,
@@ -529,7 +529,7 @@ def test_responses_same_model_tool_calls_and_results(mock_server) -> None:
     results = [ToolResultMessage(PARIS_ID, "get_weather", [T("sunny"), T("21 C")]),
                ToolResultMessage(TOKYO_ID, "get_weather", [T("rain")], is_error=True)]
     body = sent_body(mock_server, ac.Context(None, [UserMessage("hi"), reply, *results],
-                                            [WEATHER]))
+                                             [WEATHER]))
     assert body["input"] == [
         *USER_HI,
         {"type": "function_call", "call_id": "call_k3JH9aB2cD4eF6gH8iJ0lM1n",
@@ -561,7 +561,7 @@ def test_responses_text_item_ids(mock_server) -> None:
     content = [T("a", text_signature(long_id)), T("b", "msg_legacy_bare_id"),
                T("c", '{"v":1,"id":"msg_c","phase":"commentary"}'), T("d")]
     body = sent_body(mock_server, ac.Context(None, [UserMessage("hi"), assistant(content),
-                                                   UserMessage("go on")]))
+                                                    UserMessage("go on")]))
 
     def item(text: str, item_id: str, **extra: Any) -> dict[str, Any]:
         return {"type": "message", "role": "assistant",
