@@ -24,7 +24,7 @@ import paths
 import pytest
 import requests
 from _internals import short_hash
-from mock_server import ScriptedServer
+from mock_server import MockServer, ScriptedServer
 from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
@@ -82,9 +82,15 @@ class _ToLocal(requests.adapters.HTTPAdapter):
 
 
 @contextlib.contextmanager
-def to_local(server: SSEServer) -> Iterator[requests.Session]:
+def to_local(server: ScriptedServer) -> Iterator[requests.Session | None]:
     """A caller's session whose requests to OpenAI land on `server`: a model keeps OpenAI's
-    `base_url` (which decides what the body holds) while the request is recorded locally."""
+    `base_url` (which decides what the body holds) while the request is recorded locally. For
+    a `MockServer`, None (the shared client, which it answers) once it answers for OpenAI's
+    host too."""
+    if isinstance(server, MockServer):
+        server.also_answer("https://api.openai.com")
+        yield None
+        return
     with requests.Session() as session:
         session.trust_env = False  # no proxy from the environment
         session.mount("https://api.openai.com/", _ToLocal(server))
@@ -979,9 +985,9 @@ def test_openai_completions_tool_turn_to_a_server_that_is_not_openai(mock_server
     assert b'"content":null' not in request.body
 
 
-def test_openai_completions_tool_turn_to_openai(sse_server) -> None:
-    with to_local(sse_server) as session:
-        request = sent(sse_server, ac.Context("s", TOOL_TURN, [WEATHER]), remote_model(),
+def test_openai_completions_tool_turn_to_openai(mock_server) -> None:
+    with to_local(mock_server) as session:
+        request = sent(mock_server, ac.Context("s", TOOL_TURN, [WEATHER]), remote_model(),
                        max_tokens=100, http_session=session)
     assert request.json == tool_turn_body(None, "max_completion_tokens")
 
@@ -992,13 +998,13 @@ def test_openai_completions_tool_turn_to_openai(sse_server) -> None:
     (True, {"supports_null_content": False, "max_tokens_field": "max_tokens"}, "",
      "max_tokens"),
 ], ids=["local-as-openai", "openai-as-local"])
-def test_openai_completions_tool_turn_compat_overrides_the_server(sse_server, openai, compat,
+def test_openai_completions_tool_turn_compat_overrides_the_server(mock_server, openai, compat,
                                                                   content, limit) -> None:
     context = ac.Context("s", TOOL_TURN, [WEATHER])
-    with to_local(sse_server) as session:
+    with to_local(mock_server) as session:
         model = (remote_model(compat=compat) if openai
-                 else local_model(sse_server, compat=compat))
-        request = sent(sse_server, context, model, max_tokens=100, http_session=session)
+                 else local_model(mock_server, compat=compat))
+        request = sent(mock_server, context, model, max_tokens=100, http_session=session)
     assert request.json == tool_turn_body(content, limit)
 
 
