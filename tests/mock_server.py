@@ -6,7 +6,8 @@ answer): they script replies with `sse` and `status`, read `requests` back as
 `RecordedRequest`s and build URLs on `url`, exactly as against `SSEServer`. The `mock_server`
 fixture (conftest) routes every request that would go through the process's shared client to
 it, so a test's calls stay as they are. `sse`'s chunkings become the body's chunks
-(`split_body`), read by the client as a socket's reads would be.
+(`split_body`), each read by the client on its own (over TCP, pieces sent apart may arrive
+together: here a bytewise body really comes one byte at a time).
 
 What needs a socket stays with `SSEServer`: slow bodies and hanging heads, aborts and timeouts
 in their phases, connections cut or reused, proxies, and the chunked framing on the wire. A
