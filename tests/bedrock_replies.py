@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from eventstream_frames import event, exception
-from sse_server import Chunking, SSEServer
+from mock_server import ScriptedServer
+from sse_server import Chunking
 
 import agentcore as ac
 
@@ -99,7 +100,7 @@ def redacted_block(index: int, data: str = REDACTED) -> bytes:
         "contentBlockStop", {"contentBlockIndex": index})
 
 
-def serve(server: SSEServer, body: bytes, chunking: Chunking = "whole", seed: int = 0) -> None:
+def serve(server: ScriptedServer, body: bytes, chunking: Chunking = "whole", seed: int = 0) -> None:
     """Queue `body` as a 200 event stream with Bedrock's content type."""
     server.sse(body, chunking, seed, headers={"Content-Type": CONTENT_TYPE})
 

@@ -1,8 +1,9 @@
 """Shared fixtures: every test must leave no thread behind, and gets a fresh faux provider.
 
-`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`); `aws_env` an
-isolated AWS environment with static test credentials (Bedrock's tests). A test that
-starts a process must be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
+`sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`), `mock_server`
+the same scripting with no socket (`tests/mock_server.py`); `aws_env` an isolated AWS
+environment with static test credentials (Bedrock's tests). A test that starts a process must
+be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
 `mypy_report` (one mypy run) and `dask_client` (one cluster per session) are shared, and
 made by the first test that asks.
 """
@@ -25,7 +26,8 @@ except ImportError:  # Windows: no `alone` lock
     fcntl = None  # type: ignore[assignment]
 
 import pytest
-from _internals import clear_pauses
+from _internals import _api, clear_pauses
+from mock_server import MockServer
 from mypy_report import MypyReport, run_mypy_once
 from sse_server import SSEServer
 
@@ -114,6 +116,15 @@ def sse_server() -> Iterator[SSEServer]:
     finally:
         server.close()
     assert not server.errors, f"sse server failed: {server.errors!r}"
+
+
+@pytest.fixture
+def mock_server(monkeypatch: pytest.MonkeyPatch) -> MockServer:
+    """`sse_server`'s scripting with no socket: every request the test sends through the
+    process's shared client (no `http_client` or `http_session` of its own) is answered by it."""
+    server = MockServer()
+    monkeypatch.setattr(_api, "default_client", lambda: server.client)
+    return server
 
 
 @pytest.fixture

@@ -1,7 +1,9 @@
-"""The Anthropic Messages provider over real HTTP against the local scripted server.
+"""The Anthropic Messages provider against the scripted server.
 
 Fixtures are the byte-exact transcripts of `reference/pi-ai.md` §7.4 (and variants built from
 §7.3); every one is replayed whole, one byte at a time, in random chunks and with CRLF framing.
+Translation is tested on `mock_server` (no socket); a text reply and aborts go over real HTTP
+against the local server (`sse_server`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 import attrs
 import paths
 import pytest
-from sse_server import SSEServer
+from mock_server import ScriptedServer
 
 import agentcore as ac
 from agentcore import (
@@ -133,7 +135,7 @@ def collect(model: ac.Model, context: Context, opts: StreamOptions) -> tuple[
     return events, stream.result(timeout=WAIT_S)
 
 
-def replay(server: SSEServer, body: bytes, framing: str = "lf", chunking: str = "whole",
+def replay(server: ScriptedServer, body: bytes, framing: str = "lf", chunking: str = "whole",
            **opts: Any) -> tuple[list[Any], list[tuple[Any, ...]], AssistantMessage]:
     if framing == "crlf":
         body = body.replace(b"\n", b"\r\n")
@@ -257,11 +259,11 @@ def test_anthropic_fixture_files_are_all_covered() -> None:
 
 @pytest.mark.parametrize(("framing", "chunking"), REPLAYS, ids=["-".join(r) for r in REPLAYS])
 @pytest.mark.parametrize("name", sorted(EXPECTED))
-def test_anthropic_fixture_replays_to_the_expected_reply(sse_server, name, framing,
+def test_anthropic_fixture_replays_to_the_expected_reply(mock_server, name, framing,
                                                          chunking) -> None:
     expected_events, expected_final = EXPECTED[name]
-    _, baseline, _ = replay(sse_server, fixture(name))
-    events, snaps, final = replay(sse_server, fixture(name), framing, chunking)
+    _, baseline, _ = replay(mock_server, fixture(name))
+    events, snaps, final = replay(mock_server, fixture(name), framing, chunking)
     assert [brief(e) for e in events] == expected_events
     assert untimed(final) == expected_final
     assert snaps == baseline  # every event and every partial state, not only the end
@@ -275,8 +277,8 @@ def test_anthropic_text_reply_is_priced_as_the_spec_says(sse_server) -> None:
     assert final.usage.cost.total == pytest.approx(1.68e-4)
 
 
-def test_anthropic_cache_usage_keeps_values_that_message_delta_leaves_out(sse_server) -> None:
-    _, _, final = replay(sse_server, fixture("cache_usage.sse"))
+def test_anthropic_cache_usage_keeps_values_that_message_delta_leaves_out(mock_server) -> None:
+    _, _, final = replay(mock_server, fixture("cache_usage.sse"))
     assert (final.usage.input, final.usage.output, final.usage.cache_read,
             final.usage.cache_write) == (12, 9, 20480, 1536)
     cost = final.usage.cost
@@ -285,8 +287,8 @@ def test_anthropic_cache_usage_keeps_values_that_message_delta_leaves_out(sse_se
         pytest.approx(5.76e-3), pytest.approx(0.012075))
 
 
-def test_anthropic_partials_grow_through_the_deltas(sse_server) -> None:
-    _, snaps, _ = replay(sse_server, fixture("tool_calls.sse"))
+def test_anthropic_partials_grow_through_the_deltas(mock_server) -> None:
+    _, snaps, _ = replay(mock_server, fixture("tool_calls.sse"))
     by_event = {repr(s[:-1]): s[-1] for s in snaps if s[0] != "done"}
 
     def partial(*event: Any) -> list[Any]:
@@ -301,8 +303,8 @@ def test_anthropic_partials_grow_through_the_deltas(sse_server) -> None:
     assert partial("toolcall_delta", 2, 'kyo"}')[2].arguments == {"city": "Tokyo"}
 
 
-def test_anthropic_signature_arrives_without_an_event(sse_server) -> None:
-    _, snaps, _ = replay(sse_server, fixture("thinking.sse"))
+def test_anthropic_signature_arrives_without_an_event(mock_server) -> None:
+    _, snaps, _ = replay(mock_server, fixture("thinking.sse"))
     deltas = [s for s in snaps if s[0] == "thinking_delta"]
     assert [s[-1][0].thinking_signature for s in deltas] == [None, None]
     [end] = [s for s in snaps if s[0] == "thinking_end"]
@@ -313,18 +315,18 @@ def test_anthropic_signature_arrives_without_an_event(sse_server) -> None:
     ("sensitive", "Provider stopped with: sensitive"),
     ("compaction", "Unhandled stop reason: compaction"),
 ])
-def test_anthropic_other_stop_reasons_end_in_an_error(sse_server, reason, message) -> None:
+def test_anthropic_other_stop_reasons_end_in_an_error(mock_server, reason, message) -> None:
     body = fixture("text.sse").replace(b'"stop_reason":"end_turn"', f'"stop_reason":"{reason}"'
                                        .encode())
-    events, _, final = replay(sse_server, body)
+    events, _, final = replay(mock_server, body)
     assert brief(events[-1]) == ("error", "error")
     assert untimed(final) == attrs.evolve(TEXT_REPLY, stop_reason="error", error_message=message)
 
 
-def test_anthropic_stream_without_a_stop_reason_is_an_error(sse_server) -> None:
+def test_anthropic_stream_without_a_stop_reason_is_an_error(mock_server) -> None:
     body = fixture("text.sse")
     body = body[: body.index(b"event: message_delta")]
-    events, _, final = replay(sse_server, body)
+    events, _, final = replay(mock_server, body)
     assert [brief(e) for e in events][-2:] == [("text_end", 0, "Hello test successful"),
                                                ("error", "error")]
     assert final.error_message == "Anthropic stream ended without a stop reason"
@@ -334,7 +336,7 @@ def test_anthropic_stream_without_a_stop_reason_is_an_error(sse_server) -> None:
 # --- the request -------------------------------------------------------------------------------
 
 
-def sent(server: SSEServer, context: Context, model: ac.Model | None = None,
+def sent(server: ScriptedServer, context: Context, model: ac.Model | None = None,
          **opts: Any) -> Any:
     """Stream `text.sse` for `context` over HTTP; the request the server received."""
     server.sse(fixture("text.sse"))
@@ -348,7 +350,7 @@ def body_for(context: Context, model: ac.Model | None = None, **opts: Any) -> di
     return build_body(model or make_model("http://127.0.0.1:9"), context, options(**opts))
 
 
-def test_anthropic_request_url_headers_and_body(sse_server) -> None:
+def test_anthropic_request_url_headers_and_body(mock_server) -> None:
     first = AssistantMessage(
         [ThinkingContent("Two cities.", "sig-1"), TextContent("Checking."),
          ToolCall("toolu_1", "get_weather", {"city": "Paris"}),
@@ -359,7 +361,7 @@ def test_anthropic_request_url_headers_and_body(sse_server) -> None:
         ToolResultMessage("toolu_1", "get_weather", [TextContent("18°C")]),
         ToolResultMessage("toolu_2", "get_weather", [TextContent("unreachable")], is_error=True),
     ], tools=[WEATHER])
-    request = sent(sse_server, context, temperature=0.5, metadata={"user_id": "user-42"})
+    request = sent(mock_server, context, temperature=0.5, metadata={"user_id": "user-42"})
     assert (request.method, request.path) == ("POST", "/v1/messages")
     assert request.header("x-api-key") == KEY
     assert request.header("authorization") is None
@@ -398,9 +400,9 @@ def test_anthropic_request_url_headers_and_body(sse_server) -> None:
     }
 
 
-def test_anthropic_oauth_token_is_sent_as_a_bearer(sse_server) -> None:
+def test_anthropic_oauth_token_is_sent_as_a_bearer(mock_server) -> None:
     token = "sk-ant-oat01-fake"  # an obvious fake with the OAuth prefix
-    request = sent(sse_server, Context(None, [UserMessage("hi")]), api_key=token)
+    request = sent(mock_server, Context(None, [UserMessage("hi")]), api_key=token)
     assert request.header("authorization") == f"Bearer {token}"
     assert request.header("x-api-key") is None
 
@@ -409,9 +411,9 @@ ADAPTIVE = {"adaptive_thinking": True}
 """The `compat` of an adaptive-thinking model (Opus 4.6, Sonnet 4.6), which takes an effort."""
 
 
-def test_anthropic_adaptive_model_gets_no_interleaved_beta(sse_server) -> None:
-    model = make_model(sse_server.url, "claude-opus-4-6", compat=ADAPTIVE)
-    request = sent(sse_server, Context(None, [UserMessage("hi")]), model, reasoning="high")
+def test_anthropic_adaptive_model_gets_no_interleaved_beta(mock_server) -> None:
+    model = make_model(mock_server.url, "claude-opus-4-6", compat=ADAPTIVE)
+    request = sent(mock_server, Context(None, [UserMessage("hi")]), model, reasoning="high")
     assert request.header("anthropic-beta") == "fine-grained-tool-streaming-2025-05-14"
     assert (request.json["thinking"], request.json["output_config"]) == (
         {"type": "adaptive"}, {"effort": "high"})
@@ -428,9 +430,9 @@ def test_anthropic_model_id_alone_decides_nothing() -> None:
     assert "output_config" not in body
 
 
-def test_anthropic_model_and_option_headers_are_merged_last(sse_server) -> None:
-    model = make_model(sse_server.url, headers={"x-team": "model", "x-model-only": "1"})
-    request = sent(sse_server, Context(None, [UserMessage("hi")]), model,
+def test_anthropic_model_and_option_headers_are_merged_last(mock_server) -> None:
+    model = make_model(mock_server.url, headers={"x-team": "model", "x-model-only": "1"})
+    request = sent(mock_server, Context(None, [UserMessage("hi")]), model,
                    headers={"x-team": "options"})
     assert (request.header("x-team"), request.header("x-model-only")) == ("options", "1")
     assert request.header("x-api-key") == KEY
@@ -695,14 +697,14 @@ def test_anthropic_metadata_user_id_only() -> None:
     assert "metadata" not in body_for(context)
 
 
-def test_anthropic_on_payload_replaces_the_body(sse_server) -> None:
+def test_anthropic_on_payload_replaces_the_body(mock_server) -> None:
     seen: list[Any] = []
 
     def on_payload(payload: Any, model: ac.Model) -> Any:
         seen.append((payload["max_tokens"], model.id))
         return {**payload, "max_tokens": 123}
 
-    request = sent(sse_server, Context(None, [UserMessage("hi")]), on_payload=on_payload)
+    request = sent(mock_server, Context(None, [UserMessage("hi")]), on_payload=on_payload)
     assert seen == [(40192, MODEL_ID)]
     assert request.json["max_tokens"] == 123
 
@@ -711,47 +713,47 @@ def test_anthropic_on_payload_replaces_the_body(sse_server) -> None:
 
 
 @pytest.mark.parametrize("status", [400, 529])
-def test_anthropic_http_error_is_a_lone_error_event(sse_server, status) -> None:
+def test_anthropic_http_error_is_a_lone_error_event(mock_server, status) -> None:
     body = fixture(f"http_{status}.json")
-    sse_server.status(status, body)
-    events, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]),
+    mock_server.status(status, body)
+    events, final = collect(make_model(mock_server.url), Context(None, [UserMessage("hi")]),
                             options(max_retries=0))
     assert [brief(e) for e in events] == [("error", "error")]
     assert untimed(final) == reply([], Usage(), "error", None, f"{status} {body.decode()}")
     check_invariants(events, final)
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
-def test_anthropic_error_with_an_empty_message_says_what_it_holds(sse_server) -> None:
+def test_anthropic_error_with_an_empty_message_says_what_it_holds(mock_server) -> None:
     body = '{"type":"error","error":{"type":"api_error","message":""}}'
-    sse_server.status(500, body)
-    _, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]),
+    mock_server.status(500, body)
+    _, final = collect(make_model(mock_server.url), Context(None, [UserMessage("hi")]),
                        options(max_retries=0))
     assert final.error_message == f"500 {body}"  # the whole body, as the SDK words it
 
 
-def test_anthropic_context_overflow_message_keeps_the_provider_text(sse_server) -> None:
-    sse_server.status(400, fixture("http_400.json"))
-    _, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]), options())
+def test_anthropic_context_overflow_message_keeps_the_provider_text(mock_server) -> None:
+    mock_server.status(400, fixture("http_400.json"))
+    _, final = collect(make_model(mock_server.url), Context(None, [UserMessage("hi")]), options())
     assert final.error_message is not None
     assert final.error_message.startswith('400 {"type":"error","error":{"type":')
     assert "prompt is too long: 213462 tokens > 200000 maximum" in final.error_message
-    assert len(sse_server.requests) == 1  # 400 is not retried
+    assert len(mock_server.requests) == 1  # 400 is not retried
 
 
 @pytest.mark.parametrize(("status", "body"), [
     (529, fixture("http_529.json")),
     (503, b"upstream connect error or disconnect/reset before headers"),
 ])
-def test_anthropic_retries_then_streams(sse_server, backoffs, status, body) -> None:
-    sse_server.status(status, body, {"Retry-After": "0"})
-    sse_server.sse(fixture("text.sse"))
-    events, final = collect(make_model(sse_server.url), Context(None, [UserMessage("hi")]),
+def test_anthropic_retries_then_streams(mock_server, backoffs, status, body) -> None:
+    mock_server.status(status, body, {"Retry-After": "0"})
+    mock_server.sse(fixture("text.sse"))
+    events, final = collect(make_model(mock_server.url), Context(None, [UserMessage("hi")]),
                             options())
     assert [brief(e) for e in events] == EXPECTED["text.sse"][0]
     assert untimed(final) == TEXT_REPLY
-    assert len(sse_server.requests) == 2
-    assert sse_server.requests[0].json == sse_server.requests[1].json
+    assert len(mock_server.requests) == 2
+    assert mock_server.requests[0].json == mock_server.requests[1].json
     assert backoffs == []  # the server's delay was used
 
 

@@ -1,10 +1,11 @@
-"""Azure OpenAI (`azure-openai`) over both OpenAI wire APIs, over real HTTP to the local server.
+"""Azure OpenAI (`azure-openai`) over both OpenAI wire APIs, against the scripted server.
 
 The fixtures in `tests/fixtures/azure/` have the shapes Azure's documentation and recorded
 replies show: a prompt-filter chunk with an empty id before a Chat Completions stream,
 `content_filter_results` on its choices, `content_filters` on a Responses `response`, and the
 content-filter errors (`innererror.content_filter_result` for Chat Completions,
-`content_filters` for Responses). See `tests/fixtures/README.md`.
+`content_filters` for Responses). See `tests/fixtures/README.md`. Translation is tested on
+`mock_server` (no socket); one Chat Completions reply goes over real HTTP (`sse_server`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import attrs
 import paths
 import pytest
 from _internals import azure_base_url, filter_text, is_entra_token
+from mock_server import MockServer, ScriptedServer
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -47,7 +49,8 @@ def fixture(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
-def deployment(server: SSEServer, api: str = "openai-completions", **fields: Any) -> ac.Model:
+def deployment(server: ScriptedServer, api: str = "openai-completions",
+               **fields: Any) -> ac.Model:
     """A deployment `my-gpt` served by the local server, at Azure's v1 path."""
     fields.setdefault("base_url", f"{server.url}/openai/v1")
     return ac.Model("my-gpt", "my deployment", api, "azure-openai", cost=ac.ModelCost(2, 8),
@@ -88,12 +91,12 @@ def test_azure_chat_completions_sends_the_key_as_api_key(
     assert message.provider == "azure-openai"
 
 
-def test_azure_responses_reads_azure_replies(sse_server: SSEServer) -> None:
-    sse_server.sse(fixture("responses_text.sse"))
+def test_azure_responses_reads_azure_replies(mock_server: MockServer) -> None:
+    mock_server.sse(fixture("responses_text.sse"))
 
-    events, message = run(deployment(sse_server, "openai-responses"), api_key=KEY)
+    events, message = run(deployment(mock_server, "openai-responses"), api_key=KEY)
 
-    request = sse_server.requests[-1]
+    request = mock_server.requests[-1]
     assert request.path == "/openai/v1/responses"
     assert request.header("api-key") == KEY
     assert request.json["model"] == "my-gpt"
@@ -103,34 +106,35 @@ def test_azure_responses_reads_azure_replies(sse_server: SSEServer) -> None:
 
 
 @pytest.mark.parametrize("api", ["openai-completions", "openai-responses"])
-def test_azure_entra_token_is_sent_as_bearer(sse_server: SSEServer, api: str) -> None:
-    sse_server.sse(fixture("chat_text.sse" if api == "openai-completions"
-                           else "responses_text.sse"))
+def test_azure_entra_token_is_sent_as_bearer(mock_server: MockServer, api: str) -> None:
+    mock_server.sse(fixture("chat_text.sse" if api == "openai-completions"
+                            else "responses_text.sse"))
 
-    events, _ = run(deployment(sse_server, api), api_key=TOKEN)
+    events, _ = run(deployment(mock_server, api), api_key=TOKEN)
 
-    request = sse_server.requests[-1]
+    request = mock_server.requests[-1]
     assert request.header("Authorization") == f"Bearer {TOKEN}"
     assert request.header("api-key") is None
     assert events[-1].type == "done"
 
 
-def test_azure_get_api_key_hook_supplies_an_entra_token_each_call(sse_server: SSEServer) -> None:
+def test_azure_get_api_key_hook_supplies_an_entra_token_each_call(
+        mock_server: MockServer) -> None:
     # How azure-identity is used: get_bearer_token_provider(...) is asked before every call.
-    sse_server.sse(fixture("chat_text.sse"))
-    sse_server.sse(fixture("chat_text.sse"))
+    mock_server.sse(fixture("chat_text.sse"))
+    mock_server.sse(fixture("chat_text.sse"))
     asked: list[str] = []
 
     def get_api_key(provider: str) -> str:
         asked.append(provider)
         return TOKEN
 
-    with ac.Agent(deployment(sse_server), get_api_key=get_api_key) as agent:
+    with ac.Agent(deployment(mock_server), get_api_key=get_api_key) as agent:
         agent.prompt("Say hello").result(WAIT_S)
         agent.prompt("Again").result(WAIT_S)
 
     assert asked == ["azure-openai", "azure-openai"]
-    assert [r.header("Authorization") for r in sse_server.requests] == [f"Bearer {TOKEN}"] * 2
+    assert [r.header("Authorization") for r in mock_server.requests] == [f"Bearer {TOKEN}"] * 2
     assert agent.state.messages[-1].text == "Hello from Azure."
 
 
@@ -188,33 +192,33 @@ def test_azure_own_base_url_wins_over_the_environment(
 
 
 def test_azure_endpoint_is_read_from_the_environment_at_request_time(
-        sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        mock_server: MockServer, monkeypatch: pytest.MonkeyPatch) -> None:
     model = ac.get_model("azure-openai", "gpt-5-mini")  # base_url "": from the environment
     assert model.base_url == ""
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
-    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", sse_server.url)
-    sse_server.sse(fixture("responses_text.sse"))
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", mock_server.url)
+    mock_server.sse(fixture("responses_text.sse"))
 
     _, message = run(model)
 
-    assert sse_server.requests[-1].path == "/openai/v1/responses"
-    assert sse_server.requests[-1].json["model"] == "gpt-5-mini"
+    assert mock_server.requests[-1].path == "/openai/v1/responses"
+    assert mock_server.requests[-1].json["model"] == "gpt-5-mini"
     assert message.text == "Hello from Azure."
 
 
 def test_azure_agent_on_a_catalogue_row_finds_the_endpoint_when_it_runs(
-        sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        mock_server: MockServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AZURE_OPENAI_API_KEY", KEY)
     monkeypatch.setenv("AZURE_OPENAI_RESOURCE_NAME", "contoso")  # the endpoint wins
-    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", f"{sse_server.url}/openai/v1/")
-    sse_server.sse(fixture("chat_text.sse"))
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", f"{mock_server.url}/openai/v1/")
+    mock_server.sse(fixture("chat_text.sse"))
 
     with ac.Agent(ac.get_model("azure-openai", "gpt-4.1")) as agent:  # the key checked up front
         text = agent.prompt("Say hello").text
 
     assert text == "Hello from Azure."
-    assert sse_server.requests[-1].path == "/openai/v1/chat/completions"
-    assert sse_server.requests[-1].header("api-key") == KEY
+    assert mock_server.requests[-1].path == "/openai/v1/chat/completions"
+    assert mock_server.requests[-1].header("api-key") == KEY
 
 
 def test_azure_missing_endpoint_names_both_variables(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -300,31 +304,33 @@ def test_azure_tool_call_ids_follow_openai_limits() -> None:
 # --- content filter -----------------------------------------------------------------------------
 
 
-def test_azure_content_filter_http_error_names_the_categories(sse_server: SSEServer) -> None:
-    sse_server.status(400, fixture("http_400_content_filter.json"))
+def test_azure_content_filter_http_error_names_the_categories(
+        mock_server: MockServer) -> None:
+    mock_server.status(400, fixture("http_400_content_filter.json"))
 
-    events, message = run(deployment(sse_server), api_key=KEY)
+    events, message = run(deployment(mock_server), api_key=KEY)
 
     assert [e.type for e in events] == ["error"]
     assert message.error_message == (
         f"400 content filtered by Azure (hate: high; jailbreak: detected): {FILTERED}")
-    assert len(sse_server.requests) == 1  # a 400 is not retried
+    assert len(mock_server.requests) == 1  # a 400 is not retried
 
 
-def test_azure_content_filter_http_error_of_responses(sse_server: SSEServer) -> None:
-    sse_server.status(400, fixture("http_400_content_filter_responses.json"))
+def test_azure_content_filter_http_error_of_responses(mock_server: MockServer) -> None:
+    mock_server.status(400, fixture("http_400_content_filter_responses.json"))
 
-    _, message = run(deployment(sse_server, "openai-responses"), api_key=KEY)
+    _, message = run(deployment(mock_server, "openai-responses"), api_key=KEY)
 
     assert message.error_message is not None
     assert message.error_message.startswith(
         "400 content filtered by Azure (jailbreak: detected): The response was filtered")
 
 
-def test_azure_content_filter_in_a_chat_stream_ends_the_reply(sse_server: SSEServer) -> None:
-    sse_server.sse(fixture("chat_content_filter.sse"), chunking="bytewise")
+def test_azure_content_filter_in_a_chat_stream_ends_the_reply(
+        mock_server: MockServer) -> None:
+    mock_server.sse(fixture("chat_content_filter.sse"), chunking="bytewise")
 
-    events, message = run(deployment(sse_server), api_key=KEY)
+    events, message = run(deployment(mock_server), api_key=KEY)
 
     assert events[-1].type == "error"
     assert message.stop_reason == ac.StopReason.ERROR
@@ -333,10 +339,11 @@ def test_azure_content_filter_in_a_chat_stream_ends_the_reply(sse_server: SSESer
     assert message.response_id == "chatcmpl-8JCbt5d4luUIhYCI7YH4dQK7hnHx2"
 
 
-def test_azure_content_filter_in_a_responses_stream_ends_the_reply(sse_server: SSEServer) -> None:
-    sse_server.sse(fixture("responses_content_filter.sse"))
+def test_azure_content_filter_in_a_responses_stream_ends_the_reply(
+        mock_server: MockServer) -> None:
+    mock_server.sse(fixture("responses_content_filter.sse"))
 
-    events, message = run(deployment(sse_server, "openai-responses"), api_key=KEY)
+    events, message = run(deployment(mock_server, "openai-responses"), api_key=KEY)
 
     assert events[-1].type == "error"
     assert message.error_message == "content filtered by Azure (violence: medium)"
@@ -366,10 +373,10 @@ def test_azure_filter_text_reads_every_shape(payload: Any, text: str | None) -> 
     assert filter_text(payload) == text
 
 
-def test_azure_unknown_deployment_is_a_clear_error(sse_server: SSEServer) -> None:
-    sse_server.status(404, fixture("http_404_deployment.json"))
+def test_azure_unknown_deployment_is_a_clear_error(mock_server: MockServer) -> None:
+    mock_server.status(404, fixture("http_404_deployment.json"))
 
-    _, message = run(deployment(sse_server), api_key=KEY)
+    _, message = run(deployment(mock_server), api_key=KEY)
 
     assert message.error_message == (
         "404 The API deployment for this resource does not exist. If you created the deployment "
@@ -381,14 +388,14 @@ def test_azure_unknown_deployment_is_a_clear_error(sse_server: SSEServer) -> Non
 
 @pytest.mark.parametrize("credential", [KEY, TOKEN])
 def test_azure_credentials_never_leave_the_header(
-        sse_server: SSEServer, caplog: pytest.LogCaptureFixture, credential: str) -> None:
+        mock_server: MockServer, caplog: pytest.LogCaptureFixture, credential: str) -> None:
     caplog.set_level(logging.DEBUG)
     echo = json.dumps({"error": {"code": "401", "message": f"Access denied: {credential} is "
                                  "not valid for this resource."}})
-    sse_server.status(401, echo)
+    mock_server.status(401, echo)
     seen: list[str] = []
 
-    with ac.Agent(deployment(sse_server), get_api_key=lambda provider: credential) as agent:
+    with ac.Agent(deployment(mock_server), get_api_key=lambda provider: credential) as agent:
         agent.subscribe(lambda event, signal: seen.append(ac.to_json(event)))
         agent.prompt("Say hello").result(WAIT_S)
 
@@ -396,4 +403,4 @@ def test_azure_credentials_never_leave_the_header(
     assert error == "401 Access denied: *** is not valid for this resource."
     everything = "\n".join([*seen, ac.to_json(agent.state.messages), caplog.text, repr(agent)])
     assert credential not in everything
-    assert credential.encode() not in sse_server.requests[-1].body
+    assert credential.encode() not in mock_server.requests[-1].body

@@ -1,10 +1,12 @@
-"""AWS Bedrock ConverseStream over real HTTP: the local server speaks the binary event stream.
+"""AWS Bedrock ConverseStream against the scripted server, which speaks the binary event stream.
 
 Every reply is built frame by frame (`bedrock_replies`, over `eventstream_frames`) and sent whole,
 one byte at a time and in random chunks: text, tool calls, reasoning with signatures and
 redacted, usage with cache reads and writes, every stop reason, exceptions in the stream before
 and after output (throttling retried), HTTP errors, malformed frames and abort in every phase.
-Requests are signed with the static test credentials of `aws_env`.
+Requests are signed with the static test credentials of `aws_env`. Translation is tested on
+`mock_server` (no socket); a text reply, the signature of what arrived (the transport adds the
+signed `Host`), connection reuse and the aborts go over real HTTP (`sse_server`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from http_phases import (
     never_accepts,
     wait_until,
 )
+from mock_server import MockServer, ScriptedServer
 from sigv4 import check_sigv4
 from sse_server import SSEServer
 
@@ -64,7 +67,7 @@ def options(**changes: Any) -> ac.StreamOptions:
     return ac.StreamOptions(**{"timeout": WAIT_S, **changes})
 
 
-def complete(server: SSEServer, **changes: Any) -> ac.AssistantMessage:
+def complete(server: ScriptedServer, **changes: Any) -> ac.AssistantMessage:
     return ac.complete(bedrock_model(server.url), CONTEXT, options(**changes))
 
 
@@ -100,13 +103,13 @@ def test_bedrock_text_reply_streams_with_usage_and_cache(sse_server: SSEServer, 
 
 
 @pytest.mark.parametrize(("chunking", "seed"), CHUNKINGS)
-def test_bedrock_tool_call_arguments_stream_as_partial_json(sse_server: SSEServer,
+def test_bedrock_tool_call_arguments_stream_as_partial_json(mock_server: MockServer,
                                                             chunking: str, seed: int) -> None:
     body = reply(text_block(0, "Checking."),
                  tool_block(1, "tooluse_Ab12-x", "get_weather", '{"ci', 'ty": "Par', 'is"}'),
                  tool_block(2, "tooluse_Cd34", "get_time", ""), stop="tool_use")
-    serve(sse_server, body, chunking, seed)
-    events = list(ac.stream(bedrock_model(sse_server.url), CONTEXT, options()))
+    serve(mock_server, body, chunking, seed)
+    events = list(ac.stream(bedrock_model(mock_server.url), CONTEXT, options()))
     assert kinds(events)[4:] == ["toolcall_start", "toolcall_delta", "toolcall_delta",
                                  "toolcall_delta", "toolcall_end", "toolcall_start",
                                  "toolcall_delta", "toolcall_end", "done"]
@@ -122,11 +125,11 @@ def test_bedrock_tool_call_arguments_stream_as_partial_json(sse_server: SSEServe
 
 @pytest.mark.parametrize(("chunking", "seed"), CHUNKINGS)
 def test_bedrock_reasoning_keeps_its_signature_and_redacted_reasoning(
-        sse_server: SSEServer, chunking: str, seed: int) -> None:
+        mock_server: MockServer, chunking: str, seed: int) -> None:
     body = reply(reasoning_block(0, SIGNATURE, "Let me ", "think."), redacted_block(1),
                  text_block(2, "Done."))
-    serve(sse_server, body, chunking, seed)
-    events = list(ac.stream(bedrock_model(sse_server.url), CONTEXT, options(reasoning="high")))
+    serve(mock_server, body, chunking, seed)
+    events = list(ac.stream(bedrock_model(mock_server.url), CONTEXT, options(reasoning="high")))
     assert kinds(events) == ["start", "thinking_start", "thinking_delta", "thinking_delta",
                              "thinking_end", "thinking_start", "thinking_delta", "thinking_end",
                              "text_start", "text_delta", "text_end", "done"]
@@ -144,12 +147,12 @@ def test_bedrock_reasoning_keeps_its_signature_and_redacted_reasoning(
     ("tool_use", StopReason.TOOL_USE), ("max_tokens", StopReason.LENGTH),
     ("model_context_window_exceeded", StopReason.LENGTH),
 ])
-def test_bedrock_stop_reason_maps(sse_server: SSEServer, stop: str, reason: StopReason) -> None:
+def test_bedrock_stop_reason_maps(mock_server: MockServer, stop: str, reason: StopReason) -> None:
     blocks = [text_block(0, "Hi")]
     if stop == "tool_use":
         blocks.append(tool_block(1, "t1", "get_time", "{}"))
-    serve(sse_server, reply(*blocks, stop=stop))
-    result = complete(sse_server)
+    serve(mock_server, reply(*blocks, stop=stop))
+    result = complete(mock_server)
     assert (result.stop_reason, result.error_message, result.usage) == (reason, None,
                                                                        priced(12, 7))
 
@@ -162,17 +165,17 @@ def test_bedrock_stop_reason_maps(sse_server: SSEServer, stop: str, reason: Stop
     ("teleported", "the reply ended with an unknown stop reason"),
 ])
 def test_bedrock_failed_stop_ends_as_a_readable_error_keeping_usage(
-        sse_server: SSEServer, stop: str, says: str) -> None:
-    serve(sse_server, reply(text_block(0, "Partial"), stop=stop))
-    result = complete(sse_server)
+        mock_server: MockServer, stop: str, says: str) -> None:
+    serve(mock_server, reply(text_block(0, "Partial"), stop=stop))
+    result = complete(mock_server)
     assert result.stop_reason == StopReason.ERROR
     assert result.error_message == f"{says} (stop reason {stop!r})"
     assert (result.content, result.usage) == ([TextContent("Partial")], priced(12, 7))
 
 
-def test_bedrock_stream_without_a_stop_reason_is_an_error(sse_server: SSEServer) -> None:
-    serve(sse_server, event("messageStart", {"role": "assistant"}) + text_block(0, "Hi"))
-    result = complete(sse_server)
+def test_bedrock_stream_without_a_stop_reason_is_an_error(mock_server: MockServer) -> None:
+    serve(mock_server, event("messageStart", {"role": "assistant"}) + text_block(0, "Hi"))
+    result = complete(mock_server)
     assert (result.stop_reason, result.error_message) == (
         StopReason.ERROR, "Bedrock stream ended without a stop reason")
 
@@ -197,31 +200,31 @@ def test_bedrock_retryable_exception_before_output_is_retried(
     assert [check_sigv4(r, SECRET_KEY) for r in sse_server.requests] == [[], []]
 
 
-def test_bedrock_throttling_retries_run_out_as_a_429(sse_server: SSEServer,
+def test_bedrock_throttling_retries_run_out_as_a_429(mock_server: MockServer,
                                                      backoffs: list[int]) -> None:
     for _ in range(3):
-        serve(sse_server, throttled())
-    result = complete(sse_server)
+        serve(mock_server, throttled())
+    result = complete(mock_server)
     assert result.stop_reason == StopReason.ERROR
     assert result.error_message == (
         "429 ThrottlingException: Too many tokens, please wait before trying again.")
-    assert (len(sse_server.requests), backoffs) == (3, [0, 1])
+    assert (len(mock_server.requests), backoffs) == (3, [0, 1])
     assert result.content == []
 
 
-def test_bedrock_throttling_with_no_retries_fails_at_once(sse_server: SSEServer) -> None:
-    serve(sse_server, throttled("Rate exceeded"))
-    result = complete(sse_server, max_retries=0)
+def test_bedrock_throttling_with_no_retries_fails_at_once(mock_server: MockServer) -> None:
+    serve(mock_server, throttled("Rate exceeded"))
+    result = complete(mock_server, max_retries=0)
     assert result.error_message == "429 ThrottlingException: Rate exceeded"
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
 def test_bedrock_validation_exception_before_output_is_not_retried(
-        sse_server: SSEServer) -> None:
-    serve(sse_server, exception("validationException", "messages.0: blank text"))
-    result = complete(sse_server)
+        mock_server: MockServer) -> None:
+    serve(mock_server, exception("validationException", "messages.0: blank text"))
+    result = complete(mock_server)
     assert result.error_message == "400 ValidationException: messages.0: blank text"
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
 @pytest.mark.parametrize(("kind", "payload", "text"), [
@@ -237,15 +240,15 @@ def test_bedrock_validation_exception_before_output_is_not_retried(
     ("validationException", {"message": "Bad input"}, "ValidationException: Bad input"),
 ])
 def test_bedrock_exception_after_output_ends_the_reply_keeping_it(
-        sse_server: SSEServer, kind: str, payload: dict[str, Any], text: str) -> None:
+        mock_server: MockServer, kind: str, payload: dict[str, Any], text: str) -> None:
     error = frame({":exception-type": kind, ":content-type": "application/json",
                    ":message-type": "exception"}, json.dumps(payload).encode())
-    serve(sse_server, event("messageStart", {"role": "assistant"}) + text_deltas(0, ["Hel"])
+    serve(mock_server, event("messageStart", {"role": "assistant"}) + text_deltas(0, ["Hel"])
           + error, "random")
-    result = complete(sse_server)
+    result = complete(mock_server)
     assert (result.stop_reason, result.error_message) == (StopReason.ERROR, text)
     assert result.content == [TextContent("Hel")]
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
 # --- HTTP errors ---------------------------------------------------------------------------------
@@ -257,11 +260,11 @@ def test_bedrock_exception_after_output_ends_the_reply_keeping_it(
     (400, "ValidationException", "The provided model identifier is invalid."),
     (404, "ResourceNotFoundException", "Model not found."),
 ])
-def test_bedrock_http_error_reads_type_and_message(sse_server: SSEServer, status: int,
+def test_bedrock_http_error_reads_type_and_message(mock_server: MockServer, status: int,
                                                    kind: str, message: str) -> None:
-    sse_server.status(status, json.dumps({"message": message}),
-                      {"x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/"})
-    result = complete(sse_server)
+    mock_server.status(status, json.dumps({"message": message}),
+                       {"x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/"})
+    result = complete(mock_server)
     assert (result.stop_reason, result.error_message) == (StopReason.ERROR,
                                                           f"{status} {kind}: {message}")
 
@@ -272,18 +275,18 @@ def test_bedrock_http_error_reads_type_and_message(sse_server: SSEServer, status
     ({}, '500 {"message":""}'),
 ])
 def test_bedrock_http_error_with_an_empty_message_says_what_it_holds(
-        sse_server: SSEServer, headers: dict[str, str], expected: str) -> None:
-    sse_server.status(500, '{"message": ""}', headers)
-    result = complete(sse_server, max_retries=0)
+        mock_server: MockServer, headers: dict[str, str], expected: str) -> None:
+    mock_server.status(500, '{"message": ""}', headers)
+    result = complete(mock_server, max_retries=0)
     assert (result.stop_reason, result.error_message) == (StopReason.ERROR, expected)
 
 
-def test_bedrock_http_429_is_retried(sse_server: SSEServer, backoffs: list[int]) -> None:
-    sse_server.status(429, '{"message": "Too many requests"}',
-                      {"x-amzn-ErrorType": "ThrottlingException"})
-    serve(sse_server, reply(text_block(0, "ok")))
-    result = complete(sse_server)
-    assert (result.text, len(sse_server.requests), backoffs) == ("ok", 2, [0])
+def test_bedrock_http_429_is_retried(mock_server: MockServer, backoffs: list[int]) -> None:
+    mock_server.status(429, '{"message": "Too many requests"}',
+                       {"x-amzn-ErrorType": "ThrottlingException"})
+    serve(mock_server, reply(text_block(0, "ok")))
+    result = complete(mock_server)
+    assert (result.text, len(mock_server.requests), backoffs) == ("ok", 2, [0])
 
 
 # --- malformed frames ----------------------------------------------------------------------------
@@ -299,19 +302,19 @@ def _corrupt(data: bytes, at: int) -> bytes:
     (_corrupt(reply(text_block(0, "Hi")), 5), "event-stream prelude checksum does not match"),
     (_corrupt(reply(text_block(0, "Hi")), 40), "event-stream message checksum does not match"),
 ], ids=["truncated-frame", "truncated-prelude", "bad-prelude-crc", "bad-message-crc"])
-def test_bedrock_malformed_frame_is_a_readable_error(sse_server: SSEServer, body: bytes,
+def test_bedrock_malformed_frame_is_a_readable_error(mock_server: MockServer, body: bytes,
                                                      says: str) -> None:
-    serve(sse_server, body, "random")
-    result = complete(sse_server)
+    serve(mock_server, body, "random")
+    result = complete(mock_server)
     assert result.stop_reason == StopReason.ERROR
     assert says in (result.error_message or "")
 
 
-def test_bedrock_corrupt_frame_after_text_keeps_the_text(sse_server: SSEServer) -> None:
+def test_bedrock_corrupt_frame_after_text_keeps_the_text(mock_server: MockServer) -> None:
     good = event("messageStart", {"role": "assistant"}) + text_deltas(0, ["Hi"])
     # byte by byte: the good frames are decoded before the corrupt one has arrived
-    serve(sse_server, good + _corrupt(text_deltas(0, [" there"]), 30), "bytewise")
-    result = complete(sse_server)
+    serve(mock_server, good + _corrupt(text_deltas(0, [" there"]), 30), "bytewise")
+    result = complete(mock_server)
     assert result.content == [TextContent("Hi")]
     assert result.error_message == "event-stream message checksum does not match (corrupt frame)"
 
@@ -396,9 +399,9 @@ def test_bedrock_abort_before_the_request_sends_nothing(sse_server: SSEServer) -
 
 
 def test_bedrock_reply_throttled_before_output_has_no_start_event(
-        sse_server: SSEServer, backoffs: list[int]) -> None:
+        mock_server: MockServer, backoffs: list[int]) -> None:
     for _ in range(3):
-        serve(sse_server, throttled())
-    events = list(ac.stream(bedrock_model(sse_server.url), CONTEXT, options()))
+        serve(mock_server, throttled())
+    events = list(ac.stream(bedrock_model(mock_server.url), CONTEXT, options()))
     assert [type(e) for e in events] == [ErrorEvent]
     assert events[0].error.error_message.startswith("429 ThrottlingException")

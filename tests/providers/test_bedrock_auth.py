@@ -1,8 +1,10 @@
 """Bedrock's credentials, region and SigV4 signing, checked by the server that receives them.
 
 The server recomputes every signature from the request as it arrived (`sigv4`, written from
-the spec, independent of botocore). Secrets (the secret key, the session token, a bearer token
-and the signatures) must never appear in errors, events, reprs or log records.
+the spec, independent of botocore): over real HTTP (`sse_server`), where the transport adds the
+signed `Host`; what needs no signature checked runs on `mock_server` (no socket). Secrets (the
+secret key, the session token, a bearer token and the signatures) must never appear in errors,
+events, reprs or log records.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from bedrock_replies import (
     text_block,
     throttled,
 )
+from mock_server import MockServer, ScriptedServer
 from sigv4 import check_sigv4, credential_of
 from sse_server import SSEServer
 
@@ -46,7 +49,7 @@ def complete(model: ac.Model, **changes: Any) -> ac.AssistantMessage:
     return ac.complete(model, CONTEXT, ac.StreamOptions(**{"timeout": WAIT_S, **changes}))
 
 
-def ok(server: SSEServer) -> None:
+def ok(server: ScriptedServer) -> None:
     serve(server, reply(text_block(0, "ok")))
 
 
@@ -131,37 +134,37 @@ def test_bedrock_refreshable_credentials_are_read_for_every_attempt(
 
 
 def test_bedrock_api_key_from_the_environment_is_a_bearer(
-        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
+        mock_server: MockServer, aws_env: pytest.MonkeyPatch) -> None:
     aws_env.setenv("AWS_BEARER_TOKEN_BEDROCK", BEARER)
-    ok(sse_server)
-    assert complete(bedrock_model(sse_server.url)).text == "ok"
-    request = sse_server.requests[0]
+    ok(mock_server)
+    assert complete(bedrock_model(mock_server.url)).text == "ok"
+    request = mock_server.requests[0]
     assert request.header("Authorization") == f"Bearer {BEARER}"
     assert request.header("X-Amz-Date") is None
     assert request.header("X-Amz-Security-Token") is None
 
 
 def test_bedrock_explicit_api_key_wins_over_aws_credentials(
-        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
-    ok(sse_server)
-    assert complete(bedrock_model(sse_server.url), api_key="explicit-key-0123").text == "ok"
-    assert sse_server.requests[0].header("Authorization") == "Bearer explicit-key-0123"
+        mock_server: MockServer, aws_env: pytest.MonkeyPatch) -> None:
+    ok(mock_server)
+    assert complete(bedrock_model(mock_server.url), api_key="explicit-key-0123").text == "ok"
+    assert mock_server.requests[0].header("Authorization") == "Bearer explicit-key-0123"
 
 
-def test_bedrock_api_key_needs_no_botocore(sse_server: SSEServer,
+def test_bedrock_api_key_needs_no_botocore(mock_server: MockServer,
                                            aws_env: pytest.MonkeyPatch) -> None:
     for name in ("botocore", "botocore.session", "botocore.auth", "botocore.awsrequest"):
         aws_env.setitem(sys.modules, name, None)  # any import of it now fails
     aws_env.setenv("AWS_BEARER_TOKEN_BEDROCK", BEARER)
-    ok(sse_server)
-    assert complete(bedrock_model(sse_server.url)).text == "ok"
+    ok(mock_server)
+    assert complete(bedrock_model(mock_server.url)).text == "ok"
     aws_env.delenv("AWS_BEARER_TOKEN_BEDROCK")
     needs = ("AWS credentials for Bedrock need botocore: pip install 'agentcore[bedrock]', or "
              "set AWS_BEARER_TOKEN_BEDROCK to a Bedrock API key")
-    assert complete(bedrock_model(sse_server.url)).error_message == needs
+    assert complete(bedrock_model(mock_server.url)).error_message == needs
     with pytest.raises(ImportError, match=re.escape(needs)):  # an Agent checks before its run
         require_api_key("amazon-bedrock")
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
 # --- missing credentials and regions -------------------------------------------------------------
@@ -218,12 +221,12 @@ def test_bedrock_without_a_region_names_aws_region(aws_env: pytest.MonkeyPatch) 
 
 
 def test_bedrock_bearer_to_a_host_of_no_region_needs_no_region(
-        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
+        mock_server: MockServer, aws_env: pytest.MonkeyPatch) -> None:
     """A Bedrock API key sent through a gateway: nothing is signed, no region is asked for."""
     aws_env.delenv("AWS_REGION")
-    ok(sse_server)
-    assert complete(bedrock_model(sse_server.url), api_key=BEARER).text == "ok"
-    assert complete(bedrock_model(sse_server.url)).error_message.startswith(
+    ok(mock_server)
+    assert complete(bedrock_model(mock_server.url), api_key=BEARER).text == "ok"
+    assert complete(bedrock_model(mock_server.url)).error_message.startswith(
         "no AWS region for provider 'amazon-bedrock'")  # SigV4 signs for a region
 
 
@@ -288,29 +291,29 @@ def test_bedrock_secrets_never_appear(sse_server: SSEServer, aws_env: pytest.Mon
         assert not any(secret in text for text in outputs), secret
 
 
-def test_bedrock_bearer_token_never_appears(sse_server: SSEServer, aws_env: pytest.MonkeyPatch,
+def test_bedrock_bearer_token_never_appears(mock_server: MockServer, aws_env: pytest.MonkeyPatch,
                                             caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     aws_env.setenv("AWS_BEARER_TOKEN_BEDROCK", BEARER)
-    sse_server.status(403, json.dumps({"message": f"Invalid API key {BEARER}"}),
-                      {"x-amzn-ErrorType": "AccessDeniedException"})
-    result = complete(bedrock_model(sse_server.url))
+    mock_server.status(403, json.dumps({"message": f"Invalid API key {BEARER}"}),
+                       {"x-amzn-ErrorType": "AccessDeniedException"})
+    result = complete(bedrock_model(mock_server.url))
     assert result.error_message == "403 AccessDeniedException: Invalid API key ***"
     assert BEARER not in "".join(record.getMessage() for record in caplog.records)
 
 
 def test_bedrock_rate_limit_pause_is_per_credential(
-        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
+        mock_server: MockServer, aws_env: pytest.MonkeyPatch) -> None:
     """A 429 with a delay pauses the requests of those credentials, not another access key's."""
-    sse_server.status(429, '{"message": "Too many requests"}',
-                      {"x-amzn-ErrorType": "ThrottlingException", "Retry-After": "30"})
-    model = bedrock_model(sse_server.url)
+    mock_server.status(429, '{"message": "Too many requests"}',
+                       {"x-amzn-ErrorType": "ThrottlingException", "Retry-After": "30"})
+    model = bedrock_model(mock_server.url)
     first = complete(model, max_retry_delay_ms=1000)
     assert first.error_message.startswith("Server requested 30s retry delay (max: 1s).")
     again = complete(model, max_retry_delay_ms=1000)  # refused without asking the server
     assert again.error_message.startswith("Server requested 30s retry delay")
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
     aws_env.setenv("AWS_ACCESS_KEY_ID", "AKIAOTHERKEY00000002")
-    ok(sse_server)
+    ok(mock_server)
     assert complete(model, max_retry_delay_ms=1000).text == "ok"
-    assert credential_of(sse_server.requests[1])[0] == "AKIAOTHERKEY00000002"
+    assert credential_of(mock_server.requests[1])[0] == "AKIAOTHERKEY00000002"

@@ -1,8 +1,8 @@
 """The ConverseStream request body: messages, images, tools and results, reasoning, cache points.
 
 Most checks build the body directly (`build_body`); those that matter on the wire are read back
-from what the local server received, and one conversation hands off between Bedrock and
-OpenAI Chat Completions and back.
+from what the scripted server (`mock_server`, no socket) received, and one conversation hands off
+between Bedrock and OpenAI Chat Completions and back.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bedrock_replies import (
     text_block,
     tool_block,
 )
-from sse_server import SSEServer
+from mock_server import MockServer
 
 import agentcore as ac
 from agentcore import (
@@ -223,16 +223,16 @@ and two valid ids (the longest valid one is 64 characters)."""
 
 
 def test_bedrock_tool_call_ids_stay_distinct_and_paired_on_the_wire(
-        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
+        mock_server: MockServer, aws_env: pytest.MonkeyPatch) -> None:
     calls = [ToolCall(call_id, "get_time", {"n": n}) for n, call_id in enumerate(FOREIGN_IDS)]
     other = AssistantMessage(calls, "openai-responses", "openai", "gpt-5", Usage(), "toolUse")
     results = [ToolResultMessage(call_id, "get_time", [TextContent(f"noon {n}")])
                for n, call_id in enumerate(FOREIGN_IDS)]
-    serve(sse_server, reply(text_block(0, "Noon.")))
+    serve(mock_server, reply(text_block(0, "Noon.")))
     context = Context(None, [UserMessage("Time?"), other, *results, UserMessage("Thanks")], [TIME])
-    message = ac.complete(bedrock_model(sse_server.url), context)
+    message = ac.complete(bedrock_model(mock_server.url), context)
     assert message.error_message is None
-    asked, answered = sse_server.requests[0].json["messages"][1:3]
+    asked, answered = mock_server.requests[0].json["messages"][1:3]
     uses = [block["toolUse"] for block in asked["content"]]
     answers = [block["toolResult"] for block in answered["content"] if "toolResult" in block]
     ids = [use["toolUseId"] for use in uses]
@@ -248,27 +248,27 @@ def test_bedrock_tool_call_ids_stay_distinct_and_paired_on_the_wire(
 # --- on the wire ---------------------------------------------------------------------------------
 
 
-def test_bedrock_agent_hands_off_to_openai_and_back(sse_server: SSEServer,
+def test_bedrock_agent_hands_off_to_openai_and_back(mock_server: MockServer,
                                                     aws_env: pytest.MonkeyPatch) -> None:
     """A conversation started on Bedrock goes on over Chat Completions, then on Bedrock again."""
     signature = "bedrock-own-signature-0123456789"
-    serve(sse_server, reply(reasoning_block(0, signature, "Call the tool."),
-                            tool_block(1, "tooluse_abc", "get_weather", '{"city": "Paris"}'),
-                            stop="tool_use"))
-    serve(sse_server, reply(text_block(0, "Sunny in Paris.")))
+    serve(mock_server, reply(reasoning_block(0, signature, "Call the tool."),
+                             tool_block(1, "tooluse_abc", "get_weather", '{"city": "Paris"}'),
+                             stop="tool_use"))
+    serve(mock_server, reply(text_block(0, "Sunny in Paris.")))
     chunk = {"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
              "choices": [{"index": 0, "delta": {"content": "Still sunny."},
                           "finish_reason": "stop"}]}
-    sse_server.sse(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
-    serve(sse_server, reply(text_block(0, "Bye.")))
+    mock_server.sse(f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode())
+    serve(mock_server, reply(text_block(0, "Bye.")))
 
     def get_weather(city: str) -> str:
         """Weather for a city."""
         return f"Sunny in {city}"
 
-    bedrock = bedrock_model(sse_server.url)
+    bedrock = bedrock_model(mock_server.url)
     openai = ac.Model("gpt-4o", "GPT-4o", "openai-completions", "openai",
-                      sse_server.url + "/v1")
+                      mock_server.url + "/v1")
     with ac.Agent(bedrock, tools=[get_weather], thinking_level="high",
                   api_key=None) as agent:
         agent.prompt("Weather in Paris?").raise_for_error()
@@ -278,10 +278,10 @@ def test_bedrock_agent_hands_off_to_openai_and_back(sse_server: SSEServer,
         agent.model = bedrock
         agent.api_key = None
         agent.prompt("Bye?").raise_for_error()
-    to_openai = sse_server.requests[2].json["messages"]
+    to_openai = mock_server.requests[2].json["messages"]
     assert [m["role"] for m in to_openai] == ["user", "assistant", "tool", "assistant", "user"]
     assert to_openai[1]["tool_calls"][0]["id"] == "tooluse_abc"
-    back = sse_server.requests[3]
+    back = mock_server.requests[3]
     assert back.path == f"/model/{MODEL_ID.replace(':', '%3A')}/converse-stream"
     turns = back.json["messages"]
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant", "user",

@@ -1,8 +1,10 @@
-"""The Gemini provider (`google-generative-ai`) over real HTTP against the local scripted server.
+"""The Gemini provider (`google-generative-ai`) against the scripted server.
 
 Every fixture in `fixtures/google/` is replayed whole, one byte at a time, in random pieces and
 with LF instead of Gemini's CRLF framing, and must give the same events and the same final
-message; the request tests read the JSON body the server received.
+message; the request tests read the JSON body the server received. Translation is tested on
+`mock_server` (no socket); a text reply and aborts go over real HTTP against the local server
+(`sse_server`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 import attrs
 import paths
 import pytest
-from sse_server import SSEServer
+from mock_server import ScriptedServer
 
 import agentcore as ac
 from agentcore import (
@@ -358,7 +360,7 @@ def expected_message(expected: Expected, model: Model) -> AssistantMessage:
                             timestamp=0)
 
 
-def replay(server: SSEServer, name: str, chunking: str) -> tuple[Run, int]:
+def replay(server: ScriptedServer, name: str, chunking: str) -> tuple[Run, int]:
     body = fixture(name)
     if chunking == "lf":
         server.sse(body.replace(b"\r\n", b"\n"))
@@ -383,12 +385,12 @@ def test_google_every_fixture_has_expectations() -> None:
 
 @pytest.mark.parametrize("chunking", ["whole", "bytewise", "random", "lf"])
 @pytest.mark.parametrize("name", SSE_FIXTURES)
-def test_google_fixture_replay(sse_server, name, chunking) -> None:
-    recorded, since_ms = replay(sse_server, name, chunking)
+def test_google_fixture_replay(mock_server, name, chunking) -> None:
+    recorded, since_ms = replay(mock_server, name, chunking)
     check_invariants(recorded)
     expected = EXPECTED[name]
     assert summary(recorded, since_ms) == expected.events
-    model = gemini(sse_server.url, expected.model_id)
+    model = gemini(mock_server.url, expected.model_id)
     assert normal_message(recorded.result, since_ms) == expected_message(expected, model)
 
 
@@ -401,18 +403,18 @@ def test_google_text_usage_and_cost(sse_server) -> None:
     assert cost.total == pytest.approx(cost.input + cost.output)
 
 
-def test_google_cached_usage_subtracts_the_cached_prompt(sse_server) -> None:
-    recorded, _ = replay(sse_server, "cached_usage.sse", "whole")
+def test_google_cached_usage_subtracts_the_cached_prompt(mock_server) -> None:
+    recorded, _ = replay(mock_server, "cached_usage.sse", "whole")
     usage = recorded.result.usage
     assert (usage.input, usage.output, usage.cache_read, usage.cache_write) == (86, 44, 1920, 0)
     assert usage.total_tokens == 2050
     assert usage.cost.cache_read == pytest.approx(1920 * 0.03 / 1e6)
 
 
-def test_google_generated_ids_are_unique_across_replies(sse_server) -> None:
-    sse_server.sse(fixture("function_calls.sse"))
-    sse_server.sse(fixture("function_calls.sse"))
-    model = gemini(sse_server.url)
+def test_google_generated_ids_are_unique_across_replies(mock_server) -> None:
+    mock_server.sse(fixture("function_calls.sse"))
+    mock_server.sse(fixture("function_calls.sse"))
+    model = gemini(mock_server.url)
     first = ac.complete(model, CONTEXT, OPTIONS)
     second = ac.complete(model, CONTEXT, OPTIONS)
     ids = [c.id for c in first.tool_calls + second.tool_calls]
@@ -421,65 +423,65 @@ def test_google_generated_ids_are_unique_across_replies(sse_server) -> None:
     assert counters == sorted(counters)
 
 
-def test_google_thought_signature_is_kept_on_its_part_only(sse_server) -> None:
-    recorded, _ = replay(sse_server, "function_calls.sse", "whole")
+def test_google_thought_signature_is_kept_on_its_part_only(mock_server) -> None:
+    recorded, _ = replay(mock_server, "function_calls.sse", "whole")
     first, second = recorded.result.tool_calls
     assert (first.thought_signature, second.thought_signature) == (SIG, None)
 
 
-def test_google_gemini3_final_signature_lands_on_the_text_block(sse_server) -> None:
-    recorded, _ = replay(sse_server, "gemini3_signature.sse", "bytewise")
+def test_google_gemini3_final_signature_lands_on_the_text_block(mock_server) -> None:
+    recorded, _ = replay(mock_server, "gemini3_signature.sse", "bytewise")
     ends = [i for i, e in enumerate(recorded.events) if isinstance(e, TextEndEvent)]
     assert recorded.snapshots[ends[0]] == [TextContent("15 + 27 = 42.", SIG_GEMINI3)]
     # a signature without `thought: true` is no thinking
     assert not any(isinstance(e, ThinkingStartEvent) for e in recorded.events)
 
 
-def test_google_only_thought_true_parts_are_thinking(sse_server) -> None:
+def test_google_only_thought_true_parts_are_thinking(mock_server) -> None:
     parts = [{"text": "a", "thought": False}, {"text": "b", "thoughtSignature": SIG},
              {"text": "c", "thought": True}, {"text": "d"}]
     chunk = {"candidates": [{"content": {"parts": parts, "role": "model"},
                              "finishReason": "STOP"}]}
-    sse_server.sse(frame(chunk))
-    recorded = run(gemini(sse_server.url))
+    mock_server.sse(frame(chunk))
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.content == [TextContent("ab", SIG), ThinkingContent("c"),
                                        TextContent("d")]
 
 
-def test_google_text_after_a_tool_call_opens_a_new_block(sse_server) -> None:
+def test_google_text_after_a_tool_call_opens_a_new_block(mock_server) -> None:
     parts = [{"text": "Let me check."}, {"functionCall": {"name": "get_weather", "args": {}}},
              {"text": "Done."}]
-    sse_server.sse(frame({"candidates": [{"content": {"parts": parts, "role": "model"},
-                                          "finishReason": "STOP"}]}))
-    recorded = run(gemini(sse_server.url))
+    mock_server.sse(frame({"candidates": [{"content": {"parts": parts, "role": "model"},
+                                           "finishReason": "STOP"}]}))
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert [type(b) for b in recorded.result.content] == [TextContent, ToolCall, TextContent]
     assert recorded.result.stop_reason == StopReason.TOOL_USE
 
 
-def test_google_tool_calls_with_max_tokens_stop_with_length(sse_server) -> None:
+def test_google_tool_calls_with_max_tokens_stop_with_length(mock_server) -> None:
     parts = [{"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
-    sse_server.sse(frame({"candidates": [{"content": {"parts": parts, "role": "model"},
-                                          "finishReason": "MAX_TOKENS"}]}))
-    recorded = run(gemini(sse_server.url))
+    mock_server.sse(frame({"candidates": [{"content": {"parts": parts, "role": "model"},
+                                           "finishReason": "MAX_TOKENS"}]}))
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.stop_reason == StopReason.LENGTH
 
 
 @pytest.mark.parametrize("reason", ["RECITATION", "MALFORMED_FUNCTION_CALL", "OTHER",
                                     "FINISH_REASON_UNSPECIFIED"])
-def test_google_other_finish_reasons_are_errors(sse_server, reason) -> None:
-    sse_server.sse(frame(text_chunk("Partial", reason)))
-    recorded = run(gemini(sse_server.url))
+def test_google_other_finish_reasons_are_errors(mock_server, reason) -> None:
+    mock_server.sse(frame(text_chunk("Partial", reason)))
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.error_message == f"Provider stopped with: {reason}"
     assert recorded.result.content == [TextContent("Partial")]
 
 
-def test_google_stream_without_finish_reason_is_an_error(sse_server) -> None:
-    sse_server.sse(frame(text_chunk("Cut short")))
-    recorded = run(gemini(sse_server.url))
+def test_google_stream_without_finish_reason_is_an_error(mock_server) -> None:
+    mock_server.sse(frame(text_chunk("Cut short")))
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert summary(recorded, 0) == [
         ("start",), ("text_start", 0), ("text_delta", 0, "Cut short"),
@@ -488,17 +490,17 @@ def test_google_stream_without_finish_reason_is_an_error(sse_server) -> None:
     assert recorded.result.usage.input == 5
 
 
-def test_google_unframed_noise_after_a_complete_reply_is_ignored(sse_server) -> None:
-    sse_server.sse(fixture("text.sse") + b"<html>proxy says hi</html>\n")
-    recorded = run(gemini(sse_server.url))
+def test_google_unframed_noise_after_a_complete_reply_is_ignored(mock_server) -> None:
+    mock_server.sse(fixture("text.sse") + b"<html>proxy says hi</html>\n")
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.stop_reason == StopReason.STOP
     assert recorded.result.text == "Hello test successful"
 
 
-def test_google_invalid_json_frame_is_an_error(sse_server) -> None:
-    sse_server.sse(frame(text_chunk("Hi")) + b"data: {not json\r\n\r\n")
-    recorded = run(gemini(sse_server.url))
+def test_google_invalid_json_frame_is_an_error(mock_server) -> None:
+    mock_server.sse(frame(text_chunk("Hi")) + b"data: {not json\r\n\r\n")
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.error_message is not None
     assert recorded.result.error_message.startswith("invalid JSON from the provider: ")
@@ -508,7 +510,7 @@ def test_google_invalid_json_frame_is_an_error(sse_server) -> None:
 # --- the request ---------------------------------------------------------------------------
 
 
-def sent(server: SSEServer, context: Context = CONTEXT, model: Model | None = None,
+def sent(server: ScriptedServer, context: Context = CONTEXT, model: Model | None = None,
          **options: Any) -> dict[str, Any]:
     """Run one request against `text.sse` and return the JSON body the server received."""
     server.sse(fixture("text.sse"))
@@ -524,7 +526,7 @@ def assistant(content: list[Any], model: str = "gemini-2.5-flash", provider: str
     return AssistantMessage(content, api, provider, model, stop_reason=stop_reason)
 
 
-def model_parts(server: SSEServer, message: AssistantMessage,
+def model_parts(server: ScriptedServer, message: AssistantMessage,
                 model: Model | None = None) -> list[dict[str, Any]]:
     body = sent(server, Context(None, [UserMessage("q"), message, UserMessage("next")]), model)
     turns = body["contents"]  # (a tool call also gets a synthetic result turn)
@@ -533,10 +535,10 @@ def model_parts(server: SSEServer, message: AssistantMessage,
     return turns[1]["parts"]  # type: ignore[no-any-return]
 
 
-def test_google_request_endpoint_and_headers(sse_server) -> None:
-    model = attrs.evolve(gemini(sse_server.url), headers={"x-model": "m", "x-both": "model"})
-    sent(sse_server, model=model, headers={"x-both": "options"})
-    [request] = sse_server.requests
+def test_google_request_endpoint_and_headers(mock_server) -> None:
+    model = attrs.evolve(gemini(mock_server.url), headers={"x-model": "m", "x-both": "model"})
+    sent(mock_server, model=model, headers={"x-both": "options"})
+    [request] = mock_server.requests
     assert request.method == "POST"
     assert request.path == "/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     assert request.header("x-goog-api-key") == KEY
@@ -545,14 +547,14 @@ def test_google_request_endpoint_and_headers(sse_server) -> None:
     assert (request.header("x-model"), request.header("x-both")) == ("m", "options")
 
 
-def test_google_request_base_url_with_trailing_slash(sse_server) -> None:
-    model = attrs.evolve(gemini(sse_server.url, "gemini-2.5-pro"), base_url=sse_server.url + "/")
-    sent(sse_server, model=model)
-    assert sse_server.requests[0].path == "/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
+def test_google_request_base_url_with_trailing_slash(mock_server) -> None:
+    model = attrs.evolve(gemini(mock_server.url, "gemini-2.5-pro"), base_url=mock_server.url + "/")
+    sent(mock_server, model=model)
+    assert mock_server.requests[0].path == "/models/gemini-2.5-pro:streamGenerateContent?alt=sse"
 
 
-def test_google_request_body(sse_server) -> None:
-    assert sent(sse_server) == {
+def test_google_request_body(mock_server) -> None:
+    assert sent(mock_server) == {
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}],
         "systemInstruction": {"parts": [{"text": "You are terse."}]},
         "generationConfig": {"maxOutputTokens": 32000,
@@ -562,41 +564,41 @@ def test_google_request_body(sse_server) -> None:
 
 
 @pytest.mark.parametrize("system_prompt", [None, ""])
-def test_google_request_without_system_prompt(sse_server, system_prompt) -> None:
-    body = sent(sse_server, Context(system_prompt, [UserMessage("hi")]))
+def test_google_request_without_system_prompt(mock_server, system_prompt) -> None:
+    body = sent(mock_server, Context(system_prompt, [UserMessage("hi")]))
     assert "systemInstruction" not in body
 
 
-def test_google_request_user_text_and_images(sse_server) -> None:
+def test_google_request_user_text_and_images(mock_server) -> None:
     context = Context(None, [UserMessage([TextContent("What is this?"),
                                           ImageContent(PNG, "image/png")])])
-    assert sent(sse_server, context)["contents"] == [
+    assert sent(mock_server, context)["contents"] == [
         {"role": "user", "parts": [{"text": "What is this?"},
                                    {"inlineData": {"mimeType": "image/png", "data": PNG}}]},
     ]
 
 
-def test_google_request_images_are_not_sent_to_text_only_models(sse_server) -> None:
+def test_google_request_images_are_not_sent_to_text_only_models(mock_server) -> None:
     context = Context(None, [UserMessage([TextContent("What is this?"),
                                           ImageContent(PNG, "image/png"),
                                           ImageContent(PNG, "image/jpeg")])])
-    body = sent(sse_server, context, gemini(sse_server.url, images=False))
+    body = sent(mock_server, context, gemini(mock_server.url, images=False))
     assert body["contents"] == [
         {"role": "user", "parts": [{"text": "What is this?"},
                                    {"text": "(image omitted: model does not support images)"}]},
     ]
 
 
-def test_google_request_empty_user_message_is_skipped(sse_server) -> None:
-    body = sent(sse_server, Context(None, [UserMessage([]), UserMessage("hi")]))
+def test_google_request_empty_user_message_is_skipped(mock_server) -> None:
+    body = sent(mock_server, Context(None, [UserMessage([]), UserMessage("hi")]))
     assert body["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
 
 
-def test_google_request_same_model_turn_keeps_thoughts_and_signatures(sse_server) -> None:
+def test_google_request_same_model_turn_keeps_thoughts_and_signatures(mock_server) -> None:
     message = assistant([ThinkingContent("plan", SIG_THOUGHT), TextContent("answer", SIG),
                          ThinkingContent("unsigned"), TextContent("  "), ThinkingContent(""),
                          TextContent("more")])
-    assert model_parts(sse_server, message) == [
+    assert model_parts(mock_server, message) == [
         {"thought": True, "text": "plan", "thoughtSignature": SIG_THOUGHT},
         {"text": "answer", "thoughtSignature": SIG},
         {"thought": True, "text": "unsigned"},
@@ -606,11 +608,11 @@ def test_google_request_same_model_turn_keeps_thoughts_and_signatures(sse_server
 
 @pytest.mark.parametrize("signature", ["abc", "ab!d", "Zm9v YmE=", "====", "Zm9vYmE\n",
                                        "Zm9vYg=", "Zm9v===="])
-def test_google_request_invalid_signatures_are_dropped(sse_server, signature) -> None:
+def test_google_request_invalid_signatures_are_dropped(mock_server, signature) -> None:
     message = assistant([ThinkingContent("plan", signature), TextContent("answer", signature),
                          ToolCall("c1", "get_weather", {"city": "Paris"}, signature)],
                         stop_reason="toolUse")
-    parts = model_parts(sse_server, message)
+    parts = model_parts(mock_server, message)
     assert parts == [{"thought": True, "text": "plan"}, {"text": "answer"},
                      {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}}]
 
@@ -620,20 +622,20 @@ def test_google_request_invalid_signatures_are_dropped(sse_server, signature) ->
     ("google", "gemini-2.5-pro", API),  # the same provider, another model
     ("openai", "gemini-2.5-flash", "openai-completions"),  # the same id elsewhere
 ])
-def test_google_request_foreign_turn_is_plain_text(sse_server, provider, model_id, api) -> None:
+def test_google_request_foreign_turn_is_plain_text(mock_server, provider, model_id, api) -> None:
     message = assistant([ThinkingContent("plan", SIG), TextContent("answer", SIG),
                          ThinkingContent("   ", SIG),
                          ToolCall("toolu_01", "get_weather", {"city": "Paris"}, SIG)],
                         model=model_id, provider=provider, api=api, stop_reason="toolUse")
-    assert model_parts(sse_server, message) == [
+    assert model_parts(mock_server, message) == [
         {"text": "plan"}, {"text": "answer"},
         {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}}},
     ]
 
 
-def test_google_request_errored_turns_are_not_replayed(sse_server) -> None:
+def test_google_request_errored_turns_are_not_replayed(mock_server) -> None:
     failed = assistant([TextContent("half")], stop_reason="error")
-    body = sent(sse_server, Context(None, [UserMessage("q"), failed, UserMessage("again")]))
+    body = sent(mock_server, Context(None, [UserMessage("q"), failed, UserMessage("again")]))
     assert body["contents"] == [{"role": "user", "parts": [{"text": "q"}]},
                                 {"role": "user", "parts": [{"text": "again"}]}]
 
@@ -643,21 +645,21 @@ def test_google_request_errored_turns_are_not_replayed(sse_server) -> None:
     ("not-base64!", "skip_thought_signature_validator"),
 ])
 def test_google_request_gemini3_tool_calls_always_carry_a_signature(
-        sse_server, signature, sent_signature) -> None:
-    model = gemini(sse_server.url, "gemini-3-pro-preview")
+        mock_server, signature, sent_signature) -> None:
+    model = gemini(mock_server.url, "gemini-3-pro-preview")
     message = assistant([ToolCall("c1", "get_weather", {"city": "Paris"}, signature)],
                         model="gemini-3-pro-preview", stop_reason="toolUse")
-    assert model_parts(sse_server, message, model) == [
+    assert model_parts(mock_server, message, model) == [
         {"functionCall": {"name": "get_weather", "args": {"city": "Paris"}},
          "thoughtSignature": sent_signature},
     ]
 
 
-def test_google_request_gemini3_foreign_tool_call_gets_the_skip_signature(sse_server) -> None:
-    model = gemini(sse_server.url, "gemini-3-flash-preview")
+def test_google_request_gemini3_foreign_tool_call_gets_the_skip_signature(mock_server) -> None:
+    model = gemini(mock_server.url, "gemini-3-flash-preview")
     message = assistant([TextContent("checking"), ToolCall("c1", "get_weather", {}, SIG)],
                         model="gemini-2.5-flash", stop_reason="toolUse")
-    assert model_parts(sse_server, message, model) == [
+    assert model_parts(mock_server, message, model) == [
         {"text": "checking"},
         {"functionCall": {"name": "get_weather", "args": {}},
          "thoughtSignature": "skip_thought_signature_validator"},
@@ -677,8 +679,8 @@ def conversation(call_ids: tuple[str, str], provider: str = "google",
     ])
 
 
-def test_google_request_function_calls_and_merged_responses(sse_server) -> None:
-    body = sent(sse_server, conversation(("call_1", "call_2")))
+def test_google_request_function_calls_and_merged_responses(mock_server) -> None:
+    body = sent(mock_server, conversation(("call_1", "call_2")))
     assert body["contents"] == [
         {"role": "user", "parts": [{"text": "Weather in Paris and Atlantis?"}]},
         {"role": "model", "parts": [
@@ -699,11 +701,11 @@ CALL_IDS = {"function_call_ids": True}
 
 
 @pytest.mark.parametrize("model_id", ["claude-sonnet-4-5", "gpt-oss-120b"])
-def test_google_request_ids_are_sent_where_compat_says(sse_server, model_id) -> None:
+def test_google_request_ids_are_sent_where_compat_says(mock_server, model_id) -> None:
     long_id = "call_" + "x" * 80
     context = conversation(("call_abc|fc_123", long_id), provider="openai",
                            model_id="gpt-5", api="openai-responses")
-    body = sent(sse_server, context, gemini(sse_server.url, model_id, compat=CALL_IDS))
+    body = sent(mock_server, context, gemini(mock_server.url, model_id, compat=CALL_IDS))
     calls = [p["functionCall"] for p in body["contents"][1]["parts"]]
     responses = [p["functionResponse"] for p in body["contents"][2]["parts"]]
     normalized = ["call_abc_fc_123", long_id[:64]]
@@ -711,17 +713,17 @@ def test_google_request_ids_are_sent_where_compat_says(sse_server, model_id) -> 
     assert [r["id"] for r in responses] == normalized
 
 
-def test_google_request_ids_of_the_same_model_are_sent_as_they_are(sse_server) -> None:
-    model = gemini(sse_server.url, "claude-sonnet-4-5", compat=CALL_IDS)
+def test_google_request_ids_of_the_same_model_are_sent_as_they_are(mock_server) -> None:
+    model = gemini(mock_server.url, "claude-sonnet-4-5", compat=CALL_IDS)
     context = conversation(("toolu_01", "toolu_02"), model_id="claude-sonnet-4-5")
-    body = sent(sse_server, context, model)
+    body = sent(mock_server, context, model)
     assert [p["functionCall"]["id"] for p in body["contents"][1]["parts"]] == [
         "toolu_01", "toolu_02"]
 
 
-def test_google_request_no_ids_for_gemini(sse_server) -> None:
-    body = sent(sse_server, conversation(("call_abc|fc_123", "x"), provider="openai",
-                                         model_id="gpt-5", api="openai-responses"))
+def test_google_request_no_ids_for_gemini(mock_server) -> None:
+    body = sent(mock_server, conversation(("call_abc|fc_123", "x"), provider="openai",
+                                          model_id="gpt-5", api="openai-responses"))
     for turn in body["contents"]:
         for part in turn["parts"]:
             assert "id" not in part.get("functionCall", {})
@@ -736,18 +738,18 @@ def image_result_context(content: list[Any]) -> Context:
     ])
 
 
-def test_google_request_tool_result_images_nested_for_gemini3(sse_server) -> None:
-    model = gemini(sse_server.url, "gemini-3-pro-preview")
-    body = sent(sse_server, image_result_context([ImageContent(PNG, "image/png")]), model)
+def test_google_request_tool_result_images_nested_for_gemini3(mock_server) -> None:
+    model = gemini(mock_server.url, "gemini-3-pro-preview")
+    body = sent(mock_server, image_result_context([ImageContent(PNG, "image/png")]), model)
     assert body["contents"][2:] == [{"role": "user", "parts": [{"functionResponse": {
         "name": "screenshot", "response": {"output": "(see attached image)"},
         "parts": [{"inlineData": {"mimeType": "image/png", "data": PNG}}],
     }}]}]
 
 
-def test_google_request_tool_result_images_follow_for_older_models(sse_server) -> None:
+def test_google_request_tool_result_images_follow_for_older_models(mock_server) -> None:
     content = [TextContent("Captured."), ImageContent(PNG, "image/png")]
-    body = sent(sse_server, image_result_context(content))
+    body = sent(mock_server, image_result_context(content))
     assert body["contents"][2:] == [
         {"role": "user", "parts": [{"functionResponse": {
             "name": "screenshot", "response": {"output": "Captured."}}}]},
@@ -756,7 +758,7 @@ def test_google_request_tool_result_images_follow_for_older_models(sse_server) -
     ]
 
 
-def test_google_request_image_results_do_not_split_parallel_responses(sse_server) -> None:
+def test_google_request_image_results_do_not_split_parallel_responses(mock_server) -> None:
     # Gemini rejects a history whose function responses do not answer a call turn in one turn
     context = Context(None, [
         UserMessage("Two screenshots"),
@@ -766,7 +768,7 @@ def test_google_request_image_results_do_not_split_parallel_responses(sse_server
         ToolResultMessage("c2", "screenshot", [ImageContent(PNG, "image/jpeg")]),
         UserMessage("Compare them"),
     ])
-    body = sent(sse_server, context)
+    body = sent(mock_server, context)
     response = {"name": "screenshot", "response": {"output": "(see attached image)"}}
     assert body["contents"][2:] == [
         {"role": "user", "parts": [{"functionResponse": response},
@@ -779,27 +781,27 @@ def test_google_request_image_results_do_not_split_parallel_responses(sse_server
     ]
 
 
-def test_google_request_tool_result_images_for_text_only_models(sse_server) -> None:
-    model = gemini(sse_server.url, images=False)
-    body = sent(sse_server, image_result_context([ImageContent(PNG, "image/png")]), model)
+def test_google_request_tool_result_images_for_text_only_models(mock_server) -> None:
+    model = gemini(mock_server.url, images=False)
+    body = sent(mock_server, image_result_context([ImageContent(PNG, "image/png")]), model)
     assert body["contents"][2:] == [{"role": "user", "parts": [{"functionResponse": {
         "name": "screenshot",
         "response": {"output": "(tool image omitted: model does not support images)"}}}]}]
 
 
-def test_google_request_empty_tool_result(sse_server) -> None:
-    body = sent(sse_server, image_result_context([]))
+def test_google_request_empty_tool_result(mock_server) -> None:
+    body = sent(mock_server, image_result_context([]))
     assert body["contents"][2]["parts"] == [
         {"functionResponse": {"name": "screenshot", "response": {"output": ""}}}]
 
 
-def test_google_request_missing_result_is_synthesised(sse_server) -> None:
+def test_google_request_missing_result_is_synthesised(mock_server) -> None:
     context = Context(None, [
         UserMessage("Take a screenshot"),
         assistant([ToolCall("c1", "screenshot", {})], stop_reason="toolUse"),
         UserMessage("never mind"),
     ])
-    body = sent(sse_server, context)
+    body = sent(mock_server, context)
     assert body["contents"][2:] == [
         {"role": "user", "parts": [{"functionResponse": {
             "name": "screenshot", "response": {"error": "No result provided"}}}]},
@@ -807,12 +809,12 @@ def test_google_request_missing_result_is_synthesised(sse_server) -> None:
     ]
 
 
-def test_google_request_tools(sse_server) -> None:
+def test_google_request_tools(mock_server) -> None:
     schema = {"type": "object", "properties": {"city": {"type": "string"}},
               "required": ["city"], "additionalProperties": False}
     tools = [Tool("get_weather", "Current weather for a city.", schema),
              Tool("get_time", "The time now.", {"type": "object", "properties": {}})]
-    body = sent(sse_server, Context(None, [UserMessage("hi")], tools))
+    body = sent(mock_server, Context(None, [UserMessage("hi")], tools))
     assert body["tools"] == [{"functionDeclarations": [
         {"name": "get_weather", "description": "Current weather for a city.",
          "parametersJsonSchema": schema},
@@ -823,8 +825,8 @@ def test_google_request_tools(sse_server) -> None:
 
 
 @pytest.mark.parametrize("tools", [None, []])
-def test_google_request_without_tools(sse_server, tools) -> None:
-    assert "tools" not in sent(sse_server, Context(None, [UserMessage("hi")], tools))
+def test_google_request_without_tools(mock_server, tools) -> None:
+    assert "tools" not in sent(mock_server, Context(None, [UserMessage("hi")], tools))
 
 
 @pytest.mark.parametrize(("options", "model_max", "expected"), [
@@ -834,9 +836,9 @@ def test_google_request_without_tools(sse_server, tools) -> None:
      {"maxOutputTokens": 1000, "temperature": 0.2}),
     ({"temperature": 0}, 65536, {"maxOutputTokens": 32000, "temperature": 0}),
 ])
-def test_google_request_generation_config(sse_server, options, model_max, expected) -> None:
-    model = gemini(sse_server.url, max_tokens=model_max)
-    body = sent(sse_server, model=model, reasoning=None, **options)
+def test_google_request_generation_config(mock_server, options, model_max, expected) -> None:
+    model = gemini(mock_server.url, max_tokens=model_max)
+    body = sent(mock_server, model=model, reasoning=None, **options)
     assert body["generationConfig"] == expected
 
 
@@ -852,8 +854,8 @@ BUDGET_CASES = [
 
 
 @pytest.mark.parametrize(("model_id", "level", "budget"), BUDGET_CASES)
-def test_google_request_thinking_budgets(sse_server, model_id, level, budget) -> None:
-    body = sent(sse_server, model=gemini(sse_server.url, model_id), reasoning=level)
+def test_google_request_thinking_budgets(mock_server, model_id, level, budget) -> None:
+    body = sent(mock_server, model=gemini(mock_server.url, model_id), reasoning=level)
     assert body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True,
                                                           "thinkingBudget": budget}
 
@@ -864,8 +866,8 @@ def test_google_request_thinking_budgets(sse_server, model_id, level, budget) ->
     ("gemini-2.5-pro", "minimal", 512),
     ("gemini-2.0-flash", "medium", 4096),
 ])
-def test_google_request_custom_thinking_budgets(sse_server, model_id, level, budget) -> None:
-    body = sent(sse_server, model=gemini(sse_server.url, model_id), reasoning=level,
+def test_google_request_custom_thinking_budgets(mock_server, model_id, level, budget) -> None:
+    body = sent(mock_server, model=gemini(mock_server.url, model_id), reasoning=level,
                 thinking_budgets={"minimal": 512, "medium": 4096})
     assert body["generationConfig"]["thinkingConfig"]["thinkingBudget"] == budget
 
@@ -882,10 +884,10 @@ GEMINI3_CASES = [
 
 
 @pytest.mark.parametrize(("model_id", "level", "value"), GEMINI3_CASES)
-def test_google_request_gemini3_thinking_level(sse_server, model_id, level, value) -> None:
+def test_google_request_gemini3_thinking_level(mock_server, model_id, level, value) -> None:
     compat = GEMINI3_PRO if model_id == "gemini-3.1-pro-preview" else None  # not catalogued
-    model = gemini(sse_server.url, model_id, compat=compat)
-    body = sent(sse_server, model=model, reasoning=level,
+    model = gemini(mock_server.url, model_id, compat=compat)
+    body = sent(mock_server, model=model, reasoning=level,
                 thinking_budgets={"medium": 4096})  # budgets do not apply to Gemini 3
     assert body["generationConfig"]["thinkingConfig"] == {"includeThoughts": True,
                                                           "thinkingLevel": value}
@@ -894,17 +896,17 @@ def test_google_request_gemini3_thinking_level(sse_server, model_id, level, valu
 @pytest.mark.parametrize(("reasoning", "model_reasons"), [
     (None, True), ("off", True), ("high", False),
 ])
-def test_google_request_without_thinking(sse_server, reasoning, model_reasons) -> None:
-    model = gemini(sse_server.url, reasoning=model_reasons)
-    body = sent(sse_server, model=model, reasoning=reasoning)
+def test_google_request_without_thinking(mock_server, reasoning, model_reasons) -> None:
+    model = gemini(mock_server.url, reasoning=model_reasons)
+    body = sent(mock_server, model=model, reasoning=reasoning)
     assert body["generationConfig"] == {"maxOutputTokens": 32000}
 
 
-def test_google_request_on_payload_replaces_the_body(sse_server) -> None:
+def test_google_request_on_payload_replaces_the_body(mock_server) -> None:
     def payload(body: Any, model: Model) -> Any:
         return {**body, "safetySettings": []}
 
-    body = sent(sse_server, on_payload=payload)
+    body = sent(mock_server, on_payload=payload)
     assert body["safetySettings"] == []
     assert body["contents"] == [{"role": "user", "parts": [{"text": "hi"}]}]
 
@@ -920,50 +922,50 @@ def lone_error(recorded: Run, reason: StopReason, message: str, model_id: str) -
     assert attrs.evolve(recorded.result, timestamp=0) == expected
 
 
-def test_google_http_400_is_a_lone_error_with_the_compact_body(sse_server, backoffs) -> None:
-    sse_server.status(400, fixture("http_400.json"))
-    recorded = run(gemini(sse_server.url))
+def test_google_http_400_is_a_lone_error_with_the_compact_body(mock_server, backoffs) -> None:
+    mock_server.status(400, fixture("http_400.json"))
+    recorded = run(gemini(mock_server.url))
     lone_error(recorded, StopReason.ERROR, OVERFLOW_BODY, "gemini-2.5-flash")
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
     assert backoffs == []
 
 
-def test_google_non_json_error_body_is_wrapped(sse_server) -> None:
+def test_google_non_json_error_body_is_wrapped(mock_server) -> None:
     text = fixture("http_500_text.txt").decode()
-    sse_server.status(500, text, {"Content-Type": "text/plain"})
-    recorded = run(gemini(sse_server.url), options=attrs.evolve(OPTIONS, max_retries=0))
+    mock_server.status(500, text, {"Content-Type": "text/plain"})
+    recorded = run(gemini(mock_server.url), options=attrs.evolve(OPTIONS, max_retries=0))
     # the status text is not known at this layer: the code sends "error" (pi sends statusText)
     wrapped = json.dumps({"error": {"message": text, "code": 500, "status": "error"}},
                          separators=(",", ":"))
     lone_error(recorded, StopReason.ERROR, wrapped, "gemini-2.5-flash")
 
 
-def test_google_error_with_an_empty_message_says_what_it_holds(sse_server) -> None:
+def test_google_error_with_an_empty_message_says_what_it_holds(mock_server) -> None:
     body = '{"error":{"code":500,"message":"","status":"INTERNAL"}}'
-    sse_server.status(500, body)
-    recorded = run(gemini(sse_server.url), options=attrs.evolve(OPTIONS, max_retries=0))
+    mock_server.status(500, body)
+    recorded = run(gemini(mock_server.url), options=attrs.evolve(OPTIONS, max_retries=0))
     lone_error(recorded, StopReason.ERROR, body, "gemini-2.5-flash")  # the whole body
 
 
-def test_google_retries_503_then_streams(sse_server, backoffs) -> None:
+def test_google_retries_503_then_streams(mock_server, backoffs) -> None:
     overloaded = OVERLOADED_BODY
-    sse_server.status(503, overloaded)
-    sse_server.sse(fixture("text.sse"))
-    recorded = run(gemini(sse_server.url))
+    mock_server.status(503, overloaded)
+    mock_server.sse(fixture("text.sse"))
+    recorded = run(gemini(mock_server.url))
     check_invariants(recorded)
     assert recorded.result.text == "Hello test successful"
-    assert len(sse_server.requests) == 2
-    assert sse_server.requests[0].json == sse_server.requests[1].json
+    assert len(mock_server.requests) == 2
+    assert mock_server.requests[0].json == mock_server.requests[1].json
     assert backoffs == [0]
 
 
-def test_google_503_after_the_retries_is_the_error(sse_server, backoffs) -> None:
+def test_google_503_after_the_retries_is_the_error(mock_server, backoffs) -> None:
     overloaded = OVERLOADED_BODY
     for _ in range(3):
-        sse_server.status(503, overloaded)
-    recorded = run(gemini(sse_server.url))
+        mock_server.status(503, overloaded)
+    recorded = run(gemini(mock_server.url))
     lone_error(recorded, StopReason.ERROR, overloaded, "gemini-2.5-flash")
-    assert len(sse_server.requests) == 3
+    assert len(mock_server.requests) == 3
     assert backoffs == [0, 1]
 
 

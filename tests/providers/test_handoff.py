@@ -1,9 +1,10 @@
 """Conversations across APIs: every replayed request must be valid for its target.
 
 An Agent talks to OpenAI Chat Completions, then Anthropic, then Gemini, then OpenAI Responses
-(all served by the local test server), calling a tool and thinking on the way; after each
-switch of `agent.model`, the request the new provider receives is checked against the rules
-its API enforces (tool-call pairing, id formats, where thinking and signatures may appear).
+(all served by the scripted server, `mock_server`: no socket), calling a tool and thinking on
+the way; after each switch of `agent.model`, the request the new provider receives is checked
+against the rules its API enforces (tool-call pairing, id formats, where thinking and
+signatures may appear).
 A second conversation goes the same way through the cloud providers: Bedrock (Claude, signed
 reasoning), OpenAI Chat Completions, Mistral (9-character ids), Azure OpenAI Responses and
 Vertex, and back to Bedrock.
@@ -20,8 +21,8 @@ import attrs
 import pytest
 from bedrock_replies import reasoning_block, serve, text_block, tool_block
 from bedrock_replies import reply as bedrock_reply
+from mock_server import MockServer
 from replies import anthropic_reply, completions_reply, google_reply, responses_reply
-from sse_server import SSEServer
 
 import agentcore as ac
 
@@ -115,26 +116,26 @@ def check_responses(body: dict[str, Any]) -> None:
             assert item["call_id"] in seen_calls
 
 
-def test_handoff_one_conversation_across_four_apis(sse_server: SSEServer) -> None:
-    m = models(sse_server.url)
+def test_handoff_one_conversation_across_four_apis(mock_server: MockServer) -> None:
+    m = models(mock_server.url)
     agent = ac.Agent(m["chat"], system_prompt="You are a weather bot.", tools=[WEATHER],
                      thinking_level="medium", api_key="test-key")
 
     # 1. Chat Completions: reasoning, a tool call with an id longer than Anthropic allows chars
-    sse_server.sse(completions_reply(reasoning="Paris first.",
-                                     calls=[("call|with|pipes:and.dots", "get_weather",
+    mock_server.sse(completions_reply(reasoning="Paris first.",
+                                      calls=[("call|with|pipes:and.dots", "get_weather",
                                              {"city": "Paris"})]))
-    sse_server.sse(completions_reply(text="Paris is 21C."))
+    mock_server.sse(completions_reply(text="Paris is 21C."))
     agent.prompt("Weather in Paris?").result(10)
-    check_completions(sse_server.requests[1].json)
+    check_completions(mock_server.requests[1].json)
 
     # 2. Anthropic: signed thinking and a tool call
     agent.model = m["claude"]
-    sse_server.sse(anthropic_reply(thinking=("Now Tokyo.", SIGNATURE),
-                                   calls=[("toolu_01", "get_weather", {"city": "Tokyo"})]))
-    sse_server.sse(anthropic_reply(text="Tokyo is 21C."))
+    mock_server.sse(anthropic_reply(thinking=("Now Tokyo.", SIGNATURE),
+                                    calls=[("toolu_01", "get_weather", {"city": "Tokyo"})]))
+    mock_server.sse(anthropic_reply(text="Tokyo is 21C."))
     agent.prompt("And Tokyo?").result(10)
-    first, second = sse_server.requests[2].json, sse_server.requests[3].json
+    first, second = mock_server.requests[2].json, mock_server.requests[3].json
     check_anthropic(first, own_signatures=set())
     check_anthropic(second, own_signatures={SIGNATURE})
     foreign = [b for msg in first["messages"] if msg["role"] == "assistant"
@@ -143,25 +144,25 @@ def test_handoff_one_conversation_across_four_apis(sse_server: SSEServer) -> Non
 
     # 3. Gemini: two calls at once, a thought signature
     agent.model = m["gemini"]
-    sse_server.sse(google_reply(thought="Both at once.", signature="c2lnbmF0dXJl",
-                                calls=[("get_weather", {"city": "Oslo"}),
+    mock_server.sse(google_reply(thought="Both at once.", signature="c2lnbmF0dXJl",
+                                 calls=[("get_weather", {"city": "Oslo"}),
                                        ("get_weather", {"city": "Rome"})]))
-    sse_server.sse(google_reply(text="Oslo and Rome are 21C."))
+    mock_server.sse(google_reply(text="Oslo and Rome are 21C."))
     agent.prompt("Oslo and Rome?").result(10)
-    check_gemini(sse_server.requests[4].json, own_thoughts=set())
-    check_gemini(sse_server.requests[5].json, own_thoughts={"Both at once."})
+    check_gemini(mock_server.requests[4].json, own_thoughts=set())
+    check_gemini(mock_server.requests[5].json, own_thoughts={"Both at once."})
 
     # 4. back to OpenAI, through the Responses API
     agent.model = m["gpt"]
-    sse_server.sse(responses_reply("All four cities are 21C."))
+    mock_server.sse(responses_reply("All four cities are 21C."))
     agent.prompt("Summarise.").result(10)
-    check_responses(sse_server.requests[6].json)
+    check_responses(mock_server.requests[6].json)
 
     # and once more through Chat Completions, with the whole mixed history
     agent.model = m["chat"]
-    sse_server.sse(completions_reply(text="Done."))
+    mock_server.sse(completions_reply(text="Done."))
     agent.prompt("Thanks!").result(10)
-    check_completions(sse_server.requests[7].json)
+    check_completions(mock_server.requests[7].json)
 
     assert agent.state.error_message is None
     replies = [msg for msg in agent.messages if isinstance(msg, ac.AssistantMessage)]
@@ -172,18 +173,18 @@ def test_handoff_one_conversation_across_four_apis(sse_server: SSEServer) -> Non
     assert [r.text for r in results] == ["Paris: 21C", "Tokyo: 21C", "Oslo: 21C", "Rome: 21C"]
 
 
-def test_handoff_prepare_next_turn_switches_provider_within_a_run(sse_server: SSEServer) -> None:
-    m = models(sse_server.url)
+def test_handoff_prepare_next_turn_switches_provider_within_a_run(mock_server: MockServer) -> None:
+    m = models(mock_server.url)
 
     def switch(turn: ac.PrepareNextTurnContext, signal: Any) -> ac.AgentLoopTurnUpdate:
         return ac.AgentLoopTurnUpdate(model=m["claude"])
 
     agent = ac.Agent(m["chat"], tools=[WEATHER], prepare_next_turn=switch, api_key="k")
-    sse_server.sse(completions_reply(calls=[("call_1", "get_weather", {"city": "Paris"})]))
-    sse_server.sse(anthropic_reply(text="Paris is 21C."))
+    mock_server.sse(completions_reply(calls=[("call_1", "get_weather", {"city": "Paris"})]))
+    mock_server.sse(anthropic_reply(text="Paris is 21C."))
     agent.prompt("Weather in Paris?").result(10)
-    assert [r.path for r in sse_server.requests] == ["/chat/completions", "/v1/messages"]
-    check_anthropic(sse_server.requests[1].json, own_signatures=set())
+    assert [r.path for r in mock_server.requests] == ["/chat/completions", "/v1/messages"]
+    check_anthropic(mock_server.requests[1].json, own_signatures=set())
     assert agent.messages[-1].text == "Paris is 21C."
     assert agent.model is m["chat"]  # the switch applied to that run only
 
@@ -248,22 +249,22 @@ def cloud_models(url: str) -> dict[str, ac.Model]:
     }
 
 
-def serve_bedrock(server: SSEServer, *blocks: bytes, stop: str = "end_turn") -> None:
+def serve_bedrock(server: MockServer, *blocks: bytes, stop: str = "end_turn") -> None:
     serve(server, bedrock_reply(*blocks, stop=stop))
 
 
 def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
-        sse_server: SSEServer, aws_env: pytest.MonkeyPatch) -> None:
-    m = cloud_models(sse_server.url)
+        mock_server: MockServer, aws_env: pytest.MonkeyPatch) -> None:
+    m = cloud_models(mock_server.url)
     agent = ac.Agent(m["bedrock"], system_prompt="You are a weather bot.", tools=[WEATHER],
                      thinking_level="medium", api_key="test-key")
-    requests = sse_server.requests
+    requests = mock_server.requests
 
     # 1. Bedrock (Claude): signed reasoning and a tool call
-    serve_bedrock(sse_server, reasoning_block(0, BEDROCK_SIGNATURE, "Paris first."),
+    serve_bedrock(mock_server, reasoning_block(0, BEDROCK_SIGNATURE, "Paris first."),
                   tool_block(1, "tooluse_Q1w2E3r4T5y6U7i8", "get_weather", '{"city": "Paris"}'),
                   stop="tool_use")
-    serve_bedrock(sse_server, text_block(0, "Paris is 21C."))
+    serve_bedrock(mock_server, text_block(0, "Paris is 21C."))
     agent.prompt("Weather in Paris?").result(10)
     assert [r.path for r in requests] == [f"/model/{quote(m['bedrock'].id, safe='')}"
                                           "/converse-stream"] * 2
@@ -276,9 +277,9 @@ def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
 
     # 2. OpenAI Chat Completions: reasoning and a call with an id no other API takes as is
     agent.model = m["openai"]
-    sse_server.sse(completions_reply(reasoning="Tokyo now.", calls=[
+    mock_server.sse(completions_reply(reasoning="Tokyo now.", calls=[
         ("call|with|pipes:and.dots", "get_weather", {"city": "Tokyo"})]))
-    sse_server.sse(completions_reply(text="Tokyo is 21C."))
+    mock_server.sse(completions_reply(text="Tokyo is 21C."))
     agent.prompt("And Tokyo?").result(10)
     assert requests[2].path == "/v1/chat/completions"
     check_completions(requests[2].json)
@@ -286,8 +287,8 @@ def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
 
     # 3. Mistral: every earlier id rewritten to 9 alphanumerics, its own call kept as is
     agent.model = m["mistral"]
-    sse_server.sse(completions_reply(calls=[("D681PevKs", "get_weather", {"city": "Oslo"})]))
-    sse_server.sse(completions_reply(text="Oslo is 21C."))
+    mock_server.sse(completions_reply(calls=[("D681PevKs", "get_weather", {"city": "Oslo"})]))
+    mock_server.sse(completions_reply(text="Oslo is 21C."))
     agent.prompt("Oslo?").result(10)
     check_mistral(requests[4].json)
     check_mistral(requests[5].json)
@@ -296,8 +297,8 @@ def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
 
     # 4. Azure OpenAI, through the Responses API: a call of its own
     agent.model = m["azure"]
-    sse_server.sse(responses_reply(calls=[("call_azure_1", "get_weather", {"city": "Rome"})]))
-    sse_server.sse(responses_reply("Rome is 21C."))
+    mock_server.sse(responses_reply(calls=[("call_azure_1", "get_weather", {"city": "Rome"})]))
+    mock_server.sse(responses_reply("Rome is 21C."))
     agent.prompt("Rome?").result(10)
     assert requests[6].path == "/openai/v1/responses"
     assert requests[6].header("api-key") == "test-key"
@@ -306,9 +307,9 @@ def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
 
     # 5. Vertex (express mode): a thought and a signed call
     agent.model = m["vertex"]
-    sse_server.sse(google_reply(thought="Lima next.", signature="c2lnbmF0dXJl",
-                                calls=[("get_weather", {"city": "Lima"})]))
-    sse_server.sse(google_reply(text="Lima is 21C."))
+    mock_server.sse(google_reply(thought="Lima next.", signature="c2lnbmF0dXJl",
+                                 calls=[("get_weather", {"city": "Lima"})]))
+    mock_server.sse(google_reply(text="Lima is 21C."))
     agent.prompt("Lima?").result(10)
     assert requests[8].path == ("/v1/publishers/google/models/gemini-2.5-flash"
                                 ":streamGenerateContent?alt=sse")
@@ -317,7 +318,7 @@ def test_handoff_bedrock_openai_mistral_azure_vertex_and_back(
 
     # 6. back to Bedrock with the whole mixed history: only its own signature replays
     agent.model = m["bedrock"]
-    serve_bedrock(sse_server, text_block(0, "All five cities are 21C."))
+    serve_bedrock(mock_server, text_block(0, "All five cities are 21C."))
     agent.prompt("Summarise.").result(10)
     final = requests[10].json
     check_bedrock(final, own_signatures={BEDROCK_SIGNATURE})

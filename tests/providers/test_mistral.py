@@ -1,8 +1,9 @@
-"""Mistral (`mistral`) over Chat Completions, over real HTTP to the local server.
+"""Mistral (`mistral`) over Chat Completions, against the scripted server.
 
 Mistral's rules come with its provider or its host (`api.mistral.ai`); the catalogue's models
-keep their real `base_url` here and a session of the test's own delivers their requests to the
-local server: the body is what Mistral would receive. The rules: no field Mistral does not know
+keep their real `base_url` here and their requests are delivered to the scripted server (by a
+session of the test's own over real HTTP, or by `mock_server` answering for Mistral's host
+too): the body is what Mistral would receive. The rules: no field Mistral does not know
 (`store`, `stream_options`, `max_completion_tokens`), no `developer` role, an assistant line
 between tool results and a user message, and tool-call ids of exactly 9 letters and digits
 (compat `tool_call_id_format`), other providers' ids rewritten both ways of a call and its
@@ -24,6 +25,7 @@ import paths
 import pytest
 import requests
 from _internals import mistral_ids
+from mock_server import MockServer, ScriptedServer
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -54,15 +56,20 @@ class _ToServer(requests.adapters.HTTPAdapter):
 
 
 @contextlib.contextmanager
-def to_server(server: SSEServer) -> Iterator[requests.Session]:
-    """A session whose requests to Mistral's API land on `server`."""
+def to_server(server: ScriptedServer) -> Iterator[requests.Session | None]:
+    """A session whose requests to Mistral's API land on `server`; for a `MockServer`, None
+    (the shared client, which it answers) once it answers for Mistral's host too."""
+    if isinstance(server, MockServer):
+        server.also_answer("https://api.mistral.ai")
+        yield None
+        return
     with requests.Session() as session:
         session.trust_env = False
         session.mount("https://api.mistral.ai/", _ToServer(server))
         yield session
 
 
-def run(model: ac.Model, context: ac.Context, session: requests.Session,
+def run(model: ac.Model, context: ac.Context, session: requests.Session | None,
         **options: Any) -> ac.AssistantMessage:
     options.setdefault("api_key", KEY)
     stream = ac.stream(model, context, ac.StreamOptions(http_session=session, **options))
@@ -126,12 +133,12 @@ def test_mistral_reasoning_model_gets_system_role_and_mistral_efforts() -> None:
                                              context, reasoning=ac.ThinkingLevel.HIGH)
 
 
-def test_mistral_reasoning_chunks_become_thinking_and_are_replayed(sse_server: SSEServer) -> None:
-    sse_server.sse(fixture("reasoning.sse"), chunking="bytewise")
+def test_mistral_reasoning_chunks_become_thinking_and_are_replayed(mock_server: MockServer) -> None:
+    mock_server.sse(fixture("reasoning.sse"), chunking="bytewise")
     model = ac.get_model("mistral", "mistral-small-latest")
     context = ac.Context(None, [ac.UserMessage("15 + 27?")])
 
-    with to_server(sse_server) as session:
+    with to_server(mock_server) as session:
         stream = ac.stream(model, context, ac.StreamOptions(api_key=KEY, http_session=session,
                                                             reasoning=ac.ThinkingLevel.HIGH))
         types = [event.type for event in stream]
@@ -152,10 +159,10 @@ def test_mistral_reasoning_chunks_become_thinking_and_are_replayed(sse_server: S
         {"type": "text", "text": "15 + 27 = 42."}]}
 
 
-def test_mistral_model_length_is_a_length_stop(sse_server: SSEServer) -> None:
+def test_mistral_model_length_is_a_length_stop(mock_server: MockServer) -> None:
     text = fixture("text.sse").replace(b'"finish_reason":"stop"', b'"finish_reason":"model_length"')
-    sse_server.sse(text)
-    with to_server(sse_server) as session:
+    mock_server.sse(text)
+    with to_server(mock_server) as session:
         message = run(ac.get_model("mistral", "mistral-large-latest"),
                       ac.Context(None, [ac.UserMessage("Weather?")]), session)
     assert message.stop_reason == ac.StopReason.LENGTH
@@ -165,10 +172,10 @@ def test_mistral_model_length_is_a_length_stop(sse_server: SSEServer) -> None:
     (400, "http_400_message_order.json", "400 Unexpected role 'user' after role 'tool'"),
     (422, "http_422_extra_forbidden.json", "422 body.store: Extra inputs are not permitted"),
 ])
-def test_mistral_errors_are_readable(sse_server: SSEServer, status: int, name: str,
+def test_mistral_errors_are_readable(mock_server: MockServer, status: int, name: str,
                                      text: str) -> None:
-    sse_server.status(status, fixture(name))
-    with to_server(sse_server) as session:
+    mock_server.status(status, fixture(name))
+    with to_server(mock_server) as session:
         message = run(ac.get_model("mistral", "mistral-large-latest"),
                       ac.Context(None, [ac.UserMessage("Weather?")]), session)
     assert message.error_message == text
@@ -200,17 +207,17 @@ FOREIGN = [
 """A transcript written by four other models (one of them Mistral's own)."""
 
 
-def test_mistral_rewrites_foreign_tool_call_ids_both_ways(sse_server: SSEServer) -> None:
-    sse_server.sse(fixture("text.sse"))
-    sse_server.sse(fixture("text.sse"))
+def test_mistral_rewrites_foreign_tool_call_ids_both_ways(mock_server: MockServer) -> None:
+    mock_server.sse(fixture("text.sse"))
+    mock_server.sse(fixture("text.sse"))
     model = ac.get_model("mistral", "mistral-large-latest")
     context = ac.Context(None, list(FOREIGN), [WEATHER])
 
-    with to_server(sse_server) as session:
+    with to_server(mock_server) as session:
         run(model, context, session)
         run(model, context, session)
 
-    first, second = (request.json for request in sse_server.requests)
+    first, second = (request.json for request in mock_server.requests)
     assert first == second  # the same transcript, the same request (prompt caching)
     messages = first["messages"]
     calls = [call["id"] for m in messages if m["role"] == "assistant"
@@ -229,16 +236,16 @@ def test_mistral_rewrites_foreign_tool_call_ids_both_ways(sse_server: SSEServer)
     assert {"store", "stream_options", "max_completion_tokens"}.isdisjoint(first)
 
 
-def test_mistral_own_ids_come_back_unchanged(sse_server: SSEServer,
+def test_mistral_own_ids_come_back_unchanged(mock_server: MockServer,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MISTRAL_API_KEY", KEY)
-    sse_server.sse(fixture("tool_calls.sse"), chunking="bytewise")
-    sse_server.sse(fixture("text.sse"))
+    mock_server.sse(fixture("tool_calls.sse"), chunking="bytewise")
+    mock_server.sse(fixture("text.sse"))
     weather = ac.AgentTool(WEATHER.name, WEATHER.description, WEATHER.parameters,
                            lambda call_id, args, signal, on_update: ac.AgentToolResult(
                                [ac.TextContent(f"{args['city']}: sunny")]))
 
-    with to_server(sse_server) as session, ac.Agent(
+    with to_server(mock_server) as session, ac.Agent(
             ac.get_model("mistral", "mistral-large-latest"), tools=[weather],
             http_session=session) as agent:
         agent.prompt("Weather in Paris and Tokyo?").result(WAIT_S)
@@ -246,7 +253,7 @@ def test_mistral_own_ids_come_back_unchanged(sse_server: SSEServer,
     reply = agent.state.messages[1]
     assert [call.id for call in reply.tool_calls] == ["D681PevKs", "kQ3uTz8Wb"]
     assert [call.arguments for call in reply.tool_calls] == [{"city": "Paris"}, {"city": "Tokyo"}]
-    sent = sse_server.requests[1].json["messages"]
+    sent = mock_server.requests[1].json["messages"]
     assert [c["id"] for c in sent[1]["tool_calls"]] == ["D681PevKs", "kQ3uTz8Wb"]
     assert sent[1]["content"] == ""  # tool calls only: content is no null for Mistral
     assert [(m["tool_call_id"], m["content"]) for m in sent[2:]] == [
@@ -270,18 +277,18 @@ def test_mistral_ids_avoid_an_id_already_in_the_conversation() -> None:
     assert normalize(hashed, native) == hashed
 
 
-def test_mistral_id_rule_is_a_compat_key_for_any_server(sse_server: SSEServer) -> None:
+def test_mistral_id_rule_is_a_compat_key_for_any_server(mock_server: MockServer) -> None:
     # Mistral's models on vLLM need the same ids: the key, not the host, decides.
-    sse_server.sse(fixture("text.sse"))
-    sse_server.sse(fixture("text.sse"))
+    mock_server.sse(fixture("text.sse"))
+    mock_server.sse(fixture("text.sse"))
     local = ac.Model("mistralai/Mistral-Small-3.2-24B", "Mistral on vLLM", "openai-completions",
-                     "vllm", f"{sse_server.url}/v1", compat={"tool_call_id_format": "mistral"})
+                     "vllm", f"{mock_server.url}/v1", compat={"tool_call_id_format": "mistral"})
     context = ac.Context(None, [FOREIGN[0], *FOREIGN[3:6]], [WEATHER])  # Anthropic's turn
 
     ac.complete(local, context)
     ac.complete(attrs.evolve(local, compat=None), context)
 
-    rewritten, kept = (r.json["messages"][1]["tool_calls"][0]["id"] for r in sse_server.requests)
+    rewritten, kept = (r.json["messages"][1]["tool_calls"][0]["id"] for r in mock_server.requests)
     assert MISTRAL_ID.fullmatch(rewritten)
     assert kept == "toolu_01A09q90qw90lq917835lq9"
 
@@ -299,16 +306,16 @@ def test_mistral_transcript_continues_on_another_provider() -> None:
 # --- secrets ------------------------------------------------------------------------------------
 
 
-def test_mistral_key_never_leaves_the_header(sse_server: SSEServer,
+def test_mistral_key_never_leaves_the_header(mock_server: MockServer,
                                              monkeypatch: pytest.MonkeyPatch,
                                              caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.setenv("MISTRAL_API_KEY", KEY)
-    sse_server.status(401, json.dumps({"message": f"Unauthorized: {KEY}",
-                                       "request_id": "8a1f0c2e"}))
+    mock_server.status(401, json.dumps({"message": f"Unauthorized: {KEY}",
+                                        "request_id": "8a1f0c2e"}))
     seen: list[str] = []
 
-    with to_server(sse_server) as session, ac.Agent(
+    with to_server(mock_server) as session, ac.Agent(
             ac.get_model("mistral", "codestral-latest"), http_session=session) as agent:
         agent.subscribe(lambda event, signal: seen.append(ac.to_json(event)))
         agent.prompt("Hi").result(WAIT_S)
@@ -316,4 +323,4 @@ def test_mistral_key_never_leaves_the_header(sse_server: SSEServer,
     assert agent.state.messages[-1].error_message == "401 Unauthorized: ***"
     everything = "\n".join([*seen, ac.to_json(agent.state.messages), caplog.text, repr(agent)])
     assert KEY not in everything
-    assert KEY.encode() not in sse_server.requests[-1].body
+    assert KEY.encode() not in mock_server.requests[-1].body

@@ -1,4 +1,4 @@
-"""`StreamOptions.output_schema`: each API's native structured output (API §18), over HTTP.
+"""`StreamOptions.output_schema`: each API's native structured output (API §18), on the wire.
 
 The schema goes out in the provider's own form (strict where OpenAI's strict mode allows it,
 fitted to Anthropic's limits), a model without native output ends the reply as an error before
@@ -15,8 +15,8 @@ from typing import Any
 
 import attrs
 import pytest
+from mock_server import MockServer
 from replies import google_reply
-from sse_server import SSEServer
 from wire_apis import WIRES, WITH_TOOLS, options
 
 import agentcore as ac
@@ -39,7 +39,7 @@ FIELD = {"openai-completions": ("response_format",), "openai-responses": ("text"
 """The body keys native output writes (Gemini's are inside `generationConfig`)."""
 
 
-def sent(server: SSEServer, api: str, model: ac.Model | None = None,
+def sent(server: MockServer, api: str, model: ac.Model | None = None,
          context: ac.Context = CONTEXT, **opts: Any) -> tuple[dict[str, Any], ac.AssistantMessage]:
     """The body the server received for one JSON reply, and the reply."""
     wire = WIRES[api]
@@ -79,8 +79,8 @@ def native_part(api: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("api", WIRES)
-def test_native_output_sends_the_schema_in_each_apis_form(sse_server, api: str) -> None:
-    body, message = sent(sse_server, api, output_schema=PERSON)
+def test_native_output_sends_the_schema_in_each_apis_form(mock_server, api: str) -> None:
+    body, message = sent(mock_server, api, output_schema=PERSON)
     assert native_part(api, body) == expected_form(api, PERSON, CLOSED_PERSON, True)
     assert message.stop_reason == "stop"
     assert message.text == REPLY
@@ -88,8 +88,8 @@ def test_native_output_sends_the_schema_in_each_apis_form(sse_server, api: str) 
 
 
 @pytest.mark.parametrize("api", ["openai-completions", "openai-responses"])
-def test_native_output_not_strict_when_the_schema_cannot_be(sse_server, api: str) -> None:
-    body, _ = sent(sse_server, api, output_schema=LOOSE)
+def test_native_output_not_strict_when_the_schema_cannot_be(mock_server, api: str) -> None:
+    body, _ = sent(mock_server, api, output_schema=LOOSE)
     assert native_part(api, body) == expected_form(api, LOOSE, LOOSE, False)
 
 
@@ -110,30 +110,30 @@ def test_native_output_changes_nothing_else_in_the_body(api: str) -> None:
 
 
 @pytest.mark.parametrize("api", WIRES)
-def test_native_output_without_a_schema_sends_no_format(sse_server, api: str) -> None:
-    body, _ = sent(sse_server, api)
+def test_native_output_without_a_schema_sends_no_format(mock_server, api: str) -> None:
+    body, _ = sent(mock_server, api)
     assert native_part(api, body) == {}
 
 
 @pytest.mark.parametrize("api", WIRES)
-def test_native_output_goes_with_a_tool_choice(sse_server, api: str) -> None:
-    body, _ = sent(sse_server, api, with_tools_model(api, sse_server.url), WITH_TOOLS,
+def test_native_output_goes_with_a_tool_choice(mock_server, api: str) -> None:
+    body, _ = sent(mock_server, api, with_tools_model(api, mock_server.url), WITH_TOOLS,
                    output_schema=PERSON, tool_choice="auto")
     assert native_part(api, body) == expected_form(api, PERSON, CLOSED_PERSON, True)
     assert ("toolConfig" if api == "google-generative-ai" else "tool_choice") in body
 
 
-def test_native_output_without_strict_mode_sends_no_strict(sse_server) -> None:
-    model = ac.Model("qwen3", "Qwen 3", "openai-completions", "vllm", sse_server.url,
+def test_native_output_without_strict_mode_sends_no_strict(mock_server) -> None:
+    model = ac.Model("qwen3", "Qwen 3", "openai-completions", "vllm", mock_server.url,
                      compat={"supports_strict_mode": False})
-    body, _ = sent(sse_server, "openai-completions", model, output_schema=PERSON)
+    body, _ = sent(mock_server, "openai-completions", model, output_schema=PERSON)
     assert body["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "final_result", "schema": CLOSED_PERSON}}
 
 
 @pytest.mark.parametrize("api", WIRES)
-def test_native_output_refused_where_compat_says_no(sse_server, api: str) -> None:
-    model = WIRES[api].model(sse_server.url)
+def test_native_output_refused_where_compat_says_no(mock_server, api: str) -> None:
+    model = WIRES[api].model(mock_server.url)
     model = ac.Model(model.id, model.name, model.api, model.provider, model.base_url,
                      compat={"supports_native_output": False})
     message = ac.complete(model, CONTEXT, options(output_schema=PERSON))
@@ -141,28 +141,28 @@ def test_native_output_refused_where_compat_says_no(sse_server, api: str) -> Non
     assert message.error_message == (
         f"'output_mode' 'native' is not supported by model {model.id!r} ({api}): use "
         "output_mode='tool', or set compat={'supports_native_output': True} if it is")
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
-def test_native_output_refused_on_a_claude_without_it(sse_server) -> None:
+def test_native_output_refused_on_a_claude_without_it(mock_server) -> None:
     model = ac.get_model("anthropic", "claude-sonnet-4-0")
-    local = ac.Model(model.id, model.name, model.api, model.provider, sse_server.url,
+    local = ac.Model(model.id, model.name, model.api, model.provider, mock_server.url,
                      compat=model.compat)
     events = list(ac.stream(local, CONTEXT, options(output_schema=PERSON)))
     assert [e.type for e in events] == ["error"]
     assert "'output_mode' 'native' is not supported by model 'claude-sonnet-4-0'" in (
         events[0].error.error_message)
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 # --- Anthropic's schema limits and its output_config --------------------------------------------
 
 
-def test_native_output_anthropic_schema_fitted_to_its_limits(sse_server) -> None:
+def test_native_output_anthropic_schema_fitted_to_its_limits(mock_server) -> None:
     schema = {"type": "object", "required": ["name"], "properties": {
         "name": {"type": "string", "maxLength": 80},
         "born": {"oneOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]}}}
-    body, message = sent(sse_server, "anthropic-messages", output_schema=schema)
+    body, message = sent(mock_server, "anthropic-messages", output_schema=schema)
     assert body["output_config"]["format"]["schema"] == {
         "type": "object", "required": ["name"], "additionalProperties": False, "properties": {
             "name": {"type": "string", "description": "(maxLength: 80)"},
@@ -171,37 +171,37 @@ def test_native_output_anthropic_schema_fitted_to_its_limits(sse_server) -> None
     assert message.text == REPLY
 
 
-def test_native_output_anthropic_open_object_ends_the_reply_before_sending(sse_server) -> None:
+def test_native_output_anthropic_open_object_ends_the_reply_before_sending(mock_server) -> None:
     schema = {"type": "object", "required": ["scores"], "properties": {
         "scores": {"type": "object", "additionalProperties": {"type": "integer"}}}}
-    message = ac.complete(WIRES["anthropic-messages"].model(sse_server.url), CONTEXT,
+    message = ac.complete(WIRES["anthropic-messages"].model(mock_server.url), CONTEXT,
                           options(output_schema=schema))
     assert message.stop_reason == "error"
     assert message.error_message.startswith(
         "'output_schema' has an object open to other properties at '/properties/scores'")
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
-def test_native_output_anthropic_merges_with_the_adaptive_effort(sse_server) -> None:
+def test_native_output_anthropic_merges_with_the_adaptive_effort(mock_server) -> None:
     model = ac.Model("claude-opus-4-6", "Claude Opus 4.6", "anthropic-messages", "anthropic",
-                     sse_server.url, reasoning=True,
+                     mock_server.url, reasoning=True,
                      compat={"adaptive_thinking": True, "supports_native_output": True})
-    body, _ = sent(sse_server, "anthropic-messages", model, reasoning="medium",
+    body, _ = sent(mock_server, "anthropic-messages", model, reasoning="medium",
                    output_schema=PERSON)
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "medium", "format": {
         "type": "json_schema", "schema": CLOSED_PERSON}}
 
 
-def test_native_output_anthropic_keeps_extended_thinking(sse_server) -> None:
+def test_native_output_anthropic_keeps_extended_thinking(mock_server) -> None:
     model = ac.get_model("anthropic", "claude-sonnet-4-5")
-    local = ac.Model(model.id, model.name, model.api, model.provider, sse_server.url,
+    local = ac.Model(model.id, model.name, model.api, model.provider, mock_server.url,
                      reasoning=True, max_tokens=model.max_tokens, compat=model.compat)
-    body, message = sent(sse_server, "anthropic-messages", local, reasoning="low",
+    body, message = sent(mock_server, "anthropic-messages", local, reasoning="low",
                          output_schema=PERSON)
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert body["output_config"] == {"format": {"type": "json_schema", "schema": CLOSED_PERSON}}
-    assert "structured-outputs" not in (sse_server.requests[0].header("anthropic-beta") or "")
+    assert "structured-outputs" not in (mock_server.requests[0].header("anthropic-beta") or "")
     assert message.text == REPLY
 
 
@@ -226,17 +226,17 @@ GEMINI_3 = ["gemini-3-flash-preview", "gemini-3-pro-preview"]
 
 @pytest.mark.parametrize("model_id", GEMINI_2)
 def test_native_output_gemini_2_with_tools_ends_the_reply_before_sending(
-        sse_server, model_id: str) -> None:
-    model = catalogue("google", model_id, sse_server.url)
+        mock_server, model_id: str) -> None:
+    model = catalogue("google", model_id, mock_server.url)
     message = ac.complete(model, WITH_TOOLS, options(output_schema=PERSON))
     assert (message.stop_reason, message.error_message) == ("error", refusal(model))
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 @pytest.mark.parametrize("model_id", GEMINI_2)
-def test_native_output_gemini_2_without_tools_is_sent(sse_server, model_id: str) -> None:
-    body, message = sent(sse_server, "google-generative-ai",
-                         catalogue("google", model_id, sse_server.url), output_schema=PERSON)
+def test_native_output_gemini_2_without_tools_is_sent(mock_server, model_id: str) -> None:
+    body, message = sent(mock_server, "google-generative-ai",
+                         catalogue("google", model_id, mock_server.url), output_schema=PERSON)
     assert native_part("google-generative-ai", body) == {
         "responseMimeType": "application/json", "responseJsonSchema": PERSON}
     assert "tools" not in body
@@ -244,9 +244,9 @@ def test_native_output_gemini_2_without_tools_is_sent(sse_server, model_id: str)
 
 
 @pytest.mark.parametrize("model_id", GEMINI_3)
-def test_native_output_gemini_3_with_tools_is_sent(sse_server, model_id: str) -> None:
-    body, message = sent(sse_server, "google-generative-ai",
-                         catalogue("google", model_id, sse_server.url), WITH_TOOLS,
+def test_native_output_gemini_3_with_tools_is_sent(mock_server, model_id: str) -> None:
+    body, message = sent(mock_server, "google-generative-ai",
+                         catalogue("google", model_id, mock_server.url), WITH_TOOLS,
                          output_schema=PERSON)
     assert native_part("google-generative-ai", body) == {
         "responseMimeType": "application/json", "responseJsonSchema": PERSON}
@@ -277,13 +277,13 @@ def test_native_output_with_tools_on_vertex_follows_the_same_rows(model_id: str,
     ("openai-completions", {}, False),
 ])
 def test_native_output_with_tools_follows_compat_on_every_api(
-        sse_server, api: str, compat: dict[str, Any], refused: bool) -> None:
-    model = attrs.evolve(WIRES[api].model(sse_server.url), compat=compat or None)
-    sse_server.sse(WIRES[api].reply(REPLY))
+        mock_server, api: str, compat: dict[str, Any], refused: bool) -> None:
+    model = attrs.evolve(WIRES[api].model(mock_server.url), compat=compat or None)
+    mock_server.sse(WIRES[api].reply(REPLY))
     message = ac.complete(model, WITH_TOOLS, options(output_schema=PERSON))
     if refused:
         assert (message.stop_reason, message.error_message) == ("error", refusal(model))
-        assert sse_server.requests == []
+        assert mock_server.requests == []
     else:
         assert message.text == REPLY
 
@@ -302,27 +302,27 @@ TIME_TOOL = ac.AgentTool("get_time", "The time in a city.", WITH_TOOLS.tools[1].
                          tool_time)
 
 
-def test_native_output_run_with_tools_on_gemini_2_raises_at_the_call(sse_server) -> None:
-    model = catalogue("google", "gemini-2.5-flash", sse_server.url)
+def test_native_output_run_with_tools_on_gemini_2_raises_at_the_call(mock_server) -> None:
+    model = catalogue("google", "gemini-2.5-flash", mock_server.url)
     with ac.Agent(model, tools=[TIME_TOOL], api_key="sk-test") as agent:
         with pytest.raises(ValueError, match=re.escape(refusal(model))):
             agent.prompt("Who?", output_type=Person, output_mode="native")
         assert agent.messages == []
     with ac.Agent(model, tools=[TIME_TOOL], api_key="sk-test") as agent:  # the tool mode works
-        sse_server.sse(google_reply(calls=[("final_result", {"name": "Ada", "born": 1815})]))
+        mock_server.sse(google_reply(calls=[("final_result", {"name": "Ada", "born": 1815})]))
         assert agent.prompt("Who?", output_type=Person).output == Person("Ada", 1815)
-    assert "responseJsonSchema" not in sse_server.requests[0].json["generationConfig"]
+    assert "responseJsonSchema" not in mock_server.requests[0].json["generationConfig"]
 
 
 @pytest.mark.parametrize(("model_id", "tools"), [("gemini-2.5-flash", []),
                                                  ("gemini-3-flash-preview", [TIME_TOOL])])
-def test_native_output_run_on_gemini_where_it_is_taken(sse_server, model_id: str,
+def test_native_output_run_on_gemini_where_it_is_taken(mock_server, model_id: str,
                                                        tools: list[ac.AgentTool]) -> None:
-    sse_server.sse(google_reply(text=REPLY))
-    model = catalogue("google", model_id, sse_server.url)
+    mock_server.sse(google_reply(text=REPLY))
+    model = catalogue("google", model_id, mock_server.url)
     with ac.Agent(model, tools=tools, api_key="sk-test") as agent:
         run = agent.prompt("Who?", output_type=Person, output_mode="native")
         assert run.output == Person("Ada Lovelace", 1815)
-    [request] = sse_server.requests
+    [request] = mock_server.requests
     assert request.json["generationConfig"]["responseJsonSchema"]["required"] == ["name", "born"]
     assert len(request.json.get("tools", [{}])[0].get("functionDeclarations", [])) == len(tools)

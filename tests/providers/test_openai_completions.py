@@ -1,8 +1,10 @@
-"""The `openai-completions` provider end to end, over real HTTP against the local scripted server.
+"""The `openai-completions` provider end to end, against the scripted server.
 
 Fixtures (`tests/fixtures/openai_completions/`) are replayed whole, one byte at a time and in
 random pieces, with LF and CRLF framing; each must give exactly the events and final message
 of reference §5.6. Request bodies and headers are read back from what the server received.
+Translation is tested on `mock_server` (no socket); a text reply, a caller's session, a
+connection cut mid-stream and aborts go over real HTTP (`sse_server`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import paths
 import pytest
 import requests
 from _internals import short_hash
+from mock_server import MockServer, ScriptedServer
 from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
@@ -47,7 +50,7 @@ def fixture(name: str) -> bytes:
     return (FIXTURES / name).read_bytes()
 
 
-def local_model(server: SSEServer, **fields: Any) -> ac.Model:
+def local_model(server: ScriptedServer, **fields: Any) -> ac.Model:
     """A model served by the local server (`base_url` may be given as a suffix of its URL)."""
     fields.setdefault("cost", PRICES)
     suffix = fields.pop("suffix", "")
@@ -79,9 +82,15 @@ class _ToLocal(requests.adapters.HTTPAdapter):
 
 
 @contextlib.contextmanager
-def to_local(server: SSEServer) -> Iterator[requests.Session]:
+def to_local(server: ScriptedServer) -> Iterator[requests.Session | None]:
     """A caller's session whose requests to OpenAI land on `server`: a model keeps OpenAI's
-    `base_url` (which decides what the body holds) while the request is recorded locally."""
+    `base_url` (which decides what the body holds) while the request is recorded locally. For
+    a `MockServer`, None (the shared client, which it answers) once it answers for OpenAI's
+    host too."""
+    if isinstance(server, MockServer):
+        server.also_answer("https://api.openai.com")
+        yield None
+        return
     with requests.Session() as session:
         session.trust_env = False  # no proxy from the environment
         session.mount("https://api.openai.com/", _ToLocal(server))
@@ -116,13 +125,13 @@ def run_stream(model: ac.Model, context: ac.Context = CONTEXT, **opts: Any) -> R
     return collect(ac.stream(model, context, options(**opts)))
 
 
-def replay(server: SSEServer, body: bytes, chunking: str = "whole", seed: int = 0,
+def replay(server: ScriptedServer, body: bytes, chunking: str = "whole", seed: int = 0,
            **opts: Any) -> Run:
     server.sse(body, chunking=chunking, seed=seed)  # type: ignore[arg-type]
     return run_stream(local_model(server), **opts)
 
 
-def sent(server: SSEServer, context: ac.Context = CONTEXT, model: ac.Model | None = None,
+def sent(server: ScriptedServer, context: ac.Context = CONTEXT, model: ac.Model | None = None,
          **opts: Any) -> RecordedRequest:
     """Run one request answered by the text fixture; return what the server received."""
     server.sse(fixture("text.sse"))
@@ -314,33 +323,33 @@ def test_openai_completions_every_fixture_has_an_expectation() -> None:
 @pytest.mark.parametrize(("chunking", "seed"), CHUNKINGS, ids=[f"{c}-{s}" for c, s in CHUNKINGS])
 @pytest.mark.parametrize("name", SSE_FIXTURES)
 def test_openai_completions_fixture_replay_gives_the_reference_events(
-        sse_server, name, chunking, seed, framing) -> None:
+        mock_server, name, chunking, seed, framing) -> None:
     body = fixture(name)
     if framing == "crlf":
         body = body.replace(b"\n", b"\r\n")
-    run = replay(sse_server, body, chunking, seed)
+    run = replay(mock_server, body, chunking, seed)
     check_invariants(run)
     events, message = EXPECTED[name]
     assert [signature(e) for e in run.events] == events
     assert without_timestamp(run.message) == message
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
 @pytest.mark.parametrize("chunking", ["whole", "bytewise"])
-def test_openai_completions_llama_cpp_python_repeated_name_is_kept_once(sse_server,
+def test_openai_completions_llama_cpp_python_repeated_name_is_kept_once(mock_server,
                                                                         chunking) -> None:
     # llama-cpp-python's server sends `"name": "add"` in every delta (the openai SDK's
     # accumulator builds "addadd..."): a name that comes again replaces, never appends.
-    run = replay(sse_server, fixture("tool_calls_llama_cpp_python.sse"), chunking)
+    run = replay(mock_server, fixture("tool_calls_llama_cpp_python.sse"), chunking)
     assert run.message.tool_calls == [LLAMA_CPP_ADD]
     names = {block.name for snapshot in run.snapshots for block in snapshot
              if isinstance(block, ac.ToolCall)}
     assert names == {"add"}
 
 
-def test_openai_completions_any_chunking_gives_identical_results(sse_server) -> None:
+def test_openai_completions_any_chunking_gives_identical_results(mock_server) -> None:
     for name in SSE_FIXTURES:
-        runs = [replay(sse_server, fixture(name), chunking, seed) for chunking, seed in CHUNKINGS]
+        runs = [replay(mock_server, fixture(name), chunking, seed) for chunking, seed in CHUNKINGS]
         first = runs[0]
         for run in runs[1:]:
             assert [signature(e) for e in run.events] == [signature(e) for e in first.events]
@@ -356,7 +365,7 @@ def test_openai_completions_text_usage_and_cost(sse_server) -> None:
     assert usage.cost.total == pytest.approx(6.6e-6)
 
 
-def test_openai_completions_null_delta_in_an_open_text_block_is_skipped(sse_server) -> None:
+def test_openai_completions_null_delta_in_an_open_text_block_is_skipped(mock_server) -> None:
     def chunk(choice: dict[str, Any]) -> bytes:
         return b"data: " + json.dumps({"id": "c1", "choices": [choice]}).encode() + b"\n\n"
 
@@ -364,13 +373,13 @@ def test_openai_completions_null_delta_in_an_open_text_block_is_skipped(sse_serv
             + chunk({"index": 0, "delta": None})
             + chunk({"index": 0, "delta": {"content": "lo"}})
             + chunk({"index": 0, "delta": {}, "finish_reason": "stop"}) + b"data: [DONE]\n\n")
-    message = replay(sse_server, body).message
+    message = replay(mock_server, body).message
     assert (message.stop_reason, message.content) == (ac.StopReason.STOP, [ac.TextContent("Hello")])
 
 
-def test_openai_completions_cached_usage_is_split_and_priced(sse_server) -> None:
-    sse_server.sse(fixture("usage_cached.sse"))
-    model = local_model(sse_server, cost=ac.ModelCost(0.25, 2.0, 0.025, 0.0))
+def test_openai_completions_cached_usage_is_split_and_priced(mock_server) -> None:
+    mock_server.sse(fixture("usage_cached.sse"))
+    model = local_model(mock_server, cost=ac.ModelCost(0.25, 2.0, 0.025, 0.0))
     usage = run_stream(model).message.usage
     assert (usage.input, usage.output, usage.cache_read, usage.cache_write,
             usage.total_tokens) == (2006 - 1920, 90, 1920, 0, 2096)
@@ -383,8 +392,8 @@ def test_openai_completions_cached_usage_is_split_and_priced(sse_server) -> None
 
 
 @pytest.mark.parametrize("chunking", ["whole", "bytewise"])
-def test_openai_completions_tool_call_arguments_after_each_delta(sse_server, chunking) -> None:
-    run = replay(sse_server, fixture("tool_calls.sse"), chunking)
+def test_openai_completions_tool_call_arguments_after_each_delta(mock_server, chunking) -> None:
+    run = replay(mock_server, fixture("tool_calls.sse"), chunking)
     seen = [(e.content_index, e.delta, s[e.content_index].arguments)
             for e, s in run.pairs() if isinstance(e, ac.ToolCallDeltaEvent)]
     assert seen == [
@@ -400,16 +409,16 @@ def test_openai_completions_tool_call_arguments_after_each_delta(sse_server, chu
     assert ends == [PARIS, TOKYO]
 
 
-def test_openai_completions_ollama_tool_calls_arrive_whole(sse_server) -> None:
-    run = replay(sse_server, fixture("tool_calls_ollama.sse"))
+def test_openai_completions_ollama_tool_calls_arrive_whole(mock_server) -> None:
+    run = replay(mock_server, fixture("tool_calls_ollama.sse"))
     starts = [s[e.content_index] for e, s in run.pairs() if isinstance(e, ac.ToolCallStartEvent)]
     assert [(c.id, c.name) for c in starts] == [  # the block already has its id and name
         ("call_k3b9x2q1", "get_weather"), ("call_p8d7v6m5", "get_weather")]
     assert run.message.tool_calls == [OLLAMA_PARIS, OLLAMA_TOKYO]
 
 
-def test_openai_completions_partial_after_each_delta(sse_server) -> None:
-    run = replay(sse_server, fixture("reasoning_content.sse"), "bytewise")
+def test_openai_completions_partial_after_each_delta(mock_server) -> None:
+    run = replay(mock_server, fixture("reasoning_content.sse"), "bytewise")
     seen = [(e.type, s) for e, s in run.pairs() if e.type.endswith("_delta")]
     thought = ac.ThinkingContent(DEEPSEEK_THOUGHT, "reasoning_content")
     assert seen == [
@@ -420,8 +429,8 @@ def test_openai_completions_partial_after_each_delta(sse_server) -> None:
     ]
 
 
-def test_openai_completions_partial_at_block_boundaries(sse_server) -> None:
-    run = replay(sse_server, fixture("reasoning_content.sse"))
+def test_openai_completions_partial_at_block_boundaries(mock_server) -> None:
+    run = replay(mock_server, fixture("reasoning_content.sse"))
     seen = [(e.type, s) for e, s in run.pairs()
             if e.type.endswith(("_start", "_end")) and e.type != "start"]
     thought = ac.ThinkingContent(DEEPSEEK_THOUGHT, "reasoning_content")
@@ -433,8 +442,8 @@ def test_openai_completions_partial_at_block_boundaries(sse_server) -> None:
     ]
 
 
-def test_openai_completions_final_message_is_not_the_live_partial(sse_server) -> None:
-    run = replay(sse_server, fixture("text.sse"))
+def test_openai_completions_final_message_is_not_the_live_partial(mock_server) -> None:
+    run = replay(mock_server, fixture("text.sse"))
     partial = run.events[0].partial  # type: ignore[union-attr]
     assert run.message is not partial
     assert run.message.content is not partial.content
@@ -449,23 +458,23 @@ def test_openai_completions_final_message_is_not_the_live_partial(sse_server) ->
     ("/v1", "/v1/chat/completions"), ("/v1/", "/v1/chat/completions"),
 ])
 def test_openai_completions_posts_to_chat_completions_under_the_base_url(
-        sse_server, suffix, path) -> None:
-    request = sent(sse_server, model=local_model(sse_server, suffix=suffix))
+        mock_server, suffix, path) -> None:
+    request = sent(mock_server, model=local_model(mock_server, suffix=suffix))
     assert (request.method, request.path) == ("POST", path)
 
 
-def test_openai_completions_default_headers(sse_server) -> None:
-    request = sent(sse_server)
+def test_openai_completions_default_headers(mock_server) -> None:
+    request = sent(mock_server)
     assert request.header("Authorization") == f"Bearer {KEY}"
     assert request.header("Content-Type") == "application/json"
     assert request.header("Accept") == "text/event-stream"
 
 
-def test_openai_completions_header_precedence(sse_server) -> None:
-    model = local_model(sse_server, headers={"X-Layer": "model", "X-Model-Only": "m",
-                                             "Accept": "application/json"})
-    request = sent(sse_server, model=model, headers={"X-Layer": "options", "X-Opt-Only": "o",
-                                                     "Authorization": "Bearer override"})
+def test_openai_completions_header_precedence(mock_server) -> None:
+    model = local_model(mock_server, headers={"X-Layer": "model", "X-Model-Only": "m",
+                                              "Accept": "application/json"})
+    request = sent(mock_server, model=model, headers={"X-Layer": "options", "X-Opt-Only": "o",
+                                                      "Authorization": "Bearer override"})
     assert request.header("X-Layer") == "options"
     assert request.header("X-Model-Only") == "m"
     assert request.header("X-Opt-Only") == "o"
@@ -473,9 +482,9 @@ def test_openai_completions_header_precedence(sse_server) -> None:
     assert request.header("Authorization") == "Bearer override"  # options beat defaults
 
 
-def test_openai_completions_body_is_compact_json(sse_server) -> None:
+def test_openai_completions_body_is_compact_json(mock_server) -> None:
     context = ac.Context("Sys: be brief, ok?", [ac.UserMessage("Café, naïve: 😀")])
-    request = sent(sse_server, context)
+    request = sent(mock_server, context)
     assert b'": ' not in request.body
     assert b'", "' not in request.body
     assert request.body == json.dumps(request.json, separators=(",", ":"),
@@ -483,9 +492,9 @@ def test_openai_completions_body_is_compact_json(sse_server) -> None:
     assert "Café, naïve: 😀".encode() in request.body  # non-ASCII is not escaped
 
 
-def test_openai_completions_default_body(sse_server) -> None:
+def test_openai_completions_default_body(mock_server) -> None:
     # The local server is no OpenAI: the output limit goes as `max_tokens` (API.md §17).
-    assert sent(sse_server).json == {
+    assert sent(mock_server).json == {
         "model": MODEL_ID,
         "messages": [{"role": "system", "content": "You are terse."},
                      {"role": "user", "content": "Say hello"}],
@@ -511,13 +520,13 @@ def test_openai_completions_default_body_to_openai(sse_server) -> None:
     }
 
 
-def test_openai_completions_no_system_prompt_no_system_message(sse_server) -> None:
-    request = sent(sse_server, ac.Context(None, [ac.UserMessage("hi")]))
+def test_openai_completions_no_system_prompt_no_system_message(mock_server) -> None:
+    request = sent(mock_server, ac.Context(None, [ac.UserMessage("hi")]))
     assert request.json["messages"] == [{"role": "user", "content": "hi"}]
 
 
-def test_openai_completions_developer_role_for_a_reasoning_model(sse_server) -> None:
-    request = sent(sse_server, model=local_model(sse_server, id="o4-mini", reasoning=True))
+def test_openai_completions_developer_role_for_a_reasoning_model(mock_server) -> None:
+    request = sent(mock_server, model=local_model(mock_server, id="o4-mini", reasoning=True))
     assert request.json["messages"][0] == {"role": "developer", "content": "You are terse."}
 
 
@@ -547,8 +556,8 @@ def test_openai_completions_openrouter_developer_role_from_compat(model, role) -
 @pytest.mark.parametrize(("model_max", "option", "expected"), [
     (64_000, None, 32_000), (8_000, None, 8_000), (64_000, 123, 123), (8_000, 50_000, 50_000),
 ])
-def test_openai_completions_output_limit(sse_server, model_max, option, expected) -> None:
-    request = sent(sse_server, model=local_model(sse_server, max_tokens=model_max),
+def test_openai_completions_output_limit(mock_server, model_max, option, expected) -> None:
+    request = sent(mock_server, model=local_model(mock_server, max_tokens=model_max),
                    max_tokens=option)
     assert request.json["max_tokens"] == expected
     assert "max_completion_tokens" not in request.json
@@ -572,27 +581,27 @@ def test_openai_completions_max_tokens_field(model, field) -> None:
 
 
 @pytest.mark.parametrize("temperature", [0.0, 0.7, 1])
-def test_openai_completions_temperature_when_given(sse_server, temperature) -> None:
-    assert sent(sse_server, temperature=temperature).json["temperature"] == temperature
+def test_openai_completions_temperature_when_given(mock_server, temperature) -> None:
+    assert sent(mock_server, temperature=temperature).json["temperature"] == temperature
 
 
-def test_openai_completions_no_temperature_by_default(sse_server) -> None:
-    assert "temperature" not in sent(sse_server).json
+def test_openai_completions_no_temperature_by_default(mock_server) -> None:
+    assert "temperature" not in sent(mock_server).json
 
 
-def test_openai_completions_tools_as_functions(sse_server) -> None:
+def test_openai_completions_tools_as_functions(mock_server) -> None:
     context = ac.Context("s", [ac.UserMessage("Weather in Paris?")], [WEATHER])
-    request = sent(sse_server, context)
+    request = sent(mock_server, context)
     assert request.json["tools"] == [{"type": "function", "function": {
         "name": "get_weather", "description": "Current weather for a city.",
         "parameters": WEATHER.parameters, "strict": False}}]
     assert "tool_choice" not in request.json
 
 
-def test_openai_completions_no_strict_when_unsupported(sse_server) -> None:
+def test_openai_completions_no_strict_when_unsupported(mock_server) -> None:
     context = ac.Context("s", [ac.UserMessage("Weather in Paris?")], [WEATHER])
-    model = local_model(sse_server, compat={"supportsStrictMode": False})
-    [tool] = sent(sse_server, context, model).json["tools"]
+    model = local_model(mock_server, compat={"supportsStrictMode": False})
+    [tool] = sent(mock_server, context, model).json["tools"]
     assert tool == {"type": "function", "function": {
         "name": "get_weather", "description": "Current weather for a city.",
         "parameters": WEATHER.parameters}}
@@ -609,26 +618,26 @@ TOOL_TURN = [ac.UserMessage("Weather in Paris?"), assistant(CALL, stop="toolUse"
              ac.ToolResultMessage("call_1", "get_weather", [ac.TextContent("Sunny")])]
 
 
-def test_openai_completions_empty_tools_when_history_has_tool_calls(sse_server) -> None:
-    request = sent(sse_server, ac.Context("s", TOOL_TURN))
+def test_openai_completions_empty_tools_when_history_has_tool_calls(mock_server) -> None:
+    request = sent(mock_server, ac.Context("s", TOOL_TURN))
     assert request.json["tools"] == []
-    assert "tools" not in sent(sse_server, ac.Context("s", [ac.UserMessage("hi")])).json
+    assert "tools" not in sent(mock_server, ac.Context("s", [ac.UserMessage("hi")])).json
 
 
-def test_openai_completions_user_images_as_data_urls(sse_server) -> None:
+def test_openai_completions_user_images_as_data_urls(mock_server) -> None:
     message = ac.UserMessage([ac.TextContent("What is this?"), ac.ImageContent(PNG, "image/png")])
-    model = local_model(sse_server, input=["text", "image"])
-    request = sent(sse_server, ac.Context(None, [message]), model)
+    model = local_model(mock_server, input=["text", "image"])
+    request = sent(mock_server, ac.Context(None, [message]), model)
     assert request.json["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": "What is this?"},
         {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PNG}"}},
     ]}]
 
 
-def test_openai_completions_user_images_dropped_for_a_text_only_model(sse_server) -> None:
+def test_openai_completions_user_images_dropped_for_a_text_only_model(mock_server) -> None:
     message = ac.UserMessage([ac.TextContent("What is this?"), ac.ImageContent(PNG, "image/png"),
                               ac.ImageContent(PNG, "image/jpeg")])
-    request = sent(sse_server, ac.Context(None, [message]))
+    request = sent(mock_server, ac.Context(None, [message]))
     assert "image_url" not in request.body.decode()
     assert request.json["messages"] == [{"role": "user", "content": [
         {"type": "text", "text": "What is this?"},
@@ -636,7 +645,7 @@ def test_openai_completions_user_images_dropped_for_a_text_only_model(sse_server
     ]}]
 
 
-def test_openai_completions_assistant_replay(sse_server) -> None:
+def test_openai_completions_assistant_replay(mock_server) -> None:
     message = assistant(ac.ThinkingContent("Let me think.", "reasoning_content"),
                         ac.ThinkingContent("More.", "reasoning_content"),
                         ac.TextContent("Checking "), ac.TextContent("   "),
@@ -644,7 +653,7 @@ def test_openai_completions_assistant_replay(sse_server) -> None:
     context = ac.Context(None, [ac.UserMessage("Weather?"), message,
                                 ac.ToolResultMessage("call_1", "get_weather",
                                                      [ac.TextContent("Sunny")])])
-    request = sent(sse_server, context, local_model(sse_server, reasoning=True))
+    request = sent(mock_server, context, local_model(mock_server, reasoning=True))
     assert request.json["messages"][1] == {
         "role": "assistant", "content": "Checking the weather.",
         "reasoning_content": "Let me think.\nMore.",
@@ -654,27 +663,27 @@ def test_openai_completions_assistant_replay(sse_server) -> None:
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "reasoning_text"])
-def test_openai_completions_reasoning_replayed_in_its_own_field(sse_server, field) -> None:
+def test_openai_completions_reasoning_replayed_in_its_own_field(mock_server, field) -> None:
     message = assistant(ac.ThinkingContent("Hmm.", field), ac.TextContent("42"))
     context = ac.Context(None, [ac.UserMessage("Q"), message, ac.UserMessage("Again")])
-    [_, replayed, _] = sent(sse_server, context).json["messages"]
+    [_, replayed, _] = sent(mock_server, context).json["messages"]
     assert replayed == {"role": "assistant", "content": "42", field: "Hmm."}
 
 
-def test_openai_completions_thinking_without_a_field_is_not_replayed(sse_server) -> None:
+def test_openai_completions_thinking_without_a_field_is_not_replayed(mock_server) -> None:
     message = assistant(ac.ThinkingContent("Hmm.", None), ac.TextContent("42"))
     context = ac.Context(None, [ac.UserMessage("Q"), message, ac.UserMessage("Again")])
-    [_, replayed, _] = sent(sse_server, context).json["messages"]
+    [_, replayed, _] = sent(mock_server, context).json["messages"]
     assert replayed == {"role": "assistant", "content": "42"}
 
 
-def test_openai_completions_empty_assistant_is_skipped(sse_server) -> None:
+def test_openai_completions_empty_assistant_is_skipped(mock_server) -> None:
     message = assistant(ac.TextContent(" "), ac.ThinkingContent(""))
     context = ac.Context(None, [ac.UserMessage("Q"), message, ac.UserMessage("Again")])
-    assert [m["role"] for m in sent(sse_server, context).json["messages"]] == ["user", "user"]
+    assert [m["role"] for m in sent(mock_server, context).json["messages"]] == ["user", "user"]
 
 
-def test_openai_completions_tool_results(sse_server) -> None:
+def test_openai_completions_tool_results(mock_server) -> None:
     calls = [ac.ToolCall(f"call_{i}", "shot", {}) for i in range(3)]
     context = ac.Context(None, [
         ac.UserMessage("Go"), assistant(*calls, stop="toolUse"),
@@ -686,7 +695,7 @@ def test_openai_completions_tool_results(sse_server) -> None:
                              is_error=True),
         ac.UserMessage("Thanks"),
     ])
-    request = sent(sse_server, context, local_model(sse_server, input=["text", "image"]))
+    request = sent(mock_server, context, local_model(mock_server, input=["text", "image"]))
     assert request.json["messages"][2:] == [
         {"role": "tool", "tool_call_id": "call_0", "content": "line 1\nline 2"},
         {"role": "tool", "tool_call_id": "call_1", "content": "(see attached image)"},
@@ -700,21 +709,21 @@ def test_openai_completions_tool_results(sse_server) -> None:
     ]
 
 
-def test_openai_completions_tool_result_images_for_a_text_only_model(sse_server) -> None:
+def test_openai_completions_tool_result_images_for_a_text_only_model(mock_server) -> None:
     context = ac.Context(None, [
         ac.UserMessage("Go"), assistant(ac.ToolCall("call_1", "shot", {}), stop="toolUse"),
         ac.ToolResultMessage("call_1", "shot", [ac.ImageContent(PNG, "image/png")]),
     ])
-    request = sent(sse_server, context)
+    request = sent(mock_server, context)
     assert request.json["messages"][2:] == [{
         "role": "tool", "tool_call_id": "call_1",
         "content": "(tool image omitted: model does not support images)"}]
 
 
-def test_openai_completions_tool_result_quirks_from_compat(sse_server) -> None:
-    model = local_model(sse_server, compat={"requiresToolResultName": True,
-                                            "requiresAssistantAfterToolResult": True})
-    request = sent(sse_server, ac.Context(None, [*TOOL_TURN, ac.UserMessage("And Tokyo?")]), model)
+def test_openai_completions_tool_result_quirks_from_compat(mock_server) -> None:
+    model = local_model(mock_server, compat={"requiresToolResultName": True,
+                                             "requiresAssistantAfterToolResult": True})
+    request = sent(mock_server, ac.Context(None, [*TOOL_TURN, ac.UserMessage("And Tokyo?")]), model)
     assert request.json["messages"][1]["content"] == ""
     assert request.json["messages"][2:] == [
         {"role": "tool", "tool_call_id": "call_1", "content": "Sunny", "name": "get_weather"},
@@ -723,11 +732,11 @@ def test_openai_completions_tool_result_quirks_from_compat(sse_server) -> None:
     ]
 
 
-def test_openai_completions_thinking_as_text_from_compat(sse_server) -> None:
+def test_openai_completions_thinking_as_text_from_compat(mock_server) -> None:
     message = assistant(ac.ThinkingContent("Hmm.", "reasoning_content"), ac.TextContent("42"))
-    model = local_model(sse_server, compat={"requiresThinkingAsText": True})
+    model = local_model(mock_server, compat={"requiresThinkingAsText": True})
     context = ac.Context(None, [ac.UserMessage("Q"), message, ac.UserMessage("Again")])
-    assert sent(sse_server, context, model).json["messages"][1] == {
+    assert sent(mock_server, context, model).json["messages"][1] == {
         "role": "assistant",
         "content": [{"type": "text", "text": "Hmm."}, {"type": "text", "text": "42"}]}
 
@@ -740,8 +749,8 @@ REASONING: dict[str, Any] = {"id": "o4-mini", "reasoning": True}
     (ac.ThinkingLevel.MEDIUM, "medium"), (ac.ThinkingLevel.HIGH, "high"),
     (ac.ThinkingLevel.XHIGH, "high"),
 ])
-def test_openai_completions_reasoning_effort(sse_server, level, effort) -> None:
-    request = sent(sse_server, model=local_model(sse_server, **REASONING), reasoning=level)
+def test_openai_completions_reasoning_effort(mock_server, level, effort) -> None:
+    request = sent(mock_server, model=local_model(mock_server, **REASONING), reasoning=level)
     assert request.json["reasoning_effort"] == effort
     for field in ("reasoning", "enable_thinking", "thinking", "chat_template_kwargs"):
         assert field not in request.json
@@ -750,38 +759,38 @@ def test_openai_completions_reasoning_effort(sse_server, level, effort) -> None:
 @pytest.mark.parametrize(("compat", "effort"), [
     ({"xhigh_effort": "xhigh"}, "xhigh"), ({"xhighEffort": "xhigh"}, "xhigh"), (None, "high"),
 ], ids=["compat", "camelCase", "id-alone"])
-def test_openai_completions_xhigh_where_compat_says(sse_server, compat, effort) -> None:
-    model = local_model(sse_server, id="gpt-5.4-pro", reasoning=True, compat=compat)
-    assert sent(sse_server, model=model, reasoning="xhigh").json["reasoning_effort"] == effort
+def test_openai_completions_xhigh_where_compat_says(mock_server, compat, effort) -> None:
+    model = local_model(mock_server, id="gpt-5.4-pro", reasoning=True, compat=compat)
+    assert sent(mock_server, model=model, reasoning="xhigh").json["reasoning_effort"] == effort
 
 
 @pytest.mark.parametrize(("reasoning_model", "level"), [
     (True, None), (True, ac.ThinkingLevel.OFF), (False, ac.ThinkingLevel.HIGH),
 ])
-def test_openai_completions_no_reasoning_effort(sse_server, reasoning_model, level) -> None:
-    model = local_model(sse_server, id="o4-mini", reasoning=reasoning_model)
-    request = sent(sse_server, model=model, reasoning=level)
+def test_openai_completions_no_reasoning_effort(mock_server, reasoning_model, level) -> None:
+    model = local_model(mock_server, id="o4-mini", reasoning=reasoning_model)
+    request = sent(mock_server, model=model, reasoning=level)
     assert "reasoning_effort" not in request.json
 
 
-def test_openai_completions_no_reasoning_effort_where_unsupported(sse_server) -> None:
-    model = local_model(sse_server, reasoning=True, compat={"supportsReasoningEffort": False})
-    assert "reasoning_effort" not in sent(sse_server, model=model, reasoning="high").json
+def test_openai_completions_no_reasoning_effort_where_unsupported(mock_server) -> None:
+    model = local_model(mock_server, reasoning=True, compat={"supportsReasoningEffort": False})
+    assert "reasoning_effort" not in sent(mock_server, model=model, reasoning="high").json
     xai = remote_model("https://api.x.ai/v1", id="grok-4", provider="xai", reasoning=True)
     assert "reasoning_effort" not in body_of(xai, reasoning="high")
 
 
 @pytest.mark.parametrize("level", ["minimal", "low", "medium", "high", "xhigh"])
-def test_openai_completions_groq_qwen3_maps_every_level_to_default(sse_server, level) -> None:
-    model = attrs.evolve(ac.get_model("groq", "qwen/qwen3-32b"), base_url=sse_server.url)
-    assert sent(sse_server, model=model, reasoning=level).json["reasoning_effort"] == "default"
+def test_openai_completions_groq_qwen3_maps_every_level_to_default(mock_server, level) -> None:
+    model = attrs.evolve(ac.get_model("groq", "qwen/qwen3-32b"), base_url=mock_server.url)
+    assert sent(mock_server, model=model, reasoning=level).json["reasoning_effort"] == "default"
 
 
-def test_openai_completions_reasoning_effort_map_from_compat(sse_server) -> None:
-    model = local_model(sse_server, reasoning=True,
+def test_openai_completions_reasoning_effort_map_from_compat(mock_server) -> None:
+    model = local_model(mock_server, reasoning=True,
                         compat={"reasoningEffortMap": {"high": "max", "low": "tiny"}})
-    assert sent(sse_server, model=model, reasoning="high").json["reasoning_effort"] == "max"
-    assert sent(sse_server, model=model, reasoning="medium").json["reasoning_effort"] == "medium"
+    assert sent(mock_server, model=model, reasoning="high").json["reasoning_effort"] == "max"
+    assert sent(mock_server, model=model, reasoning="medium").json["reasoning_effort"] == "medium"
 
 
 @pytest.mark.parametrize(("fields", "on", "off"), [
@@ -794,24 +803,24 @@ def test_openai_completions_reasoning_effort_map_from_compat(sse_server) -> None
     ({"provider": "deepseek", "id": "deepseek-reasoner"}, {"thinking": {"type": "enabled"}},
      {"thinking": {"type": "disabled"}}),
 ], ids=["zai", "qwen", "qwen-chat-template", "deepseek"])
-def test_openai_completions_thinking_formats(sse_server, fields, on, off) -> None:
-    model = local_model(sse_server, reasoning=True, **fields)
+def test_openai_completions_thinking_formats(mock_server, fields, on, off) -> None:
+    model = local_model(mock_server, reasoning=True, **fields)
     for level, expected in [("medium", on), (None, off), ("off", off)]:
-        body = sent(sse_server, model=model, reasoning=level).json
+        body = sent(mock_server, model=model, reasoning=level).json
         assert {k: body[k] for k in expected} == expected
         assert "reasoning_effort" not in body
 
 
-def test_openai_completions_thinking_format_needs_a_reasoning_model(sse_server) -> None:
-    model = local_model(sse_server, provider="zai")
-    assert "enable_thinking" not in sent(sse_server, model=model, reasoning="high").json
+def test_openai_completions_thinking_format_needs_a_reasoning_model(mock_server) -> None:
+    model = local_model(mock_server, provider="zai")
+    assert "enable_thinking" not in sent(mock_server, model=model, reasoning="high").json
 
 
-def test_openai_completions_deepseek_replays_empty_reasoning_content(sse_server) -> None:
-    model = local_model(sse_server, id="deepseek-reasoner", provider="deepseek", reasoning=True)
+def test_openai_completions_deepseek_replays_empty_reasoning_content(mock_server) -> None:
+    model = local_model(mock_server, id="deepseek-reasoner", provider="deepseek", reasoning=True)
     earlier = assistant(ac.TextContent("Hi"), model="deepseek-reasoner", provider="deepseek")
     context = ac.Context(None, [ac.UserMessage("Q"), earlier, ac.UserMessage("Again")])
-    assert sent(sse_server, context, model).json["messages"][1] == {
+    assert sent(mock_server, context, model).json["messages"][1] == {
         "role": "assistant", "content": "Hi", "reasoning_content": ""}
 
 
@@ -824,15 +833,15 @@ def test_openai_completions_openrouter_reasoning_object() -> None:
     assert "reasoning" not in body_of(model)
 
 
-def test_openai_completions_compat_overrides_win_over_detection(sse_server) -> None:
+def test_openai_completions_compat_overrides_win_over_detection(mock_server) -> None:
     xai: dict[str, Any] = {"id": "grok-4", "provider": "xai", "reasoning": True}
     detected = body_of(remote_model("https://api.x.ai/v1", **xai), reasoning="high")
     assert "store" not in detected
     assert "reasoning_effort" not in detected
-    model = local_model(sse_server, **xai, compat={"supportsStore": True,
-                                                   "supportsReasoningEffort": True,
-                                                   "supports_usage_in_streaming": False})
-    body = sent(sse_server, model=model, reasoning="high").json
+    model = local_model(mock_server, **xai, compat={"supportsStore": True,
+                                                    "supportsReasoningEffort": True,
+                                                    "supports_usage_in_streaming": False})
+    body = sent(mock_server, model=model, reasoning="high").json
     assert body["store"] is False
     assert body["reasoning_effort"] == "high"
     assert "stream_options" not in body
@@ -846,12 +855,12 @@ def test_openai_completions_unknown_compat_flag_is_named() -> None:
         body_of(model)
 
 
-def test_openai_completions_unknown_compat_flag_fails_the_stream(sse_server) -> None:
-    run = run_stream(local_model(sse_server, compat={"supportsTeleport": True}))
+def test_openai_completions_unknown_compat_flag_fails_the_stream(mock_server) -> None:
+    run = run_stream(local_model(mock_server, compat={"supportsTeleport": True}))
     check_invariants(run)
     assert [e.type for e in run.events] == ["error"]
     assert "supportsTeleport" in (run.message.error_message or "")
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 @pytest.mark.parametrize(("retention", "expected"), [
@@ -866,67 +875,67 @@ def test_openai_completions_prompt_cache_key_on_openai(retention, expected) -> N
             if k in body} == expected
 
 
-def test_openai_completions_no_prompt_cache_key_elsewhere(sse_server) -> None:
+def test_openai_completions_no_prompt_cache_key_elsewhere(mock_server) -> None:
     assert "prompt_cache_key" not in body_of(remote_model())  # no session
     other = remote_model("https://api.groq.com/openai/v1", provider="groq")
     assert "prompt_cache_key" not in body_of(other, session_id="s")
-    assert "prompt_cache_key" not in sent(sse_server, session_id="s").json
+    assert "prompt_cache_key" not in sent(mock_server, session_id="s").json
 
 
-def test_openai_completions_on_payload_inspects_and_replaces(sse_server) -> None:
+def test_openai_completions_on_payload_inspects_and_replaces(mock_server) -> None:
     seen: list[tuple[Any, ac.Model]] = []
 
     def inspect(payload: Any, model: ac.Model) -> None:
         seen.append((json.loads(json.dumps(payload)), model))
 
-    model = local_model(sse_server)
-    request = sent(sse_server, model=model, on_payload=inspect)
+    model = local_model(mock_server)
+    request = sent(mock_server, model=model, on_payload=inspect)
     assert seen == [(request.json, model)]
 
     def replace(payload: Any, model: ac.Model) -> Any:
         return {**payload, "messages": [{"role": "user", "content": "replaced"}], "seed": 7}
 
-    request = sent(sse_server, model=model, on_payload=replace)
+    request = sent(mock_server, model=model, on_payload=replace)
     assert request.json["messages"] == [{"role": "user", "content": "replaced"}]
     assert request.json["seed"] == 7
 
 
-def test_openai_completions_on_payload_failure_is_an_error_event(sse_server) -> None:
+def test_openai_completions_on_payload_failure_is_an_error_event(mock_server) -> None:
     def explode(payload: Any, model: ac.Model) -> Any:
         raise RuntimeError("payload hook broke")
 
-    run = run_stream(local_model(sse_server), on_payload=explode)
+    run = run_stream(local_model(mock_server), on_payload=explode)
     assert [signature(e) for e in run.events] == [("error", "error")]
     assert run.message.error_message == "payload hook broke"
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
-def test_openai_completions_on_response_sees_status_and_headers(sse_server) -> None:
+def test_openai_completions_on_response_sees_status_and_headers(mock_server) -> None:
     seen: list[tuple[int, dict[str, str]]] = []
-    sse_server.status(429, fixture("http_429.json"), {"Retry-After": "0", "x-request-id": "r1"})
-    sse_server.sse(fixture("text.sse"), headers={"openai-processing-ms": "42"})
-    run = run_stream(local_model(sse_server), on_response=lambda s, h: seen.append((s, h)))
+    mock_server.status(429, fixture("http_429.json"), {"Retry-After": "0", "x-request-id": "r1"})
+    mock_server.sse(fixture("text.sse"), headers={"openai-processing-ms": "42"})
+    run = run_stream(local_model(mock_server), on_response=lambda s, h: seen.append((s, h)))
     assert run.message.stop_reason == "stop"
     assert [status for status, _ in seen] == [429, 200]
     assert seen[0][1]["x-request-id"] == "r1"
     assert seen[1][1]["openai-processing-ms"] == "42"
 
 
-def test_openai_completions_lone_surrogates_are_removed(sse_server) -> None:
+def test_openai_completions_lone_surrogates_are_removed(mock_server) -> None:
     context = ac.Context("sys\udc00tem", [
         ac.UserMessage("a\ud83db \U0001F600 \ud83d\ude00"),
         assistant(ac.TextContent("x\udfffy"), ac.ToolCall("call_1", "f", {}), stop="toolUse"),
         ac.ToolResultMessage("call_1", "f", [ac.TextContent("r\ud800")]),
         ac.UserMessage([ac.TextContent("p\ud83d")]),
     ])
-    request = sent(sse_server, context)
+    request = sent(mock_server, context)
     request.body.decode("utf-8")  # valid UTF-8 on the wire
     assert [m["content"] for m in request.json["messages"]] == [
         "system", "ab \U0001F600 \U0001F600", "xy", "r", [{"type": "text", "text": "p"}]]
 
 
 def test_openai_completions_lone_surrogate_in_tool_arguments_does_not_break_the_request(
-        sse_server) -> None:
+        mock_server) -> None:
     # Arguments decoded from a model's JSON may hold a lone surrogate ("\ud83d" escapes); they
     # are not sanitized, but must still be sent, escaped as JavaScript's JSON.stringify does.
     arguments = json.loads('{"q":"a\\ud83db"}')
@@ -935,7 +944,7 @@ def test_openai_completions_lone_surrogate_in_tool_arguments_does_not_break_the_
         assistant(ac.ToolCall("call_1", "f", arguments), stop="toolUse"),
         ac.ToolResultMessage("call_1", "f", [ac.TextContent("ok")]),
     ])
-    request = sent(sse_server, context)
+    request = sent(mock_server, context)
     sent_arguments = request.json["messages"][1]["tool_calls"][0]["function"]["arguments"]
     assert sent_arguments == '{"q":"a\\ud83db"}'
     assert json.loads(sent_arguments) == arguments
@@ -968,17 +977,17 @@ def tool_turn_body(content: str | None, limit: str) -> dict[str, Any]:
     }
 
 
-def test_openai_completions_tool_turn_to_a_server_that_is_not_openai(sse_server) -> None:
+def test_openai_completions_tool_turn_to_a_server_that_is_not_openai(mock_server) -> None:
     # llama-cpp-python's server answers a null `content` with a 500; such servers also ignore
     # `max_completion_tokens`.
-    request = sent(sse_server, ac.Context("s", TOOL_TURN, [WEATHER]), max_tokens=100)
+    request = sent(mock_server, ac.Context("s", TOOL_TURN, [WEATHER]), max_tokens=100)
     assert request.json == tool_turn_body("", "max_tokens")
     assert b'"content":null' not in request.body
 
 
-def test_openai_completions_tool_turn_to_openai(sse_server) -> None:
-    with to_local(sse_server) as session:
-        request = sent(sse_server, ac.Context("s", TOOL_TURN, [WEATHER]), remote_model(),
+def test_openai_completions_tool_turn_to_openai(mock_server) -> None:
+    with to_local(mock_server) as session:
+        request = sent(mock_server, ac.Context("s", TOOL_TURN, [WEATHER]), remote_model(),
                        max_tokens=100, http_session=session)
     assert request.json == tool_turn_body(None, "max_completion_tokens")
 
@@ -989,20 +998,20 @@ def test_openai_completions_tool_turn_to_openai(sse_server) -> None:
     (True, {"supports_null_content": False, "max_tokens_field": "max_tokens"}, "",
      "max_tokens"),
 ], ids=["local-as-openai", "openai-as-local"])
-def test_openai_completions_tool_turn_compat_overrides_the_server(sse_server, openai, compat,
+def test_openai_completions_tool_turn_compat_overrides_the_server(mock_server, openai, compat,
                                                                   content, limit) -> None:
     context = ac.Context("s", TOOL_TURN, [WEATHER])
-    with to_local(sse_server) as session:
+    with to_local(mock_server) as session:
         model = (remote_model(compat=compat) if openai
-                 else local_model(sse_server, compat=compat))
-        request = sent(sse_server, context, model, max_tokens=100, http_session=session)
+                 else local_model(mock_server, compat=compat))
+        request = sent(mock_server, context, model, max_tokens=100, http_session=session)
     assert request.json == tool_turn_body(content, limit)
 
 
-def test_openai_completions_reasoning_only_assistant_gets_empty_content(sse_server) -> None:
+def test_openai_completions_reasoning_only_assistant_gets_empty_content(mock_server) -> None:
     message = assistant(ac.ThinkingContent("Hmm.", "reasoning_content"))
     context = ac.Context(None, [ac.UserMessage("Q"), message, ac.UserMessage("Again")])
-    assert sent(sse_server, context).json["messages"][1] == {
+    assert sent(mock_server, context).json["messages"][1] == {
         "role": "assistant", "content": "", "reasoning_content": "Hmm."}
 
 
@@ -1069,7 +1078,7 @@ def test_openai_completions_same_model_keeps_thinking_and_ids() -> None:
 
 
 @pytest.mark.parametrize("stop", ["error", "aborted"])
-def test_openai_completions_failed_turns_are_dropped(sse_server, stop) -> None:
+def test_openai_completions_failed_turns_are_dropped(mock_server, stop) -> None:
     failed = assistant(ac.TextContent("partial"), ac.ToolCall("call_bad", "f", {}), stop=stop,
                        error="boom")
     context = ac.Context(None, [
@@ -1077,11 +1086,11 @@ def test_openai_completions_failed_turns_are_dropped(sse_server, stop) -> None:
         ac.ToolResultMessage("call_bad", "f", [ac.TextContent("never")]),
         ac.UserMessage("Try again"),
     ])
-    assert sent(sse_server, context).json["messages"] == [
+    assert sent(mock_server, context).json["messages"] == [
         {"role": "user", "content": "Go"}, {"role": "user", "content": "Try again"}]
 
 
-def test_openai_completions_orphaned_tool_calls_get_a_synthetic_result(sse_server) -> None:
+def test_openai_completions_orphaned_tool_calls_get_a_synthetic_result(mock_server) -> None:
     context = ac.Context(None, [
         ac.UserMessage("Go"),
         assistant(ac.ToolCall("call_a", "f", {}), ac.ToolCall("call_b", "g", {}), stop="toolUse"),
@@ -1089,7 +1098,7 @@ def test_openai_completions_orphaned_tool_calls_get_a_synthetic_result(sse_serve
         ac.UserMessage("Stop that"),
         assistant(ac.ToolCall("call_c", "f", {}), stop="toolUse"),
     ])
-    messages = sent(sse_server, context).json["messages"]
+    messages = sent(mock_server, context).json["messages"]
     assert [(m["role"], m.get("tool_call_id"), m["content"]) for m in messages[2:]] == [
         ("tool", "call_b", "done b"),
         ("tool", "call_a", "No result provided"),
@@ -1122,17 +1131,17 @@ def lone_error(run: Run) -> ac.AssistantMessage:
 
 
 @pytest.mark.parametrize("status", sorted(HTTP_MESSAGES))
-def test_openai_completions_http_error_is_a_lone_error_event(sse_server, status) -> None:
-    sse_server.status(status, fixture(f"http_{status}.json"))
-    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+def test_openai_completions_http_error_is_a_lone_error_event(mock_server, status) -> None:
+    mock_server.status(status, fixture(f"http_{status}.json"))
+    message = lone_error(run_stream(local_model(mock_server), max_retries=0))
     assert message.error_message == f"{status} {HTTP_MESSAGES[status]}"
     assert (message.api, message.provider, message.model) == (API, "openai", MODEL_ID)
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
-def test_openai_completions_echoed_key_never_appears(sse_server) -> None:
-    sse_server.status(401, fixture("http_401.json"))
-    run = run_stream(local_model(sse_server), max_retries=0)
+def test_openai_completions_echoed_key_never_appears(mock_server) -> None:
+    mock_server.status(401, fixture("http_401.json"))
+    run = run_stream(local_model(mock_server), max_retries=0)
     message = lone_error(run)
     assert message.error_message.startswith("401 Incorrect API key provided: ")  # type: ignore
     for text in (message.error_message, repr(message), ac.to_json(message), repr(run.events),
@@ -1140,24 +1149,24 @@ def test_openai_completions_echoed_key_never_appears(sse_server) -> None:
         assert KEY not in text
 
 
-def test_openai_completions_key_shaped_secrets_are_redacted(sse_server) -> None:
+def test_openai_completions_key_shaped_secrets_are_redacted(mock_server) -> None:
     leaked = "sk-proj-AbCdEf0123456789"
-    sse_server.status(401, json.dumps({"error": {"message": f"bad key {leaked} and {KEY}"}}))
-    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+    mock_server.status(401, json.dumps({"error": {"message": f"bad key {leaked} and {KEY}"}}))
+    message = lone_error(run_stream(local_model(mock_server), max_retries=0))
     assert leaked not in ac.to_json(message)
     assert KEY not in ac.to_json(message)
 
 
 @pytest.mark.parametrize("status", [400, 500])
-def test_openai_completions_empty_error_body(sse_server, status) -> None:
-    sse_server.status(status, b"")
-    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+def test_openai_completions_empty_error_body(mock_server, status) -> None:
+    mock_server.status(status, b"")
+    message = lone_error(run_stream(local_model(mock_server), max_retries=0))
     assert message.error_message == f"{status} status code (no body)"
 
 
-def test_openai_completions_non_json_error_body(sse_server) -> None:
-    sse_server.status(502, "<html>Bad gateway</html>", {"Content-Type": "text/html"})
-    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+def test_openai_completions_non_json_error_body(mock_server) -> None:
+    mock_server.status(502, "<html>Bad gateway</html>", {"Content-Type": "text/html"})
+    message = lone_error(run_stream(local_model(mock_server), max_retries=0))
     assert message.error_message == "502 <html>Bad gateway</html>"
 
 
@@ -1168,9 +1177,9 @@ def test_openai_completions_non_json_error_body(sse_server) -> None:
     ('{"error":{"message":"upstream","metadata":{"raw":"raw detail"}}}',
      "400 upstream\nraw detail"),
 ])
-def test_openai_completions_error_body_shapes(sse_server, body, expected) -> None:
-    sse_server.status(400, body)
-    assert lone_error(run_stream(local_model(sse_server))).error_message == expected
+def test_openai_completions_error_body_shapes(mock_server, body, expected) -> None:
+    mock_server.status(400, body)
+    assert lone_error(run_stream(local_model(mock_server))).error_message == expected
 
 
 @pytest.mark.parametrize(("body", "expected"), [
@@ -1181,51 +1190,51 @@ def test_openai_completions_error_body_shapes(sse_server, body, expected) -> Non
     ('{"message":""}', '500 {"message":""}'),
 ])
 def test_openai_completions_error_with_an_empty_message_says_what_it_holds(
-        sse_server, body, expected) -> None:
-    sse_server.status(500, body)
-    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+        mock_server, body, expected) -> None:
+    mock_server.status(500, body)
+    message = lone_error(run_stream(local_model(mock_server), max_retries=0))
     assert message.error_message == expected
 
 
-def test_openai_completions_retries_429_with_retry_after_zero(sse_server, backoffs) -> None:
-    sse_server.status(429, fixture("http_429.json"), {"Retry-After": "0"})
-    sse_server.sse(fixture("text.sse"))
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_retries_429_with_retry_after_zero(mock_server, backoffs) -> None:
+    mock_server.status(429, fixture("http_429.json"), {"Retry-After": "0"})
+    mock_server.sse(fixture("text.sse"))
+    run = run_stream(local_model(mock_server))
     check_invariants(run)
     assert without_timestamp(run.message) == EXPECTED["text.sse"][1]
-    assert len(sse_server.requests) == 2
-    assert sse_server.requests[0].body == sse_server.requests[1].body
+    assert len(mock_server.requests) == 2
+    assert mock_server.requests[0].body == mock_server.requests[1].body
     assert backoffs == []
 
 
-def test_openai_completions_retries_503_then_succeeds(sse_server, backoffs) -> None:
-    sse_server.status(503, "upstream overloaded", {"Content-Type": "text/plain"})
-    sse_server.sse(fixture("text.sse"))
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_retries_503_then_succeeds(mock_server, backoffs) -> None:
+    mock_server.status(503, "upstream overloaded", {"Content-Type": "text/plain"})
+    mock_server.sse(fixture("text.sse"))
+    run = run_stream(local_model(mock_server))
     assert [signature(e) for e in run.events] == EXPECTED["text.sse"][0]
-    assert len(sse_server.requests) == 2
+    assert len(mock_server.requests) == 2
     assert backoffs == [0]
 
 
-def test_openai_completions_retries_run_out(sse_server, backoffs) -> None:
+def test_openai_completions_retries_run_out(mock_server, backoffs) -> None:
     for _ in range(3):
-        sse_server.status(500, fixture("http_500.json"))
-    message = lone_error(run_stream(local_model(sse_server), max_retries=2))
+        mock_server.status(500, fixture("http_500.json"))
+    message = lone_error(run_stream(local_model(mock_server), max_retries=2))
     assert message.error_message == f"500 {HTTP_MESSAGES[500]}"
-    assert len(sse_server.requests) == 3
+    assert len(mock_server.requests) == 3
     assert backoffs == [0, 1]
 
 
-def test_openai_completions_retry_delay_above_the_cap_fails_at_once(sse_server) -> None:
-    sse_server.status(429, fixture("http_429.json"), {"Retry-After": "120"})
-    sse_server.sse(fixture("text.sse"))
+def test_openai_completions_retry_delay_above_the_cap_fails_at_once(mock_server) -> None:
+    mock_server.status(429, fixture("http_429.json"), {"Retry-After": "120"})
+    mock_server.sse(fixture("text.sse"))
     started = time.monotonic()
-    message = lone_error(run_stream(local_model(sse_server), max_retry_delay_ms=1000))
+    message = lone_error(run_stream(local_model(mock_server), max_retry_delay_ms=1000))
     assert time.monotonic() - started < 1.0
     assert message.error_message == (
         f"Server requested 120s retry delay (max: 1s). 429 {HTTP_MESSAGES[429]}")
-    assert len(sse_server.requests) == 1
-    assert sse_server.pending() == 1
+    assert len(mock_server.requests) == 1
+    assert mock_server.pending() == 1
 
 
 @pytest.mark.parametrize(("body", "headers", "expected"), [
@@ -1234,22 +1243,22 @@ def test_openai_completions_retry_delay_above_the_cap_fails_at_once(sse_server) 
     ("", {"retry-after-ms": "2500"},
      "Server requested 3s retry delay (max: 2s). 503 status code (no body)"),
 ])
-def test_openai_completions_retry_delay_refusal_other_bodies(sse_server, body, headers,
+def test_openai_completions_retry_delay_refusal_other_bodies(mock_server, body, headers,
                                                              expected) -> None:
-    sse_server.status(503, body, headers)
+    mock_server.status(503, body, headers)
     cap = 2000 if "retry-after-ms" in headers else None
-    message = lone_error(run_stream(local_model(sse_server), max_retry_delay_ms=cap))
+    message = lone_error(run_stream(local_model(mock_server), max_retry_delay_ms=cap))
     assert message.error_message == expected
-    assert len(sse_server.requests) == 1
+    assert len(mock_server.requests) == 1
 
 
-def test_openai_completions_max_retries_zero(sse_server, backoffs) -> None:
-    sse_server.status(429, fixture("http_429.json"), {"Retry-After": "0"})
-    sse_server.sse(fixture("text.sse"))
-    message = lone_error(run_stream(local_model(sse_server), max_retries=0))
+def test_openai_completions_max_retries_zero(mock_server, backoffs) -> None:
+    mock_server.status(429, fixture("http_429.json"), {"Retry-After": "0"})
+    mock_server.sse(fixture("text.sse"))
+    message = lone_error(run_stream(local_model(mock_server), max_retries=0))
     assert message.error_message == f"429 {HTTP_MESSAGES[429]}"
-    assert len(sse_server.requests) == 1
-    assert sse_server.pending() == 1
+    assert len(mock_server.requests) == 1
+    assert mock_server.pending() == 1
     assert backoffs == []
 
 
@@ -1289,9 +1298,9 @@ def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> byt
     (b"data: {not json\n\n", "invalid JSON from the provider: Expecting property name enclosed "
                              "in double quotes"),
 ])
-def test_openai_completions_bad_endings_are_errors(sse_server, tail, expected) -> None:
-    sse_server.sse(chunk({"content": "Hi"}) + tail)
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_bad_endings_are_errors(mock_server, tail, expected) -> None:
+    mock_server.sse(chunk({"content": "Hi"}) + tail)
+    run = run_stream(local_model(mock_server))
     check_invariants(run)
     closed = [("text_end", 0, "Hi")] if "stop reason" in expected else []  # ended, then judged
     assert [signature(e) for e in run.events] == [
@@ -1300,11 +1309,11 @@ def test_openai_completions_bad_endings_are_errors(sse_server, tail, expected) -
     assert run.message.error_message == expected
 
 
-def test_openai_completions_stop_with_tool_calls_is_tool_use(sse_server) -> None:
+def test_openai_completions_stop_with_tool_calls_is_tool_use(mock_server) -> None:
     call = {"index": 0, "id": "call_1", "type": "function",
             "function": {"name": "f", "arguments": '{"a":1}'}}
-    sse_server.sse(chunk({"tool_calls": [call]}) + chunk({}, "stop") + b"data: [DONE]\n\n")
-    run = run_stream(local_model(sse_server))
+    mock_server.sse(chunk({"tool_calls": [call]}) + chunk({}, "stop") + b"data: [DONE]\n\n")
+    run = run_stream(local_model(mock_server))
     check_invariants(run)
     assert run.message.stop_reason == "toolUse"
     assert run.message.tool_calls == [ac.ToolCall("call_1", "f", {"a": 1})]
@@ -1324,12 +1333,12 @@ def call_chunk(index: int, call_id: str | None = None, name: str | None = None,
 DONE = b"data: [DONE]\n\n"
 
 
-def test_openai_completions_text_after_another_block_opens_a_new_block(sse_server) -> None:
-    sse_server.sse(chunk({"reasoning_content": "R1"}) + chunk({"content": "A"})
-                   + call_chunk(0, "call_a", "f", "{}") + chunk({"content": "B"})
-                   + chunk({"reasoning_content": "R2"}) + chunk({"content": "C"})
-                   + chunk({}, "tool_calls") + DONE)
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_text_after_another_block_opens_a_new_block(mock_server) -> None:
+    mock_server.sse(chunk({"reasoning_content": "R1"}) + chunk({"content": "A"})
+                    + call_chunk(0, "call_a", "f", "{}") + chunk({"content": "B"})
+                    + chunk({"reasoning_content": "R2"}) + chunk({"content": "C"})
+                    + chunk({}, "tool_calls") + DONE)
+    run = run_stream(local_model(mock_server))
     check_invariants(run)
     call = ac.ToolCall("call_a", "f", {})
     assert [signature(e) for e in run.events] == [
@@ -1347,10 +1356,10 @@ def test_openai_completions_text_after_another_block_opens_a_new_block(sse_serve
         ac.TextContent("B"), ac.ThinkingContent("R2", "reasoning_content"), ac.TextContent("C")]
 
 
-def test_openai_completions_reused_index_with_new_id_is_a_new_call(sse_server) -> None:
-    sse_server.sse(call_chunk(0, "call_a", "f", '{"x":1}') + call_chunk(0, "call_b", "g")
-                   + call_chunk(0, arguments='{"y":2}') + chunk({}, "tool_calls") + DONE)
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_reused_index_with_new_id_is_a_new_call(mock_server) -> None:
+    mock_server.sse(call_chunk(0, "call_a", "f", '{"x":1}') + call_chunk(0, "call_b", "g")
+                    + call_chunk(0, arguments='{"y":2}') + chunk({}, "tool_calls") + DONE)
+    run = run_stream(local_model(mock_server))
     check_invariants(run)
     assert run.message.tool_calls == [ac.ToolCall("call_a", "f", {"x": 1}),
                                       ac.ToolCall("call_b", "g", {"y": 2})]
@@ -1361,9 +1370,9 @@ INTERLEAVED = (call_chunk(0, "call_a", "f") + call_chunk(1, "call_b", "g")
                + call_chunk(0, arguments="1}") + chunk({}, "tool_calls") + DONE)
 
 
-def test_openai_completions_interleaved_tool_calls_final_arguments(sse_server) -> None:
-    sse_server.sse(INTERLEAVED)
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_interleaved_tool_calls_final_arguments(mock_server) -> None:
+    mock_server.sse(INTERLEAVED)
+    run = run_stream(local_model(mock_server))
     assert run.message.tool_calls == [ac.ToolCall("call_a", "f", {"x": 1}),
                                       ac.ToolCall("call_b", "g", {"y": 2})]
 
@@ -1373,16 +1382,16 @@ def test_openai_completions_interleaved_tool_calls_final_arguments(sse_server) -
     "to it after its toolcall_end (a delta after the end, and the end event's tool_call has "
     "partial arguments); keeping tool blocks open until the stream ends, as the reference's "
     "newer version does, would change the event order of the §5.6 transcripts"))
-def test_openai_completions_interleaved_tool_calls_keep_the_protocol(sse_server) -> None:
-    sse_server.sse(INTERLEAVED)
-    run = run_stream(local_model(sse_server))
+def test_openai_completions_interleaved_tool_calls_keep_the_protocol(mock_server) -> None:
+    mock_server.sse(INTERLEAVED)
+    run = run_stream(local_model(mock_server))
     check_invariants(run)
     ends = [e.tool_call for e in run.events if isinstance(e, ac.ToolCallEndEvent)]
     assert ends == run.message.tool_calls
 
 
-def test_openai_completions_invariant_checker_rejects_broken_sequences(sse_server) -> None:
-    good = replay(sse_server, fixture("text.sse"))
+def test_openai_completions_invariant_checker_rejects_broken_sequences(mock_server) -> None:
+    good = replay(mock_server, fixture("text.sse"))
     check_invariants(good)
 
     def broken(keep: list[int]) -> Run:
@@ -1407,15 +1416,15 @@ def test_openai_completions_missing_key_raises(monkeypatch) -> None:
         ac.stream(remote_model(), CONTEXT, ac.StreamOptions(api_key=""))
 
 
-def test_openai_completions_env_key_is_used(sse_server, monkeypatch) -> None:
+def test_openai_completions_env_key_is_used(mock_server, monkeypatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env")
-    request = sent(sse_server, api_key=None)
+    request = sent(mock_server, api_key=None)
     assert request.header("Authorization") == "Bearer sk-from-env"
 
 
-def test_openai_completions_local_server_needs_no_key(sse_server, monkeypatch) -> None:
+def test_openai_completions_local_server_needs_no_key(mock_server, monkeypatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    request = sent(sse_server, api_key=None)
+    request = sent(mock_server, api_key=None)
     assert request.header("Authorization") == "Bearer none"
 
 

@@ -1,7 +1,9 @@
-"""The OpenAI Responses provider (`openai-responses`, spec §6) over real HTTP to 127.0.0.1.
+"""The OpenAI Responses provider (`openai-responses`, spec §6) against the scripted server.
 
 Every fixture is replayed whole, one byte at a time, in random chunks and with CRLF framing, and
 must give the same events and final message. Request bodies are read back from the server.
+Translation is tested on `mock_server` (no socket); one whole request and reply, a connection
+cut mid-stream and aborts go over real HTTP to 127.0.0.1 (`sse_server`).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import attrs
 import paths
 import pytest
-from sse_server import SSEServer
+from mock_server import ScriptedServer
 
 import agentcore as ac
 from agentcore import (
@@ -89,7 +91,7 @@ def collect(stream: ac.AssistantMessageEventStream) -> list[Event]:
     return [snapshot(event) for event in stream]
 
 
-def replay(server: SSEServer, body: bytes, *, chunking: str = "whole", seed: int = 0,
+def replay(server: ScriptedServer, body: bytes, *, chunking: str = "whole", seed: int = 0,
            model: ac.Model | None = None, context: ac.Context | None = None,
            options: ac.StreamOptions | None = None) -> list[Event]:
     server.sse(body, chunking=chunking, seed=seed)  # type: ignore[arg-type]
@@ -100,7 +102,7 @@ def replay(server: SSEServer, body: bytes, *, chunking: str = "whole", seed: int
     return events
 
 
-def sent_body(server: SSEServer, context: ac.Context, model: ac.Model | None = None,
+def sent_body(server: ScriptedServer, context: ac.Context, model: ac.Model | None = None,
               options: ac.StreamOptions | None = None) -> dict[str, Any]:
     """The JSON body the server received for one request (answered with the text fixture)."""
     server.sse(fixture("text.sse"))
@@ -110,7 +112,7 @@ def sent_body(server: SSEServer, context: ac.Context, model: ac.Model | None = N
     return body
 
 
-def reply_args(server: SSEServer, name: str) -> tuple[ac.Model, ac.Context, ac.StreamOptions]:
+def reply_args(server: ScriptedServer, name: str) -> tuple[ac.Model, ac.Context, ac.StreamOptions]:
     server.sse(fixture(name))
     return make_model(server.url), ac.Context(None, [UserMessage("hi")]), make_options()
 
@@ -340,24 +342,24 @@ def test_responses_every_fixture_has_an_expectation() -> None:
 
 @pytest.mark.parametrize(("chunking", "seed", "crlf"), DELIVERIES)
 @pytest.mark.parametrize("name", SSE_NAMES)
-def test_responses_fixture_gives_the_expected_events(sse_server, name, chunking, seed,
+def test_responses_fixture_gives_the_expected_events(mock_server, name, chunking, seed,
                                                      crlf) -> None:
     body = fixture(f"{name}.sse")
     if crlf:
         body = body.replace(b"\n", b"\r\n")
-    assert replay(sse_server, body, chunking=chunking, seed=seed) == EXPECTED[name]()
+    assert replay(mock_server, body, chunking=chunking, seed=seed) == EXPECTED[name]()
 
 
-def test_responses_reasoning_usage_and_cost_at_gpt5_mini_prices(sse_server) -> None:
-    message = replay(sse_server, fixture("reasoning.sse"))[-1].message
+def test_responses_reasoning_usage_and_cost_at_gpt5_mini_prices(mock_server) -> None:
+    message = replay(mock_server, fixture("reasoning.sse"))[-1].message
     assert (message.usage.input, message.usage.output, message.usage.total_tokens) == (25, 84, 109)
     assert message.usage.cost.input == pytest.approx(6.25e-6)
     assert message.usage.cost.output == pytest.approx(1.68e-4)
     assert message.usage.cost.total == pytest.approx(6.25e-6 + 1.68e-4)
 
 
-def test_responses_reasoning_signature_is_the_whole_item(sse_server) -> None:
-    thought = replay(sse_server, fixture("reasoning.sse"))[-1].message.content[0]
+def test_responses_reasoning_signature_is_the_whole_item(mock_server) -> None:
+    thought = replay(mock_server, fixture("reasoning.sse"))[-1].message.content[0]
     item = json.loads(thought.thinking_signature)
     assert item["type"] == "reasoning"
     assert item["id"] == "rs_68b0c1d2e3f40a1b000000021"
@@ -366,8 +368,8 @@ def test_responses_reasoning_signature_is_the_whole_item(sse_server) -> None:
     assert thought.thinking_signature == json.dumps(item, separators=(",", ":"))  # compact
 
 
-def test_responses_flex_tier_halves_every_cost_part(sse_server) -> None:
-    usage = replay(sse_server, fixture("cached_usage.sse"))[-1].message.usage
+def test_responses_flex_tier_halves_every_cost_part(mock_server) -> None:
+    usage = replay(mock_server, fixture("cached_usage.sse"))[-1].message.usage
     assert (usage.input, usage.output, usage.cache_read, usage.total_tokens) == (86, 12, 1920, 2018)
     assert usage.cost.input == pytest.approx(86 * 0.25e-6 / 2)
     assert usage.cost.output == pytest.approx(12 * 2e-6 / 2)
@@ -375,15 +377,15 @@ def test_responses_flex_tier_halves_every_cost_part(sse_server) -> None:
     assert usage.cost.total == pytest.approx((86 * 0.25e-6 + 12 * 2e-6 + 1920 * 0.025e-6) / 2)
 
 
-def test_responses_priority_tier_doubles_the_cost(sse_server) -> None:
+def test_responses_priority_tier_doubles_the_cost(mock_server) -> None:
     body = fixture("text.sse").replace(b'"service_tier":"default"', b'"service_tier":"priority"')
-    usage = replay(sse_server, body)[-1].message.usage
+    usage = replay(mock_server, body)[-1].message.usage
     assert usage == priced(28, 5, factor=2.0)
 
 
-def test_responses_partial_is_one_live_message_per_reply(sse_server) -> None:
-    sse_server.sse(fixture("tool_calls.sse"))
-    events = list(ac.stream(make_model(sse_server.url), ac.Context(None, [UserMessage("hi")]),
+def test_responses_partial_is_one_live_message_per_reply(mock_server) -> None:
+    mock_server.sse(fixture("tool_calls.sse"))
+    events = list(ac.stream(make_model(mock_server.url), ac.Context(None, [UserMessage("hi")]),
                             make_options()))
     partials = {id(e.partial) for e in events if hasattr(e, "partial")}
     assert len(partials) == 1
@@ -416,17 +418,17 @@ def test_responses_request_url_headers_and_body(sse_server) -> None:
     assert seen.body == json.dumps(seen.json, separators=(",", ":")).encode()  # compact JSON
 
 
-def test_responses_system_role_for_a_model_without_reasoning(sse_server) -> None:
-    model = make_model(sse_server.url, id="gpt-4o", reasoning=False)
-    body = sent_body(sse_server, ac.Context("Be brief.", [UserMessage("hi")]), model,
+def test_responses_system_role_for_a_model_without_reasoning(mock_server) -> None:
+    model = make_model(mock_server.url, id="gpt-4o", reasoning=False)
+    body = sent_body(mock_server, ac.Context("Be brief.", [UserMessage("hi")]), model,
                      make_options(reasoning="high"))
     assert body["input"][0] == {"role": "system", "content": "Be brief."}
     assert "reasoning" not in body
     assert "include" not in body
 
 
-def test_responses_no_system_item_without_a_system_prompt(sse_server) -> None:
-    body = sent_body(sse_server, ac.Context(None, [UserMessage("hi")]))
+def test_responses_no_system_item_without_a_system_prompt(mock_server) -> None:
+    body = sent_body(mock_server, ac.Context(None, [UserMessage("hi")]))
     assert body["input"] == USER_HI
 
 
@@ -472,10 +474,10 @@ def test_responses_reasoning_off(model, reasoning, level) -> None:
     assert body["input"] == USER_HI  # no "# Juice" message
 
 
-def test_responses_user_text_and_images(sse_server) -> None:
+def test_responses_user_text_and_images(mock_server) -> None:
     context = ac.Context(None, [UserMessage([T("look"), ImageContent("aGk=", "image/png"),
                                              ImageContent("aG8=", "image/jpeg")])])
-    body = sent_body(sse_server, context, make_model(sse_server.url, input=["text", "image"]))
+    body = sent_body(mock_server, context, make_model(mock_server.url, input=["text", "image"]))
     assert body["input"] == [{"role": "user", "content": [
         {"type": "input_text", "text": "look"},
         {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,aGk="},
@@ -483,11 +485,11 @@ def test_responses_user_text_and_images(sse_server) -> None:
     ]}]
 
 
-def test_responses_user_images_become_one_note_for_a_text_only_model(sse_server) -> None:
+def test_responses_user_images_become_one_note_for_a_text_only_model(mock_server) -> None:
     context = ac.Context(None, [UserMessage([T("look"), ImageContent("aGk=", "image/png"),
                                              ImageContent("aG8=", "image/jpeg")]),
                                 UserMessage([ImageContent("aGk=", "image/png")])])
-    body = sent_body(sse_server, context, make_model(sse_server.url, input=["text"]))
+    body = sent_body(mock_server, context, make_model(mock_server.url, input=["text"]))
     note = {"type": "input_text", "text": "(image omitted: model does not support images)"}
     assert body["input"] == [
         {"role": "user", "content": [{"type": "input_text", "text": "look"}, note]},
@@ -495,9 +497,9 @@ def test_responses_user_images_become_one_note_for_a_text_only_model(sse_server)
     ]
 
 
-def test_responses_outgoing_text_is_sanitized(sse_server) -> None:
+def test_responses_outgoing_text_is_sanitized(mock_server) -> None:
     context = ac.Context("sys\ud800", [UserMessage("a\ud83db"), UserMessage([T("\ud83d\ude00")])])
-    body = sent_body(sse_server, context)
+    body = sent_body(mock_server, context)
     assert body["input"] == [
         {"role": "developer", "content": "sys"},
         {"role": "user", "content": [{"type": "input_text", "text": "ab"}]},
@@ -505,11 +507,11 @@ def test_responses_outgoing_text_is_sanitized(sse_server) -> None:
     ]
 
 
-def test_responses_same_model_reply_is_replayed_verbatim(sse_server) -> None:
+def test_responses_same_model_reply_is_replayed_verbatim(mock_server) -> None:
     """The reasoning reply of the fixture, sent back: reasoning item, text item with its id."""
-    reply = ac.complete(*reply_args(sse_server, "reasoning.sse"))
-    body = sent_body(sse_server, ac.Context(None, [UserMessage("hi"), reply,
-                                                   UserMessage("and 2+2?")]))
+    reply = ac.complete(*reply_args(mock_server, "reasoning.sse"))
+    body = sent_body(mock_server, ac.Context(None, [UserMessage("hi"), reply,
+                                                    UserMessage("and 2+2?")]))
     item = reasoning_item_text()
     assert body["input"] == [
         *USER_HI,
@@ -519,15 +521,15 @@ def test_responses_same_model_reply_is_replayed_verbatim(sse_server) -> None:
          "status": "completed", "id": "msg_68b0c1d2e3f40a1b000000022"},
         {"role": "user", "content": [{"type": "input_text", "text": "and 2+2?"}]},
     ]
-    assert item.encode() in sse_server.requests[-1].body  # byte for byte, encrypted content too
+    assert item.encode() in mock_server.requests[-1].body  # byte for byte, encrypted content too
 
 
-def test_responses_same_model_tool_calls_and_results(sse_server) -> None:
-    reply = ac.complete(*reply_args(sse_server, "tool_calls.sse"))
+def test_responses_same_model_tool_calls_and_results(mock_server) -> None:
+    reply = ac.complete(*reply_args(mock_server, "tool_calls.sse"))
     results = [ToolResultMessage(PARIS_ID, "get_weather", [T("sunny"), T("21 C")]),
                ToolResultMessage(TOKYO_ID, "get_weather", [T("rain")], is_error=True)]
-    body = sent_body(sse_server, ac.Context(None, [UserMessage("hi"), reply, *results],
-                                            [WEATHER]))
+    body = sent_body(mock_server, ac.Context(None, [UserMessage("hi"), reply, *results],
+                                             [WEATHER]))
     assert body["input"] == [
         *USER_HI,
         {"type": "function_call", "call_id": "call_k3JH9aB2cD4eF6gH8iJ0lM1n",
@@ -546,20 +548,20 @@ def test_responses_same_model_tool_calls_and_results(sse_server) -> None:
         "parameters": WEATHER.parameters, "strict": False}]
 
 
-def test_responses_arguments_are_compact_json_with_unicode_kept(sse_server) -> None:
+def test_responses_arguments_are_compact_json_with_unicode_kept(mock_server) -> None:
     call = ToolCall("call_1|fc_1", "find", {"city": "Zürich", "n": [1, 2]})
-    body = sent_body(sse_server, ac.Context(None, [
+    body = sent_body(mock_server, ac.Context(None, [
         UserMessage("hi"), assistant([call], stop_reason="toolUse"),
         ToolResultMessage("call_1|fc_1", "find", [T("ok")])]))
     assert body["input"][1]["arguments"] == '{"city":"Zürich","n":[1,2]}'
 
 
-def test_responses_text_item_ids(sse_server) -> None:
+def test_responses_text_item_ids(mock_server) -> None:
     long_id = "msg_" + "x" * 80
     content = [T("a", text_signature(long_id)), T("b", "msg_legacy_bare_id"),
                T("c", '{"v":1,"id":"msg_c","phase":"commentary"}'), T("d")]
-    body = sent_body(sse_server, ac.Context(None, [UserMessage("hi"), assistant(content),
-                                                   UserMessage("go on")]))
+    body = sent_body(mock_server, ac.Context(None, [UserMessage("hi"), assistant(content),
+                                                    UserMessage("go on")]))
 
     def item(text: str, item_id: str, **extra: Any) -> dict[str, Any]:
         return {"type": "message", "role": "assistant",
@@ -574,13 +576,13 @@ def test_responses_text_item_ids(sse_server) -> None:
     ]
 
 
-def test_responses_foreign_model_of_the_same_api_drops_fc_item_ids(sse_server) -> None:
+def test_responses_foreign_model_of_the_same_api_drops_fc_item_ids(mock_server) -> None:
     other = assistant([ThinkingContent("I should look.", '{"type":"reasoning","id":"rs_1"}'),
                        T("Looking.", text_signature("msg_9")),
                        ToolCall("call_1|fc_1", "get_weather", {"city": "Oslo"}),
                        ToolCall("call.2|item/9", "get_weather", {"city": "Rome"})],
                       model="gpt-5", stop_reason="toolUse")
-    body = sent_body(sse_server, ac.Context(None, [
+    body = sent_body(mock_server, ac.Context(None, [
         UserMessage("hi"), other, ToolResultMessage("call_1|fc_1", "get_weather", [T("cold")]),
         ToolResultMessage("call.2|item/9", "get_weather", [T("warm")])]))
 
@@ -601,10 +603,10 @@ def test_responses_foreign_model_of_the_same_api_drops_fc_item_ids(sse_server) -
     ]
 
 
-def test_responses_another_provider_keeps_normalised_item_ids(sse_server) -> None:
+def test_responses_another_provider_keeps_normalised_item_ids(mock_server) -> None:
     other = assistant([ToolCall("call.2|item/9", "get_weather", {"city": "Rome"})],
                       provider="azure-openai-responses", stop_reason="toolUse")
-    body = sent_body(sse_server, ac.Context(None, [
+    body = sent_body(mock_server, ac.Context(None, [
         UserMessage("hi"), other, ToolResultMessage("call.2|item/9", "get_weather", [T("warm")])]))
     assert body["input"][1:] == [
         {"type": "function_call", "call_id": "call_2", "name": "get_weather",
@@ -613,7 +615,7 @@ def test_responses_another_provider_keeps_normalised_item_ids(sse_server) -> Non
     ]
 
 
-def test_responses_tool_result_images(sse_server) -> None:
+def test_responses_tool_result_images(mock_server) -> None:
     call = ToolCall("call_1|fc_1", "shot", {})
     call2 = ToolCall("call_2|fc_2", "shot", {})
     png = ImageContent("aGk=", "image/png")
@@ -622,8 +624,8 @@ def test_responses_tool_result_images(sse_server) -> None:
                 ToolResultMessage("call_2|fc_2", "shot", [png])]
     image = {"type": "input_image", "detail": "auto", "image_url": "data:image/png;base64,aGk="}
 
-    body = sent_body(sse_server, ac.Context(None, messages),
-                     make_model(sse_server.url, input=["text", "image"]))
+    body = sent_body(mock_server, ac.Context(None, messages),
+                     make_model(mock_server.url, input=["text", "image"]))
     assert body["input"][3:] == [
         {"type": "function_call_output", "call_id": "call_1",
          "output": [{"type": "input_text", "text": "here"}, image]},
@@ -631,19 +633,19 @@ def test_responses_tool_result_images(sse_server) -> None:
     ]
 
     note = "(tool image omitted: model does not support images)"
-    body = sent_body(sse_server, ac.Context(None, messages), make_model(sse_server.url))
+    body = sent_body(mock_server, ac.Context(None, messages), make_model(mock_server.url))
     assert body["input"][3:] == [
         {"type": "function_call_output", "call_id": "call_1", "output": f"here\n{note}"},
         {"type": "function_call_output", "call_id": "call_2", "output": note},
     ]
 
 
-def test_responses_orphaned_call_and_failed_turn(sse_server) -> None:
+def test_responses_orphaned_call_and_failed_turn(mock_server) -> None:
     failed = assistant([T("Let me"), ToolCall("call_9|fc_9", "get_weather", {})],
                        stop_reason="error")
     orphan = assistant([ToolCall("call_1|fc_1", "get_weather", {"city": "Oslo"})],
                        stop_reason="toolUse")
-    body = sent_body(sse_server, ac.Context(None, [
+    body = sent_body(mock_server, ac.Context(None, [
         UserMessage("hi"), failed, ToolResultMessage("call_9|fc_9", "get_weather", [T("x")]),
         orphan, UserMessage("never mind")]))
     assert body["input"] == [
@@ -679,8 +681,8 @@ def test_responses_prompt_cache(base_url, session_id, retention, key, retention_
     assert body.get("prompt_cache_retention") == retention_sent
 
 
-def test_responses_prompt_cache_key_is_sent(sse_server) -> None:
-    body = sent_body(sse_server, ac.Context(None, [UserMessage("hi")]),
+def test_responses_prompt_cache_key_is_sent(mock_server) -> None:
+    body = sent_body(mock_server, ac.Context(None, [UserMessage("hi")]),
                      options=make_options(session_id="sess-42"))
     assert body["prompt_cache_key"] == "sess-42"
     assert body["store"] is False
@@ -700,18 +702,18 @@ def test_responses_no_tools_key_without_tools() -> None:
     assert "tools" not in body
 
 
-def test_responses_headers_merge_and_on_payload_replaces_the_body(sse_server) -> None:
+def test_responses_headers_merge_and_on_payload_replaces_the_body(mock_server) -> None:
     seen: list[dict[str, Any]] = []
 
     def on_payload(payload: dict[str, Any], model: ac.Model) -> dict[str, Any]:
         seen.append(payload)
         return {**payload, "service_tier": "flex"}
 
-    model = make_model(sse_server.url, headers={"x-a": "model", "x-b": "model"})
-    body = sent_body(sse_server, ac.Context(None, [UserMessage("hi")]), model,
+    model = make_model(mock_server.url, headers={"x-a": "model", "x-b": "model"})
+    body = sent_body(mock_server, ac.Context(None, [UserMessage("hi")]), model,
                      make_options(headers={"x-b": "options"}, on_payload=on_payload))
     assert body == {**seen[0], "service_tier": "flex"}
-    request = sse_server.requests[-1]
+    request = mock_server.requests[-1]
     assert (request.header("x-a"), request.header("x-b")) == ("model", "options")
 
 
@@ -727,16 +729,16 @@ def lone_error(events: list[Event]) -> AssistantMessage:
     return message
 
 
-def test_responses_http_400_is_a_lone_error_event(sse_server) -> None:
-    sse_server.status(400, fixture("http_400.json"))
-    events = collect(ac.stream(make_model(sse_server.url), ac.Context(None, [UserMessage("hi")]),
+def test_responses_http_400_is_a_lone_error_event(mock_server) -> None:
+    mock_server.status(400, fixture("http_400.json"))
+    events = collect(ac.stream(make_model(mock_server.url), ac.Context(None, [UserMessage("hi")]),
                                make_options()))
     check_invariants(events)
     message = lone_error(events)
     assert message == final([], Usage(), StopReason.ERROR, None,
                             "400 Your input exceeds the context window of this model. "
                             "Please adjust your input and try again.")
-    assert len(sse_server.requests) == 1  # a 400 is not retried
+    assert len(mock_server.requests) == 1  # a 400 is not retried
 
 
 @pytest.mark.parametrize(("status", "body", "headers", "message"), [
@@ -749,17 +751,17 @@ def test_responses_http_400_is_a_lone_error_event(sse_server) -> None:
     (500, b'{"error":{"message":"","type":"internal_server_error"}}', {},
      '500 {"message":"","type":"internal_server_error"}'),  # an empty message: its object
 ])
-def test_responses_http_error_messages(sse_server, status, body, headers, message) -> None:
-    sse_server.status(status, body, headers)
-    events = collect(ac.stream(make_model(sse_server.url), ac.Context(None, [UserMessage("hi")]),
+def test_responses_http_error_messages(mock_server, status, body, headers, message) -> None:
+    mock_server.status(status, body, headers)
+    events = collect(ac.stream(make_model(mock_server.url), ac.Context(None, [UserMessage("hi")]),
                                make_options(max_retries=0)))
     assert lone_error(events).error_message == message
 
 
-def test_responses_stream_without_a_terminal_event_is_an_error(sse_server) -> None:
+def test_responses_stream_without_a_terminal_event_is_an_error(mock_server) -> None:
     body = fixture("text.sse")
     body = body[:body.index(b"event: response.completed")]
-    events = replay(sse_server, body)
+    events = replay(mock_server, body)
     assert events[:-1] == expected_text()[:-1]  # the message item still ended
     assert events[-1] == ErrorEvent(StopReason.ERROR, final(
         [T("Hello test successful", text_signature("msg_68b0c1d2e3f40a1b000000002"))], Usage(),
@@ -777,10 +779,10 @@ def test_responses_connection_cut_mid_stream_keeps_the_content(sse_server) -> No
     assert events[-1].error.error_message == "Connection error."
 
 
-def test_responses_raw_json_error_body_after_the_events(sse_server) -> None:
+def test_responses_raw_json_error_body_after_the_events(mock_server) -> None:
     body = fixture("text.sse")
     head = body[:body.index(b"event: response.output_text.done")]
-    events = replay(sse_server, head + b'{"error":{"message":"upstream exploded","code":500}}\n')
+    events = replay(mock_server, head + b'{"error":{"message":"upstream exploded","code":500}}\n')
     assert events[-1].error.content == [T("Hello test successful")]
     assert events[-1].error.error_message == "upstream exploded"
 
@@ -790,8 +792,8 @@ def test_responses_raw_json_error_body_after_the_events(sse_server) -> None:
     (b'{"error":{"code":"bad"}}', '{"code":"bad"}'),
     (b"upstream noise", "OpenAI Responses stream ended before a terminal response event"),
 ])
-def test_responses_raw_error_body_message_shapes(sse_server, raw, message) -> None:
-    events = replay(sse_server, sse({"type": "response.created", "response": {"id": "r"}})
+def test_responses_raw_error_body_message_shapes(mock_server, raw, message) -> None:
+    events = replay(mock_server, sse({"type": "response.created", "response": {"id": "r"}})
                     + raw + b"\n")
     assert lone_error(events[1:]).error_message == message
 
@@ -868,8 +870,8 @@ def mutated(name: str, old: bytes, new: bytes) -> bytes:
     (mutated("text.sse", b'event: response.output_text.done\ndata: {',
              b"event: response.output_text.done\ndata: {]"), None),
 ])
-def test_responses_failures_end_with_an_error(sse_server, body, message) -> None:
-    events = replay(sse_server, body)
+def test_responses_failures_end_with_an_error(mock_server, body, message) -> None:
+    events = replay(mock_server, body)
     assert isinstance(events[-1], ErrorEvent)
     if message is None:
         assert events[-1].error.error_message.startswith("invalid JSON from the provider")
@@ -880,7 +882,7 @@ def test_responses_failures_end_with_an_error(sse_server, body, message) -> None
 # --- other stream shapes --------------------------------------------------------------------------
 
 
-def test_responses_refusal_is_text(sse_server) -> None:
+def test_responses_refusal_is_text(mock_server) -> None:
     body = b"".join([
         sse({"type": "response.output_item.added", "output_index": 0,
              "item": {"id": "msg_r", "type": "message", "content": []}}),
@@ -892,12 +894,12 @@ def test_responses_refusal_is_text(sse_server) -> None:
                                                            "refusal": "I can't help."}]}}),
         completed(),
     ])
-    events = replay(sse_server, body)
+    events = replay(mock_server, body)
     assert [e.type for e in events] == ["start", "text_start", "text_delta", "text_end", "done"]
     assert events[-1].message.content == [T("I can't help.", text_signature("msg_r"))]
 
 
-def test_responses_arguments_only_in_the_done_item(sse_server) -> None:
+def test_responses_arguments_only_in_the_done_item(mock_server) -> None:
     item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f",
             "arguments": ""}
     body = b"".join([
@@ -906,13 +908,13 @@ def test_responses_arguments_only_in_the_done_item(sse_server) -> None:
              "item": {**item, "arguments": '{"a":1}'}}),
         completed(),
     ])
-    events = replay(sse_server, body)
+    events = replay(mock_server, body)
     assert [e.type for e in events] == ["start", "toolcall_start", "toolcall_end", "done"]
     assert events[-1].message.content == [ToolCall("call_1|fc_1", "f", {"a": 1})]
     assert events[-1].reason is StopReason.TOOL_USE
 
 
-def test_responses_truncated_arguments_give_a_dict_and_the_reason(sse_server) -> None:
+def test_responses_truncated_arguments_give_a_dict_and_the_reason(mock_server) -> None:
     item = {"id": "fc_1", "type": "function_call", "call_id": "call_1", "name": "f",
             "arguments": ""}
     body = b"".join([
@@ -923,7 +925,7 @@ def test_responses_truncated_arguments_give_a_dict_and_the_reason(sse_server) ->
              "item": {**item, "arguments": '{"city":"Par'}}),
         completed(status="incomplete", incomplete_details={"reason": "max_output_tokens"}),
     ])
-    events = replay(sse_server, body)
+    events = replay(mock_server, body)
     [call] = events[-1].message.content
     assert (call.id, call.name, call.arguments) == ("call_1|fc_1", "f", {})
     assert call.arguments_error is not None
@@ -932,7 +934,7 @@ def test_responses_truncated_arguments_give_a_dict_and_the_reason(sse_server) ->
     assert events[-1].reason is StopReason.LENGTH  # only stop is upgraded to toolUse
 
 
-def test_responses_raw_reasoning_text_and_content_fallback(sse_server) -> None:
+def test_responses_raw_reasoning_text_and_content_fallback(mock_server) -> None:
     """gpt-oss servers stream `response.reasoning_text.delta` and put the text in `content`."""
     item = {"id": "rs_1", "type": "reasoning", "summary": [],
             "content": [{"type": "reasoning_text", "text": "think hard"}]}
@@ -944,14 +946,14 @@ def test_responses_raw_reasoning_text_and_content_fallback(sse_server) -> None:
         sse({"type": "response.output_item.done", "output_index": 0, "item": item}),
         completed(),
     ])
-    events = replay(sse_server, body)
+    events = replay(mock_server, body)
     assert [e.type for e in events] == ["start", "thinking_start", "thinking_delta",
                                         "thinking_delta", "thinking_end", "done"]
     assert events[-1].message.content == [
         ThinkingContent("think hard", json.dumps(item, separators=(",", ":")))]
 
 
-def test_responses_encrypted_reasoning_without_summary_keeps_its_signature(sse_server) -> None:
+def test_responses_encrypted_reasoning_without_summary_keeps_its_signature(mock_server) -> None:
     item = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAA"}
     body = b"".join([
         sse({"type": "response.output_item.added", "output_index": 0,
@@ -959,7 +961,7 @@ def test_responses_encrypted_reasoning_without_summary_keeps_its_signature(sse_s
         sse({"type": "response.output_item.done", "output_index": 0, "item": item}),
         completed(),
     ])
-    message = replay(sse_server, body)[-1].message
+    message = replay(mock_server, body)[-1].message
     assert message.content == [ThinkingContent("", json.dumps(item, separators=(",", ":")))]
     # and it is replayed to the same model even though its text is empty
     replayed = build_body(make_model("http://127.0.0.1:9"),
@@ -968,16 +970,16 @@ def test_responses_encrypted_reasoning_without_summary_keeps_its_signature(sse_s
     assert replayed["input"][1] == item
 
 
-def test_responses_usage_input_never_negative(sse_server) -> None:
+def test_responses_usage_input_never_negative(mock_server) -> None:
     usage = {"input_tokens": 5, "input_tokens_details": {"cached_tokens": 9}, "output_tokens": 1}
     body = sse({"type": "response.completed", "response": {
         "id": "r", "status": "completed", "usage": usage}})
-    message = replay(sse_server, body)[-1].message
+    message = replay(mock_server, body)[-1].message
     assert (message.usage.input, message.usage.cache_read, message.usage.total_tokens) == (0, 9,
                                                                                            10)
 
 
-def test_responses_interleaved_output_items(sse_server) -> None:
+def test_responses_interleaved_output_items(mock_server) -> None:
     body = b"".join([
         sse({"type": "response.output_item.added", "output_index": 0,
              "item": {"id": "msg_a", "type": "message"}}),
@@ -996,7 +998,7 @@ def test_responses_interleaved_output_items(sse_server) -> None:
             "arguments": '{"a":1}'}}),
         completed(),
     ])
-    events = replay(sse_server, body)  # check_invariants fails here today
+    events = replay(mock_server, body)  # check_invariants fails here today
     ends = [e for e in events if isinstance(e, TextEndEvent)]
     assert [e.content for e in ends] == ["A1A2"]
 

@@ -1,7 +1,9 @@
 """API keys never leak: not in reprs, events, messages, error messages or log records.
 
-Runs go over real HTTP to the local scripted server, whose error bodies echo the key back the
-way real providers do ("Incorrect API key provided: sk-..."), so redaction is what keeps it out.
+Runs go to the scripted server, whose error bodies echo the key back the way real providers do
+("Incorrect API key provided: sk-..."), so redaction is what keeps it out: on `mock_server` (no
+socket), and for a whole successful run with tools over real HTTP (`sse_server`), the HTTP
+libraries' own DEBUG logs included.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import attrs
 import paths
 import pytest
+from mock_server import MockServer, ScriptedServer
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -31,7 +34,7 @@ def leaks(text: str, key: str) -> bool:
     return key in text or SECRET in text
 
 
-def model_at(server: SSEServer, **fields: Any) -> ac.Model:
+def model_at(server: ScriptedServer, **fields: Any) -> ac.Model:
     return ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai",
                     f"{server.url}/v1", cost=ac.ModelCost(0.15, 0.6), **fields)
 
@@ -115,7 +118,7 @@ def keyed(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
     return key, SOURCES[source](monkeypatch, key)
 
 
-def assert_sent_only_in_the_header(server: SSEServer, key: str) -> None:
+def assert_sent_only_in_the_header(server: ScriptedServer, key: str) -> None:
     assert server.requests, "no request reached the server"
     for request in server.requests:
         assert request.header("Authorization") == f"Bearer {key}"
@@ -199,7 +202,7 @@ def _stream_error(key: str) -> bytes:
         None, error={"message": f"key {key} was revoked mid-stream", "type": "server_error"})
 
 
-FAILURES: dict[str, Callable[[SSEServer, str], None]] = {
+FAILURES: dict[str, Callable[[MockServer, str], None]] = {
     "401 echoing the key": lambda server, key: server.status(401, echo_401(key)),
     "html 403 echoing the key": lambda server, key: server.status(
         403, f"<html><body>Forbidden for token {key}</body></html>",
@@ -214,12 +217,12 @@ FAILURES: dict[str, Callable[[SSEServer, str], None]] = {
 
 @pytest.mark.parametrize("failure", list(FAILURES))
 def test_secrets_a_failing_run_shows_no_key(
-    failure: str, sse_server: SSEServer, keyed: tuple[str, dict[str, Any]],
+    failure: str, mock_server: MockServer, keyed: tuple[str, dict[str, Any]],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     key, kwargs = keyed
-    FAILURES[failure](sse_server, key)
-    agent = ac.Agent(model=model_at(sse_server), max_retry_delay_ms=1000, **kwargs)
+    FAILURES[failure](mock_server, key)
+    agent = ac.Agent(model=model_at(mock_server), max_retry_delay_ms=1000, **kwargs)
 
     recorded, messages = run_agent(agent, caplog)
 
@@ -227,7 +230,7 @@ def test_secrets_a_failing_run_shows_no_key(
     assert last.stop_reason == ac.StopReason.ERROR
     assert last.error_message
     assert agent.state.error_message == last.error_message
-    assert_sent_only_in_the_header(sse_server, key)
+    assert_sent_only_in_the_header(mock_server, key)
     if failure != "stream without a finish":  # there the key is in the model's own text
         assert not leaks(recorded.all_text(), key), recorded.all_text()
     else:
@@ -237,48 +240,48 @@ def test_secrets_a_failing_run_shows_no_key(
 
 
 def test_secrets_redacted_error_messages_stay_useful(
-    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", PLAIN_KEY)
-    sse_server.status(401, echo_401(PLAIN_KEY))
-    reply = ac.complete(model_at(sse_server), ac.Context(None, [ac.UserMessage("hi")]))
+    mock_server.status(401, echo_401(PLAIN_KEY))
+    reply = ac.complete(model_at(mock_server), ac.Context(None, [ac.UserMessage("hi")]))
     assert reply.error_message == (
         "401 Incorrect API key provided: ***. You can find your API key at "
         "https://platform.openai.com/account/api-keys.")
 
 
 def test_secrets_a_key_from_a_hook_of_the_wrong_type_is_not_echoed(
-    sse_server: SSEServer, caplog: pytest.LogCaptureFixture
+    mock_server: MockServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    agent = ac.Agent(model=model_at(sse_server), get_api_key=lambda provider: KEY.encode())
+    agent = ac.Agent(model=model_at(mock_server), get_api_key=lambda provider: KEY.encode())
     recorded, messages = run_agent(agent, caplog)
     assert messages[-1].stop_reason == ac.StopReason.ERROR
     assert "'api_key' must be a str" in (messages[-1].error_message or "")
     assert not leaks(recorded.all_text(), KEY), recorded.all_text()
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 def test_secrets_a_key_in_model_headers_is_redacted_when_echoed(
-    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    sse_server.status(401, echo_401(PLAIN_KEY))
-    model = model_at(sse_server, headers={"Authorization": f"Bearer {PLAIN_KEY}"})
+    mock_server.status(401, echo_401(PLAIN_KEY))
+    model = model_at(mock_server, headers={"Authorization": f"Bearer {PLAIN_KEY}"})
     recorded, messages = run_agent(ac.Agent(model=model), caplog)
-    assert sse_server.requests[0].header("Authorization") == f"Bearer {PLAIN_KEY}"
+    assert mock_server.requests[0].header("Authorization") == f"Bearer {PLAIN_KEY}"
     assert messages[-1].error_message.startswith("401 Incorrect API key provided: ***.")
     assert not leaks(recorded.all_text(), PLAIN_KEY), recorded.all_text()
 
 
 def test_secrets_the_transcript_serializes_without_the_key(
-    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    sse_server.sse(text_reply("Hi."))
-    sse_server.status(401, echo_401(KEY))
-    agent = ac.Agent(model=model_at(sse_server))
+    mock_server.sse(text_reply("Hi."))
+    mock_server.status(401, echo_401(KEY))
+    agent = ac.Agent(model=model_at(mock_server))
     agent.prompt("one").result(WAIT_S)
     agent.prompt("two").result(WAIT_S)
     assert [getattr(m, "stop_reason", None) for m in agent.state.messages] == [
@@ -290,14 +293,14 @@ def test_secrets_the_transcript_serializes_without_the_key(
 
 
 def test_secrets_the_local_placeholder_key_is_not_redacted(
-    sse_server: SSEServer, monkeypatch: pytest.MonkeyPatch
+    mock_server: MockServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("OLLAMA_API_KEY", raising=False)
-    sse_server.status(404, json.dumps({"error": {
+    mock_server.status(404, json.dumps({"error": {
         "message": 'model "nonexistent" not found, try pulling it first'}}))
-    model = ac.Model("nonexistent", "x", "openai-completions", "ollama", f"{sse_server.url}/v1")
+    model = ac.Model("nonexistent", "x", "openai-completions", "ollama", f"{mock_server.url}/v1")
     reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]))
-    assert sse_server.requests[0].header("Authorization") == "Bearer none"
+    assert mock_server.requests[0].header("Authorization") == "Bearer none"
     assert reply.error_message == '404 model "nonexistent" not found, try pulling it first'
 
 
@@ -376,12 +379,12 @@ BAD_KEYS = {
 @pytest.mark.parametrize("case", list(WIRE_APIS))
 @pytest.mark.parametrize("bad", list(BAD_KEYS))
 def test_secrets_a_key_that_is_no_header_value_is_named_not_shown(
-    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, case: str, bad: str
+    mock_server: MockServer, caplog: pytest.LogCaptureFixture, case: str, bad: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key, problem = BAD_KEYS[bad]
     api, provider, suffix = WIRE_APIS[case]
-    model = ac.Model("m-1", "M", api, provider, sse_server.url + suffix)
+    model = ac.Model("m-1", "M", api, provider, mock_server.url + suffix)
     stream = ac.stream(model, ac.Context(None, [ac.UserMessage("hi")]),
                        ac.StreamOptions(api_key=key))
     events = list(stream)
@@ -392,33 +395,35 @@ def test_secrets_a_key_that_is_no_header_value_is_named_not_shown(
     assert reply.error_message.startswith(f"{provider} ({api}): the API key is not a valid HTTP "
                                           "header value: it ")
     assert problem in reply.error_message
-    assert sse_server.requests == []
+    assert mock_server.requests == []
     texts = [ac.to_json(e) for e in events] + [repr(e) for e in events]
     texts += [ac.to_json(reply), repr(reply), str(reply), caplog.text]
     texts += [r.getMessage() for r in caplog.records] + [repr(r.args) for r in caplog.records]
     assert shows("\n".join(texts), key) == []
 
 
-def test_secrets_a_bad_header_value_names_the_header_not_the_value(sse_server: SSEServer) -> None:
-    model = ac.Model("m-1", "M", "openai-completions", "openai", f"{sse_server.url}/v1")
+def test_secrets_a_bad_header_value_names_the_header_not_the_value(
+    mock_server: MockServer,
+) -> None:
+    model = ac.Model("m-1", "M", "openai-completions", "openai", f"{mock_server.url}/v1")
     reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]), ac.StreamOptions(
         api_key=PLAIN_KEY, headers={"X-Team": "alpha\nbeta-0123456789"}))
     assert reply.error_message == (
         "openai (openai-completions): the value of header 'X-Team' is not a valid HTTP header "
         "value: it contains a line break (often a trailing newline copied with the key)")
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 @pytest.mark.parametrize("case", list(WIRE_APIS))
 def test_secrets_an_echo_in_any_encoding_is_redacted(
-    sse_server: SSEServer, caplog: pytest.LogCaptureFixture, case: str
+    mock_server: MockServer, caplog: pytest.LogCaptureFixture, case: str
 ) -> None:
     caplog.set_level(logging.DEBUG)
     key = ODD_KEY.replace("é", "e")  # sent in a header: Latin-1 only
     api, provider, suffix = WIRE_APIS[case]
     echo = " | ".join(f"{name}={form}" for name, form in encodings(key).items())
-    sse_server.status(401, json.dumps({"error": {"message": f"bad key: {echo}"}}))
-    model = ac.Model("m-1", "M", api, provider, sse_server.url + suffix)
+    mock_server.status(401, json.dumps({"error": {"message": f"bad key: {echo}"}}))
+    model = ac.Model("m-1", "M", api, provider, mock_server.url + suffix)
     stream = ac.stream(model, ac.Context(None, [ac.UserMessage("hi")]),
                        ac.StreamOptions(api_key=key))
     events = list(stream)
@@ -431,13 +436,13 @@ def test_secrets_an_echo_in_any_encoding_is_redacted(
 
 
 def test_secrets_basic_credentials_in_headers_are_redacted_decoded_too(
-    sse_server: SSEServer,
+    mock_server: MockServer,
 ) -> None:
     password = "vllm-token-0123456789"
     basic = base64.b64encode(f"admin:{password}".encode()).decode()
-    sse_server.status(403, f"user admin with password {password} may not use this model")
-    model = ac.Model("m-1", "M", "openai-completions", "openai", f"{sse_server.url}/v1")
+    mock_server.status(403, f"user admin with password {password} may not use this model")
+    model = ac.Model("m-1", "M", "openai-completions", "openai", f"{mock_server.url}/v1")
     reply = ac.complete(model, ac.Context(None, [ac.UserMessage("hi")]), ac.StreamOptions(
         api_key="none", headers={"Authorization": f"Basic {basic}"}))
     assert reply.error_message == "403 user admin with password *** may not use this model"
-    assert sse_server.requests[0].header("Authorization") == f"Basic {basic}"
+    assert mock_server.requests[0].header("Authorization") == f"Basic {basic}"

@@ -2,7 +2,8 @@
 
 Timing belongs in `benchmarks/stream_shapes.py`; these tests count work instead: how often and
 how much the partial tool-call arguments are parsed, how much the SSE decoder keeps. On the
-quadratic code they ran into the test timeout.
+quadratic code they ran into the test timeout. Streams come from `mock_server` (no socket); a
+connection cut and the limits on a body read over real HTTP use `sse_server`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from _internals import (
     _partial_json,
     iter_events,
 )
+from mock_server import ScriptedServer
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -65,12 +67,12 @@ def tool_call_body(arguments: str, delta_size: int = 16) -> bytes:
     return b"".join(parts)
 
 
-def model(server: SSEServer) -> ac.Model:
+def model(server: ScriptedServer) -> ac.Model:
     return ac.Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai",
                     base_url=f"{server.url}/v1")
 
 
-def stream(server: SSEServer, **options: Any) -> Iterator[ac.AssistantMessageEvent]:
+def stream(server: ScriptedServer, **options: Any) -> Iterator[ac.AssistantMessageEvent]:
     return iter(ac.stream(model(server), CONTEXT, ac.StreamOptions(api_key=KEY, **options)))
 
 
@@ -82,7 +84,7 @@ def big_arguments(size: int) -> dict[str, Any]:
 
 @pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
 def test_stream_long_tool_call_arguments_are_exact_and_parsed_in_linear_work(
-        sse_server, monkeypatch, partial_parser) -> None:
+        mock_server, monkeypatch, partial_parser) -> None:
     value = big_arguments(256 * 1024)
     text = json.dumps(value)
     parsed: list[int] = []
@@ -92,11 +94,11 @@ def test_stream_long_tool_call_arguments_are_exact_and_parsed_in_linear_work(
         return _partial_json.parse_partial_json(buffer)
 
     monkeypatch.setattr(_builder, "parse_partial_json", counting)
-    sse_server.sse(tool_call_body(text, 16))
+    mock_server.sse(tool_call_body(text, 16))
     deltas = 0
     seen = 0  # how much of the content the partial arguments showed so far
     events = []
-    for event in stream(sse_server):
+    for event in stream(mock_server):
         events.append(event.type)
         if isinstance(event, ac.ToolCallDeltaEvent):
             deltas += 1
@@ -122,10 +124,10 @@ def test_stream_long_tool_call_arguments_are_exact_and_parsed_in_linear_work(
 
 
 def test_stream_short_tool_call_arguments_are_parsed_on_every_delta(
-        sse_server, partial_parser) -> None:
+        mock_server, partial_parser) -> None:
     text = json.dumps({"city": "Paris", "days": [1, 2, 3]})
-    sse_server.sse(tool_call_body(text, 3))
-    shown = [event.partial.content[0].arguments for event in stream(sse_server)
+    mock_server.sse(tool_call_body(text, 3))
+    shown = [event.partial.content[0].arguments for event in stream(mock_server)
              if isinstance(event, ac.ToolCallDeltaEvent)]
     assert shown[1:] == [_partial_json.parse_partial_json(text[:end])
                          for end in range(3, len(text) + 3, 3)]
@@ -142,9 +144,9 @@ def test_stream_short_tool_call_arguments_are_parsed_on_every_delta(
         ('"a"', "the arguments are a JSON string, not an object: '\"a\"'"),
     ],
 )
-def test_stream_unreadable_tool_arguments_say_why(sse_server, arguments: str, error: str) -> None:
-    sse_server.sse(tool_call_body(arguments, 4))
-    events = list(stream(sse_server))
+def test_stream_unreadable_tool_arguments_say_why(mock_server, arguments: str, error: str) -> None:
+    mock_server.sse(tool_call_body(arguments, 4))
+    events = list(stream(mock_server))
     expected = ac.ToolCall("call_1", "write_file", {}, arguments_error=error)
     [end] = [e for e in events if isinstance(e, ac.ToolCallEndEvent)]
     assert end.tool_call == expected
@@ -152,10 +154,10 @@ def test_stream_unreadable_tool_arguments_say_why(sse_server, arguments: str, er
     assert events[-1].message.content == [expected]
 
 
-def test_stream_too_deeply_nested_tool_arguments_say_so(sse_server) -> None:
+def test_stream_too_deeply_nested_tool_arguments_say_so(mock_server) -> None:
     arguments = '{"a":' * 50_000 + "1" + "}" * 50_000
-    sse_server.sse(tool_call_body(arguments, 4096))
-    events = list(stream(sse_server))
+    mock_server.sse(tool_call_body(arguments, 4096))
+    events = list(stream(mock_server))
     assert isinstance(events[-1], ac.DoneEvent)
     [call] = events[-1].message.content
     assert isinstance(call, ac.ToolCall)
@@ -164,9 +166,9 @@ def test_stream_too_deeply_nested_tool_arguments_say_so(sse_server) -> None:
     assert call.arguments_error.startswith("the arguments are nested too deeply to read: ")
 
 
-def test_stream_empty_tool_arguments_are_no_arguments(sse_server) -> None:
-    sse_server.sse(tool_call_body(""))
-    events = list(stream(sse_server))
+def test_stream_empty_tool_arguments_are_no_arguments(mock_server) -> None:
+    mock_server.sse(tool_call_body(""))
+    events = list(stream(mock_server))
     assert isinstance(events[-1], ac.DoneEvent)
     assert events[-1].message.content == [ac.ToolCall("call_1", "write_file", {})]
 
@@ -184,13 +186,13 @@ def test_stream_error_keeps_the_partial_arguments_of_all_the_text(sse_server) ->
 
 
 def test_stream_text_partial_holds_the_text_so_far_and_old_blocks_never_change(
-        sse_server) -> None:
+        mock_server) -> None:
     pieces = [f" w{i}" for i in range(5000)]
-    sse_server.sse(b"".join(chunk({"content": piece}) for piece in pieces) + chunk({}, "stop")
-                   + b"data: [DONE]\n\n")
+    mock_server.sse(b"".join(chunk({"content": piece}) for piece in pieces) + chunk({}, "stop")
+                    + b"data: [DONE]\n\n")
     kept: list[tuple[ac.TextContent, str]] = []
     so_far = ""
-    for event in stream(sse_server):
+    for event in stream(mock_server):
         if isinstance(event, ac.TextDeltaEvent):
             so_far += event.delta
             block = event.partial.content[0]
@@ -233,10 +235,10 @@ def test_http_line_over_the_limit_fails_before_it_ends(sse_server) -> None:
     assert gone.seen.wait(5.0)
 
 
-def test_stream_event_over_the_default_limit_is_an_error_reply(sse_server) -> None:
+def test_stream_event_over_the_default_limit_is_an_error_reply(mock_server) -> None:
     limit = DEFAULT_MAX_EVENT_BYTES
-    sse_server.sse(chunk({"role": "assistant", "content": "x" * (limit + 1)}))
-    events = list(stream(sse_server))
+    mock_server.sse(chunk({"role": "assistant", "content": "x" * (limit + 1)}))
+    events = list(stream(mock_server))
     assert [e.type for e in events] == ["start", "error"]
     assert events[-1].error.error_message == (
         f"server-sent event exceeds max_event_bytes ({limit} bytes)")
@@ -277,9 +279,9 @@ def test_sse_decoder_limit_counts_the_lines_of_one_event() -> None:
         decoder.feed(b"data: " + b"c" * 60 + b"\n")  # 46 + 66 bytes
 
 
-def test_stream_max_event_bytes_option_bounds_an_event(sse_server) -> None:
-    sse_server.sse(chunk({"role": "assistant", "content": "x" * 5000}))
-    events = list(stream(sse_server, max_event_bytes=4096))
+def test_stream_max_event_bytes_option_bounds_an_event(mock_server) -> None:
+    mock_server.sse(chunk({"role": "assistant", "content": "x" * 5000}))
+    events = list(stream(mock_server, max_event_bytes=4096))
     assert [e.type for e in events] == ["start", "error"]
     assert events[-1].error.error_message == (
         "server-sent event exceeds max_event_bytes (4096 bytes)")

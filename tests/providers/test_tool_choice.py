@@ -1,4 +1,4 @@
-"""`StreamOptions.tool_choice` on every wire API (API §18), read back from the local server.
+"""`StreamOptions.tool_choice` on every wire API (API §18), read back from `mock_server`.
 
 Each API gets each choice in its own form; a request without tools says nothing; a name that is
 no tool of the request ends the reply as an error event before anything is sent; Anthropic keeps
@@ -11,8 +11,8 @@ import logging
 from typing import Any
 
 import pytest
+from mock_server import MockServer
 from replies import completions_reply
-from sse_server import SSEServer
 from wire_apis import WIRES, WITH_TOOLS, options
 
 import agentcore as ac
@@ -45,7 +45,7 @@ FORMS: dict[str, dict[str, Any]] = {
 CASES = [(api, choice) for api in WIRES for choice in FORMS[api]]
 
 
-def sent(server: SSEServer, api: str, context: ac.Context = WITH_TOOLS,
+def sent(server: MockServer, api: str, context: ac.Context = WITH_TOOLS,
          model: ac.Model | None = None, **opts: Any) -> tuple[dict[str, Any], ac.AssistantMessage]:
     """The body the server received for one reply, and the reply."""
     wire = WIRES[api]
@@ -57,8 +57,8 @@ def sent(server: SSEServer, api: str, context: ac.Context = WITH_TOOLS,
 
 
 @pytest.mark.parametrize(("api", "choice"), CASES)
-def test_tool_choice_is_sent_in_each_apis_form(sse_server, api: str, choice: str) -> None:
-    body, message = sent(sse_server, api, tool_choice=choice)
+def test_tool_choice_is_sent_in_each_apis_form(mock_server, api: str, choice: str) -> None:
+    body, message = sent(mock_server, api, tool_choice=choice)
     assert body[FIELD[api]] == FORMS[api][choice]
     assert message.text == "Sunny."
 
@@ -74,33 +74,33 @@ def test_tool_choice_changes_nothing_else_in_the_body(api: str, choice: str) -> 
 
 
 @pytest.mark.parametrize("api", WIRES)
-def test_tool_choice_none_by_default_sends_nothing(sse_server, api: str) -> None:
-    body, _ = sent(sse_server, api)
+def test_tool_choice_none_by_default_sends_nothing(mock_server, api: str) -> None:
+    body, _ = sent(mock_server, api)
     assert FIELD[api] not in body
 
 
 @pytest.mark.parametrize("choice", ["auto", "none", "required", "get_time"])
 @pytest.mark.parametrize("api", WIRES)
-def test_tool_choice_without_tools_sends_nothing(sse_server, api: str, choice: str) -> None:
-    body, _ = sent(sse_server, api, NO_TOOLS, tool_choice=choice)
+def test_tool_choice_without_tools_sends_nothing(mock_server, api: str, choice: str) -> None:
+    body, _ = sent(mock_server, api, NO_TOOLS, tool_choice=choice)
     assert FIELD[api] not in body
     assert "tools" not in body
 
 
-def test_tool_choice_not_sent_with_the_empty_tools_of_a_history_with_calls(sse_server) -> None:
+def test_tool_choice_not_sent_with_the_empty_tools_of_a_history_with_calls(mock_server) -> None:
     call = ac.AssistantMessage([ac.ToolCall("call_1", "get_weather", {"city": "Paris"})],
                                "openai-completions", "openai", "gpt-4o-mini", ac.Usage(),
                                "toolUse")
     result = ac.ToolResultMessage("call_1", "get_weather", [ac.TextContent("21C")])
     context = ac.Context("Be brief.", [ac.UserMessage("Weather in Paris?"), call, result])
-    body, _ = sent(sse_server, "openai-completions", context, tool_choice="required")
+    body, _ = sent(mock_server, "openai-completions", context, tool_choice="required")
     assert body["tools"] == []  # servers want the calls' tools declared, even none
     assert "tool_choice" not in body  # ...and reject a choice among no tools
 
 
 @pytest.mark.parametrize("api", WIRES)
-def test_tool_choice_unknown_name_ends_the_reply_before_sending(sse_server, api: str) -> None:
-    model = WIRES[api].model(sse_server.url)
+def test_tool_choice_unknown_name_ends_the_reply_before_sending(mock_server, api: str) -> None:
+    model = WIRES[api].model(mock_server.url)
     events = list(ac.stream(model, WITH_TOOLS, options(tool_choice="get_weather_now")))
     [error] = events
     assert isinstance(error, ac.ErrorEvent)
@@ -108,7 +108,7 @@ def test_tool_choice_unknown_name_ends_the_reply_before_sending(sse_server, api:
     assert error.error.error_message == (
         "'tool_choice' 'get_weather_now' is neither 'auto', 'none' nor 'required' and names no "
         "tool of the run (its tools: 'get_weather', 'get_time')")
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 @pytest.mark.parametrize("api", WIRES)
@@ -128,9 +128,9 @@ def claude(url: str, **compat: Any) -> ac.Model:
 
 @pytest.mark.parametrize("choice", ["required", "get_time"])
 def test_tool_choice_forced_leaves_anthropic_extended_thinking_off(
-        sse_server, caplog, choice: str) -> None:
+        mock_server, caplog, choice: str) -> None:
     caplog.set_level(logging.DEBUG, logger="agentcore.providers.anthropic")
-    body, _ = sent(sse_server, "anthropic-messages", model=claude(sse_server.url),
+    body, _ = sent(mock_server, "anthropic-messages", model=claude(mock_server.url),
                    reasoning="high", temperature=0.5, tool_choice=choice)
     assert body["tool_choice"] == FORMS["anthropic-messages"][choice]
     assert "thinking" not in body
@@ -142,24 +142,24 @@ def test_tool_choice_forced_leaves_anthropic_extended_thinking_off(
 
 
 @pytest.mark.parametrize("choice", ["auto", "none"])
-def test_tool_choice_not_forced_keeps_anthropic_extended_thinking(sse_server, choice) -> None:
-    body, _ = sent(sse_server, "anthropic-messages", model=claude(sse_server.url),
+def test_tool_choice_not_forced_keeps_anthropic_extended_thinking(mock_server, choice) -> None:
+    body, _ = sent(mock_server, "anthropic-messages", model=claude(mock_server.url),
                    reasoning="high", tool_choice=choice)
     assert body["tool_choice"] == FORMS["anthropic-messages"][choice]
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 16384}
 
 
-def test_tool_choice_forced_keeps_anthropic_adaptive_thinking(sse_server) -> None:
-    body, _ = sent(sse_server, "anthropic-messages",
-                   model=claude(sse_server.url, adaptive_thinking=True), reasoning="high",
+def test_tool_choice_forced_keeps_anthropic_adaptive_thinking(mock_server) -> None:
+    body, _ = sent(mock_server, "anthropic-messages",
+                   model=claude(mock_server.url, adaptive_thinking=True), reasoning="high",
                    tool_choice="required")
     assert body["tool_choice"] == {"type": "any"}
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "high"}
 
 
-def test_tool_choice_forced_without_tools_keeps_anthropic_thinking(sse_server) -> None:
-    body, _ = sent(sse_server, "anthropic-messages", NO_TOOLS, model=claude(sse_server.url),
+def test_tool_choice_forced_without_tools_keeps_anthropic_thinking(mock_server) -> None:
+    body, _ = sent(mock_server, "anthropic-messages", NO_TOOLS, model=claude(mock_server.url),
                    reasoning="low", tool_choice="required")
     assert "tool_choice" not in body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
@@ -193,9 +193,9 @@ NAMED = {"type": "function", "function": {"name": "get_weather"}}
 ], ids=["openai", "openai-one-tool", "llama-cpp", "llama-cpp-one-tool", "compat-true",
         "compat-false"])
 def test_tool_choice_required_only_where_the_server_takes_it(
-        sse_server, make: Any, compat: dict[str, Any], context: ac.Context, wire: Any) -> None:
-    body, message = sent(sse_server, "openai-completions", context,
-                         model=make(sse_server.url, **compat), tool_choice="required")
+        mock_server, make: Any, compat: dict[str, Any], context: ac.Context, wire: Any) -> None:
+    body, message = sent(mock_server, "openai-completions", context,
+                         model=make(mock_server.url, **compat), tool_choice="required")
     assert body["tool_choice"] == wire
     assert message.text == "Sunny."
 
@@ -214,18 +214,18 @@ def test_tool_choice_required_goes_to_the_catalogue_servers_that_take_it(base_ur
     ([], {"type": "function", "function": {"name": "final_result"}}),
     ([WITH_TOOLS.tools[0]], "auto"),
 ])
-def test_tool_choice_output_type_on_a_llama_cpp_server(sse_server, tools: list[ac.Tool],
+def test_tool_choice_output_type_on_a_llama_cpp_server(mock_server, tools: list[ac.Tool],
                                                        wire: Any) -> None:
     """`output_type` answers on a server without "required": `final_result` named when it is
     the only tool; with others, "auto" and a nudge when the model answers in text."""
-    sse_server.sse(WIRES["openai-completions"].reply("It is sunny."))
-    sse_server.sse(completions_reply(calls=[("call_1", "final_result", {"response": 21})]))
+    mock_server.sse(WIRES["openai-completions"].reply("It is sunny."))
+    mock_server.sse(completions_reply(calls=[("call_1", "final_result", {"response": 21})]))
     agent_tools = [ac.AgentTool(t.name, t.description, t.parameters,
                                 lambda *_: ac.AgentToolResult([ac.TextContent("21C")]))
                    for t in tools]
-    with ac.Agent(llama_cpp(sse_server.url), tools=agent_tools, api_key="sk-test") as agent:
+    with ac.Agent(llama_cpp(mock_server.url), tools=agent_tools, api_key="sk-test") as agent:
         run = agent.prompt("Temperature in Paris?", output_type=int)
         assert run.output == 21
-    assert [r.json["tool_choice"] for r in sse_server.requests] == [wire, wire]
-    assert [t["function"]["name"] for t in sse_server.requests[0].json["tools"]] == [
+    assert [r.json["tool_choice"] for r in mock_server.requests] == [wire, wire]
+    assert [t["function"]["name"] for t in mock_server.requests[0].json["tools"]] == [
         *(t.name for t in tools), "final_result"]

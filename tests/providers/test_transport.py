@@ -1,10 +1,12 @@
 """The wire seam and the client a request goes through: a wire API with its own decoder and
 signer, `http_client` and `http_session`, and `MockTransport`.
 
-Over real HTTP against the local scripted server: a test-only wire API whose replies come in a
-binary framing (a 4-byte big-endian length, then that many bytes of JSON), as AWS event streams
-do, and a signer that hashes the exact body bytes, as SigV4 does. Last, `MockTransport` (like
-httpx's) drives the request policy without sockets, and a transport that raises.
+Against the scripted server: a test-only wire API whose replies come in a binary framing (a
+4-byte big-endian length, then that many bytes of JSON), as AWS event streams do, through each
+way of choosing a client over real HTTP (its errors on `mock_server`, no socket), and a signer
+that hashes the exact body bytes, as SigV4 does, checked against what arrived over real HTTP.
+Last, `MockTransport` (like httpx's) drives the request policy without sockets, and a transport
+that raises.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from _internals import (
     redact,
     stream_http_reply,
 )
+from mock_server import MockServer, ScriptedServer
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -101,11 +104,11 @@ def wire(sign: Callable[[Outgoing], Outgoing] | None = None) -> WireApi:
     )
 
 
-def model_for(server: SSEServer) -> ac.Model:
+def model_for(server: ScriptedServer) -> ac.Model:
     return ac.Model("frames-1", "Frames", "test-frames", "test", server.url)
 
 
-def reply_of(server: SSEServer, api: WireApi, **options: Any) -> ac.AssistantMessage:
+def reply_of(server: ScriptedServer, api: WireApi, **options: Any) -> ac.AssistantMessage:
     options.setdefault("api_key", KEY)
     return stream_http_reply(api, model_for(server), CONTEXT,
                              ac.StreamOptions(**options)).result()
@@ -133,24 +136,24 @@ def test_transport_a_wire_api_with_a_binary_framing_streams_its_reply(
     assert sent.header("Accept") == "application/x-frames"
 
 
-def test_transport_a_frame_over_max_event_bytes_ends_the_reply(sse_server: SSEServer) -> None:
-    sse_server.sse(frame({"type": "text", "text": "x" * 200}))
-    reply = reply_of(sse_server, wire(), max_event_bytes=100)
+def test_transport_a_frame_over_max_event_bytes_ends_the_reply(mock_server: MockServer) -> None:
+    mock_server.sse(frame({"type": "text", "text": "x" * 200}))
+    reply = reply_of(mock_server, wire(), max_event_bytes=100)
     assert reply.stop_reason == ac.StopReason.ERROR
     assert reply.error_message == "frame of 228 bytes exceeds max_event_bytes (100)"
 
 
-def test_transport_a_body_cut_inside_a_frame_ends_the_reply(sse_server: SSEServer) -> None:
-    sse_server.sse(BODY[:-3])
-    reply = reply_of(sse_server, wire())
+def test_transport_a_body_cut_inside_a_frame_ends_the_reply(mock_server: MockServer) -> None:
+    mock_server.sse(BODY[:-3])
+    reply = reply_of(mock_server, wire())
     assert reply.stop_reason == ac.StopReason.ERROR
     assert reply.content == [ac.TextContent("Hello binary world")]
     assert reply.error_message == "the body ends inside a frame (17 bytes)"
 
 
-def test_transport_an_unexpected_item_is_quoted_in_the_error(sse_server: SSEServer) -> None:
-    sse_server.sse(frame({"kind": "text"}))
-    reply = reply_of(sse_server, wire())
+def test_transport_an_unexpected_item_is_quoted_in_the_error(mock_server: MockServer) -> None:
+    mock_server.sse(frame({"kind": "text"}))
+    reply = reply_of(mock_server, wire())
     assert reply.error_message == ("unexpected response from test (test-frames): KeyError: "
                                    "'type', in \"{'kind': 'text'}\"")
 
@@ -198,22 +201,22 @@ def test_transport_a_signer_signs_the_exact_bytes_sent_on_every_attempt(
     assert backoffs == [0]
 
 
-def test_transport_a_credential_the_signer_adds_is_redacted(sse_server: SSEServer) -> None:
+def test_transport_a_credential_the_signer_adds_is_redacted(mock_server: MockServer) -> None:
     signer = Signer()
-    sse_server.status(403, f"token {signer.token} is expired", {"Content-Type": "text/plain"})
-    reply = reply_of(sse_server, wire(signer))
+    mock_server.status(403, f"token {signer.token} is expired", {"Content-Type": "text/plain"})
+    reply = reply_of(mock_server, wire(signer))
     assert reply.error_message == "403 token *** is expired"
-    assert sse_server.requests[0].header("X-Security-Token") == signer.token
+    assert mock_server.requests[0].header("X-Security-Token") == signer.token
 
 
-def test_transport_a_failing_signer_ends_the_reply(sse_server: SSEServer) -> None:
+def test_transport_a_failing_signer_ends_the_reply(mock_server: MockServer) -> None:
     def broken(request: Outgoing) -> Outgoing:
         raise RuntimeError("no credentials found")
 
-    reply = reply_of(sse_server, wire(broken))
+    reply = reply_of(mock_server, wire(broken))
     assert reply.stop_reason == ac.StopReason.ERROR
     assert reply.error_message == "no credentials found"
-    assert sse_server.requests == []
+    assert mock_server.requests == []
 
 
 # --- MockTransport: the policy without sockets ---------------------------------------------------

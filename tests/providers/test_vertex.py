@@ -3,7 +3,8 @@
 Vertex speaks Gemini's wire (the body, the events): every Gemini fixture replayed through Vertex
 gives the events and the reply it gives through `google-generative-ai`, from the same request
 body, whole and one byte at a time. These streams use express mode (an API key); credentials,
-projects and locations are `test_vertex_auth.py`'s.
+projects and locations are `test_vertex_auth.py`'s. Translation is tested on `mock_server` (no
+socket); one reply goes over real HTTP (`sse_server`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import attrs
 import paths
 import pytest
 from _internals import _gcp
+from mock_server import MockServer, ScriptedServer
 from sse_server import SSEServer
 
 import agentcore as ac
@@ -50,7 +52,7 @@ def on(url: str, provider: str, model_id: str = "gemini-2.5-flash") -> Model:
     return attrs.evolve(model, base_url=url + ("/v1" if provider == "google-vertex" else "/v1beta"))
 
 
-def replay(server: SSEServer, model: Model, body: bytes, chunking: Any = "whole",
+def replay(server: ScriptedServer, model: Model, body: bytes, chunking: Any = "whole",
            context: Context | None = None) -> tuple[list[Any], AssistantMessage]:
     server.sse(body, chunking)
     stream = ac.stream(model, context or Context("Be brief.", [UserMessage("hi")]), OPTIONS)
@@ -67,23 +69,23 @@ def comparable(events: list[Any], reply: AssistantMessage) -> tuple[list[Any], A
 
 
 @pytest.mark.parametrize("name", SSE_FIXTURES)
-def test_vertex_replays_every_gemini_fixture_as_gemini_does(sse_server: SSEServer,
+def test_vertex_replays_every_gemini_fixture_as_gemini_does(mock_server: MockServer,
                                                             name: str) -> None:
     body = (GOOGLE / name).read_bytes()
     model_id = "gemini-3-pro-preview" if "gemini3" in name else "gemini-2.5-flash"
-    google = replay(sse_server, on(sse_server.url, "google", model_id), body)
-    whole = replay(sse_server, on(sse_server.url, "google-vertex", model_id), body)
-    bytewise = replay(sse_server, on(sse_server.url, "google-vertex", model_id), body, "bytewise")
+    google = replay(mock_server, on(mock_server.url, "google", model_id), body)
+    whole = replay(mock_server, on(mock_server.url, "google-vertex", model_id), body)
+    bytewise = replay(mock_server, on(mock_server.url, "google-vertex", model_id), body, "bytewise")
     assert comparable(*whole) == comparable(*google)
     assert comparable(*bytewise) == comparable(*google)
     assert (whole[1].api, whole[1].provider) == ("google-vertex", "google-vertex")
-    google_request, *vertex_requests = sse_server.requests
+    google_request, *vertex_requests = mock_server.requests
     assert [r.path for r in vertex_requests] == [EXPRESS_PATH.format(model_id)] * 2
     assert all(r.json == google_request.json for r in vertex_requests)
 
 
 def test_vertex_sends_gemini_s_body_and_replays_its_own_signatures(
-    sse_server: SSEServer,
+    mock_server: MockServer,
 ) -> None:
     call = ToolCall("call_1", "get_weather", {"city": "Paris"}, thought_signature=SIG)
     earlier = AssistantMessage([ThinkingContent("Checking.", SIG), TextContent("Let me look."),
@@ -94,8 +96,8 @@ def test_vertex_sends_gemini_s_body_and_replays_its_own_signatures(
         earlier, ToolResultMessage("call_1", "get_weather", [TextContent("21C")]),
     ], tools=[WEATHER])
     reply = (GOOGLE / "text.sse").read_bytes()
-    replay(sse_server, on(sse_server.url, "google-vertex"), reply, context=context)
-    vertex_body = sse_server.requests[0].json
+    replay(mock_server, on(mock_server.url, "google-vertex"), reply, context=context)
+    vertex_body = mock_server.requests[0].json
     assert vertex_body["contents"][1] == {"role": "model", "parts": [
         {"thought": True, "text": "Checking.", "thoughtSignature": SIG},
         {"text": "Let me look."},
@@ -104,9 +106,9 @@ def test_vertex_sends_gemini_s_body_and_replays_its_own_signatures(
     # the same conversation, had it been Gemini's own, gets the same body from Gemini
     own = attrs.evolve(earlier, api="google-generative-ai", provider="google")
     messages = [context.messages[0], own, context.messages[2]]
-    replay(sse_server, on(sse_server.url, "google"), reply,
+    replay(mock_server, on(mock_server.url, "google"), reply,
            context=attrs.evolve(context, messages=messages))
-    assert sse_server.requests[1].json == vertex_body
+    assert mock_server.requests[1].json == vertex_body
 
 
 def test_vertex_reads_vertex_s_own_fields_in_its_events(sse_server: SSEServer) -> None:
