@@ -21,7 +21,7 @@ from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore.providers import env_var_for, openai_completions, openai_responses
-from agentcore.providers._azure import azure_base_url, filter_text, is_entra_token
+from agentcore.providers._clouds._azure import azure_base_url, filter_text, is_entra_token
 
 FIXTURES = paths.FIXTURES / "azure"
 WAIT_S = 5.0

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import agentcore as ac
 from agentcore import TextContent, ThinkingContent, ToolCall
-from agentcore.providers import _builder
-from agentcore.providers._builder import ReplyBuilder
+from agentcore.providers._wire import _builder
+from agentcore.providers._wire._builder import ReplyBuilder
 
 MODEL = ac.Model("m", "m", "openai-completions", "openai", "http://x",
                  cost=ac.ModelCost(1.0, 2.0, 0.5, 0.25))

@@ -24,7 +24,7 @@ import requests
 from sse_server import RecordedRequest, SSEServer, free_port
 
 import agentcore as ac
-from agentcore.providers._text import short_hash
+from agentcore.providers._wire._text import short_hash
 from agentcore.providers.openai_completions import build_body
 
 FIXTURES = paths.FIXTURES / "openai_completions"

@@ -17,9 +17,10 @@ from sse_server import SSEServer
 
 import agentcore as ac
 from agentcore._core import DEFAULT_MAX_EVENT_BYTES
-from agentcore.providers import _builder, _partial_json, new_http_session
-from agentcore.providers._http import HttpError, HttpRequest, iter_events, open_stream
-from agentcore.providers._sse import UNFRAMED_LIMIT, ServerSentEvent, SSEDecoder
+from agentcore._http import HttpError, HttpRequest, default_client
+from agentcore.providers._wire import _builder, _partial_json
+from agentcore.providers._wire._reading import iter_events
+from agentcore.providers._wire._sse import UNFRAMED_LIMIT, ServerSentEvent, SSEDecoder
 
 KEY = "sk-test"
 CONTEXT = ac.Context(None, [ac.UserMessage("write the file")])
@@ -193,14 +194,12 @@ def test_stream_text_partial_holds_the_text_so_far_and_old_blocks_never_change(
 
 
 def read_events(server: SSEServer, max_event_bytes: int) -> list[Any]:
-    with new_http_session() as session:
-        request = HttpRequest(f"{server.url}/v1/chat/completions", b"{}", {}, secrets=(KEY,),
-                              session=session)
-        response = open_stream(request)
-        try:
-            return list(iter_events(response, None, max_event_bytes))
-        finally:
-            response.close()
+    request = HttpRequest(f"{server.url}/v1/chat/completions", b"{}", {}, secrets=(KEY,))
+    response = default_client().open(request)
+    try:
+        return list(iter_events(response, None, max_event_bytes))
+    finally:
+        response.close()
 
 
 @pytest.mark.parametrize("chunking", ["whole", "random"])
@@ -282,7 +281,7 @@ def test_stream_max_event_bytes_option_bounds_an_event(sse_server) -> None:
 def test_decode_json_matches_json_loads(text: str) -> None:
     import json
 
-    from agentcore.providers._text import decode_json
+    from agentcore.providers._wire._text import decode_json
 
     try:
         expected: Any = ("ok", json.loads(text))

@@ -21,10 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import agentcore as ac
-from agentcore.providers import _builder, _template, anthropic, openai_completions
-from agentcore.providers._builder import ReplyBuilder
-from agentcore.providers._sse import ServerSentEvent, SSEDecoder
-from agentcore.providers._template import DeltaReader
+from agentcore.providers import anthropic, openai_completions
+from agentcore.providers._wire import _builder
+from agentcore.providers._wire import _delta_reader as _template
+from agentcore.providers._wire._builder import ReplyBuilder
+from agentcore.providers._wire._delta_reader import DeltaReader
+from agentcore.providers._wire._sse import ServerSentEvent, SSEDecoder
 
 CONTENT = ("choices", 0, "delta", "content")
 FIXTURES = paths.FIXTURES
