@@ -32,7 +32,6 @@ from .._http import HttpError
 from ._wire import (
     Choice,
     Compat,
-    Delta,
     DeltaKind,
     Deltas,
     ProviderError,
@@ -297,8 +296,9 @@ def _plain_text(data: dict[str, Any]) -> bool:
 
 def _handle(builder: ReplyBuilder, items: Iterator[Any]) -> Iterator[AssistantMessageEvent]:
     for item in items:
-        if item.__class__ is Delta:  # a text delta, handled as its chunk would be
-            yield from builder.text(item.chunk.get("index"), item.text)
+        if item.__class__ is tuple:  # a text `Delta`, handled as its chunk would be
+            _, text, chunk = item
+            yield from builder.text(chunk.get("index"), text)
             continue
         if isinstance(item, UnframedLines):
             continue

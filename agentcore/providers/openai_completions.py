@@ -41,7 +41,6 @@ from ._openai import (
 from ._wire import (
     OUTPUT_NAME,
     Compat,
-    Delta,
     DeltaKind,
     Deltas,
     ProviderError,
@@ -355,19 +354,19 @@ def _handle(builder: ReplyBuilder, items: Iterator[Any]) -> Iterator[AssistantMe
     text_key, thinking_key = ("text", 0), ("thinking", 0)
     last: tuple[str, int] | None = None  # the block written last
     for item in items:
-        if item.__class__ is Delta:  # handled as its chunk would be, with this text
-            if item.kind == "text":
-                text = item.text
+        if item.__class__ is tuple:  # a `Delta`: handled as its chunk would be, with this text
+            kind, text, chunk = item
+            if kind == "text":
                 if text:
                     if last != text_key:
                         text_key = last = _block_key(builder, text_key, last)
                     yield from builder.text(text_key, text)
                 continue
-            entry = item.chunk["choices"][0]["delta"]["tool_calls"][0]
+            entry = chunk["choices"][0]["delta"]["tool_calls"][0]
             last = _call_key(entry, open_calls, keys)
             yield from builder.tool_call(last, call_id=entry.get("id"),
                                          name=entry["function"].get("name"),
-                                         args_delta=item.text, always_emit=True)
+                                         args_delta=text, always_emit=True)
             continue
         if isinstance(item, UnframedLines):  # a raw error body after the events, or noise
             chunk = loads_or_none(item.text)

@@ -19,11 +19,11 @@ import agentcore as ac
 from agentcore._http import HttpClient, MockTransport
 from agentcore.providers import anthropic, openai_completions
 from agentcore.providers._wire._api import stream_http_reply
-from agentcore.providers._wire._deltas import Chunk, Delta, DeltaKind, Deltas, apply_deltas
+from agentcore.providers._wire._deltas import Chunk, DeltaKind, Deltas, apply_deltas
 from agentcore.providers._wire._sse import ServerSentEvent, UnframedLines
 
 COMPLETIONS = openai_completions._WIRE.deltas
-KINDS = {kind.name: kind for kind in COMPLETIONS.kinds}
+DELTA = tuple  # a `Delta` is a plain tuple, `(kind, text, chunk)`
 
 
 def chunk(delta: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -51,18 +51,18 @@ def arguments(args: str, index: int = 0) -> dict[str, Any]:
 def test_apply_deltas_hands_a_learned_form_over_as_a_delta_of_its_chunk() -> None:
     items = [event(text(t, pad="p" * n)) for n, t in enumerate("abcd")]
     out = list(apply_deltas(iter(items), COMPLETIONS))
-    assert [type(item) for item in out] == [Chunk, Chunk, Delta, Delta]
+    assert [type(item) for item in out] == [Chunk, Chunk, DELTA, DELTA]
     assert out[:2] == [Chunk(None, text("a", "")), Chunk(None, text("b", "p"))]
-    assert out[2:] == [Delta("text", "c", text("b", "p")), Delta("text", "d", text("b", "p"))]
-    assert out[2].chunk is out[1].data  # the chunk handed over before, as it was parsed
+    assert out[2:] == [("text", "c", text("b", "p")), ("text", "d", text("b", "p"))]
+    assert out[2][2] is out[1].data  # the chunk handed over before, as it was parsed
 
 
 def test_apply_deltas_reads_each_kind_by_its_own_template() -> None:
     items = [event(text("a")), event(text("b")), event(arguments('{"x')),
              event(arguments('":')), event(arguments("1}")), event(text("c"))]
     out = list(apply_deltas(iter(items), COMPLETIONS))
-    assert [type(item) for item in out] == [Chunk, Chunk, Chunk, Chunk, Delta, Delta]
-    assert out[4:] == [Delta("arguments", "1}", arguments('":')), Delta("text", "c", text("b"))]
+    assert [type(item) for item in out] == [Chunk, Chunk, Chunk, Chunk, DELTA, DELTA]
+    assert out[4:] == [("arguments", "1}", arguments('":')), ("text", "c", text("b"))]
 
 
 NOT_PLAIN = [
@@ -106,7 +106,8 @@ def test_apply_deltas_never_learns_anthropic_data_that_does_not_name_its_kind() 
         assert {type(item) for item in out} == {Chunk}
     typed = {"type": "content_block_delta", **untyped}
     out = list(apply_deltas(iter([event(typed, "content_block_delta")] * 3), deltas))
-    assert out[2] == Delta("text", "a", typed)
+    assert out[2] == ("text", "a", typed)
+    assert type(out[2]) is DELTA
 
 
 def test_apply_deltas_asks_only_about_dicts_and_hands_the_rest_over() -> None:

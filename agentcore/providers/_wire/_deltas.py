@@ -12,8 +12,8 @@ once, learned from when a kind's `plain` says it is a plain delta, and handed ov
 kept in one place beside the handler it describes, not prose each wire module keeps by hand.
 
 The handler's part of the bargain: it handles a `Delta` exactly as it would handle the chunk
-with that delta string (its kind's own code, reading anything else from `Delta.chunk`, the
-chunk its template was learned from). The tests hold every handler to that, by comparing it on
+with that delta string (its kind's own code, reading anything else from the `Delta`'s chunk,
+the one its template was learned from). The tests hold every handler to that, by comparing it on
 every fixture and on generated streams with and without its kinds.
 """
 
@@ -70,22 +70,21 @@ class Deltas:
     end: str | None = None
 
 
-class Delta(NamedTuple):
-    """A plain delta read by template: handle it as `chunk` with `text` at its kind's path.
+Delta = tuple[str, str, dict[str, Any]]
+"""A plain delta read by template, `(kind, text, chunk)`: handle it as `chunk` with `text` at
+its kind's path.
 
-    A named tuple, built in C (`tuple.__new__`): one is made for every text delta.
+`kind` is the `DeltaKind.name`; `text` the delta string, as parsing the event's data would give
+it; `chunk` the parsed chunk the template was learned from, handed over as a `Chunk` before any
+`Delta` of its form: the same as this event's JSON but for the strings at the kind's path and in
+its ignored members (read it, never change it).
 
-    Attributes:
-        kind: The `DeltaKind.name`.
-        text: The delta string, as parsing the event's data would give it.
-        chunk: The parsed chunk the template was learned from, handed over as a `Chunk` before
-            any `Delta` of its form: the same as this event's JSON but for the strings at the
-            kind's path and in its ignored members. Read, never changed.
-    """
-
-    kind: str
-    text: str
-    chunk: dict[str, Any]
+A plain tuple, the only one among a handler's items (a `Chunk` is a named tuple; the decoder's
+other items, `UnframedLines`, are no tuples), so a handler tells it by `item.__class__ is
+tuple` and unpacks it. One is made for every
+text delta: a plain tuple takes one instruction, where a named tuple's constructor costs about as
+much as the rest of the framework's hot path (the template's match aside).
+"""
 
 
 class Chunk(NamedTuple):
@@ -100,7 +99,7 @@ class Chunk(NamedTuple):
     data: Any
 
 
-_new = tuple.__new__  # a `Delta` or `Chunk` without the Python-level `__new__` of a named tuple
+_new = tuple.__new__  # a `Chunk` without the Python-level `__new__` of a named tuple
 _Learned = tuple[Callable[[str], "str | None"], str, dict[str, Any]]
 """A learned template's `read`, its kind's name and the chunk it was learned from."""
 
@@ -135,13 +134,13 @@ def apply_deltas(items: Iterator[Any], deltas: Deltas) -> Iterator[Any]:
         data = item.data
         text = read(data)
         if text is not None:  # the hot path: one match per plain delta
-            yield _new(Delta, (name, text, chunk))
+            yield (name, text, chunk)
             continue
         for template in templates:
             text = template[0](data)
             if text is not None:
                 read, name, chunk = template
-                yield _new(Delta, (name, text, chunk))
+                yield (name, text, chunk)
                 break
         else:
             if not data:
