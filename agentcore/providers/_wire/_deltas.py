@@ -152,7 +152,9 @@ def apply_deltas(items: Iterator[Any], deltas: Deltas) -> Iterator[Any]:
                 for n, kind in enumerate(kinds):
                     if kind.plain(parsed):
                         if readers[n].learn(data, parsed):
-                            learned[n] = read, name, chunk = readers[n].read, kind.name, parsed
+                            template = (readers[n].read, kind.name, parsed)
+                            learned[n] = template
                             templates = tuple(entry for entry in learned if entry is not None)
+                            read, name, chunk = template  # its kind is likely to come next
                         break
             yield _new(Chunk, (item.event, parsed))
