@@ -33,6 +33,8 @@ from agentcore._core import (
     needs_approval,
     run_error,
     unanswered_tool_calls,
+    unchecked_constructor,
+    unchecked_context,
 )
 from agentcore._core._content import AssistantContent, UserContent
 from agentcore._core._enums import (
@@ -83,7 +85,7 @@ from agentcore._http import (
     default_client,
     redact,
 )
-from agentcore._http import _client, _policy, _urllib3
+from agentcore._http import MockTransport, _client, _policy, _urllib3
 from agentcore._http._bodies import MAX_LINE, BodyError, iter_dechunked, iter_sized
 from agentcore._http._policy import MAX_HINT_S, PauseKey, RetryPolicy, RetryRefusal, server_delay
 
@@ -114,6 +116,7 @@ from agentcore.providers._wire._choice import (
 )
 from agentcore.providers._wire._compat import Compat, check_compat, resolve
 from agentcore.providers._wire._delta_reader import DeltaReader
+from agentcore.providers._wire._deltas import Chunk, DeltaKind, Deltas, apply_deltas
 from agentcore.providers._wire._eventstream import (
     EventMessage,
     EventStreamDecoder,

@@ -25,7 +25,7 @@ from ._approval import (
     waiting_calls,
 )
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
-from ._context import AgentContext, Context
+from ._context import AgentContext, Context, unchecked_context
 from ._deps import enter_deps, leave_deps, tool_deps
 from ._enums import (
     QueueMode,
@@ -132,6 +132,7 @@ from ._tools import (
     tool_hint,
     validate_tool_arguments,
 )
+from ._unchecked import unchecked_constructor
 from ._usage import Cost, Usage
 from ._validators import (
     cannot_take,
@@ -303,6 +304,8 @@ __all__ = [
     "tool_hint",
     "type_error",
     "unanswered_tool_calls",
+    "unchecked_constructor",
+    "unchecked_context",
     "validate_tool_arguments",
     "waiting_calls",
 ]

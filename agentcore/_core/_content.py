@@ -22,18 +22,6 @@ class TextContent:
     text: str = attrs.field(validator=_str)
     text_signature: str | None = attrs.field(default=None, validator=_opt_str)
 
-    @classmethod
-    def unchecked(cls, text: str, text_signature: str | None = None) -> TextContent:
-        """A `TextContent` built without running its validators, for a streaming hot path.
-
-        Providers rebuild the block on every text delta; only call this with a `str` and a
-        `str` or None, which is what the validators would check.
-        """
-        block = object.__new__(cls)
-        object.__setattr__(block, "text", text)
-        object.__setattr__(block, "text_signature", text_signature)
-        return block
-
 
 @attrs.frozen
 class ThinkingContent:
@@ -43,20 +31,6 @@ class ThinkingContent:
     thinking: str = attrs.field(validator=_str)
     thinking_signature: str | None = attrs.field(default=None, validator=_opt_str)
     redacted: bool = attrs.field(default=False, validator=instance_of(bool))
-
-    @classmethod
-    def unchecked(cls, thinking: str, thinking_signature: str | None = None,
-                  redacted: bool = False) -> ThinkingContent:
-        """A `ThinkingContent` built without running its validators, for a streaming hot path.
-
-        Providers rebuild the block on every thinking delta; only call this with a `str`, a
-        `str` or None and a `bool`, which is what the validators would check.
-        """
-        block = object.__new__(cls)
-        object.__setattr__(block, "thinking", thinking)
-        object.__setattr__(block, "thinking_signature", thinking_signature)
-        object.__setattr__(block, "redacted", redacted)
-        return block
 
 
 @attrs.frozen
@@ -83,23 +57,6 @@ class ToolCall:
     arguments: dict[str, Any] = attrs.field(factory=dict, validator=instance_of(dict))
     thought_signature: str | None = attrs.field(default=None, validator=_opt_str)
     arguments_error: str | None = attrs.field(default=None, validator=_opt_str)
-
-    @classmethod
-    def unchecked(cls, id: str, name: str, arguments: dict[str, Any],
-                  thought_signature: str | None = None,
-                  arguments_error: str | None = None) -> ToolCall:
-        """A `ToolCall` built without running its validators, for a streaming hot path.
-
-        Providers rebuild the call as its arguments stream in; only call this with a `str`, a
-        `str`, a `dict` and two `str`-or-None, which is what the validators would check.
-        """
-        call = object.__new__(cls)
-        object.__setattr__(call, "id", id)
-        object.__setattr__(call, "name", name)
-        object.__setattr__(call, "arguments", arguments)
-        object.__setattr__(call, "thought_signature", thought_signature)
-        object.__setattr__(call, "arguments_error", arguments_error)
-        return call
 
 
 UserContent = TextContent | ImageContent

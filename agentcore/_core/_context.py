@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
 
 from ._messages import LLM_TYPES, AgentMessage, Message
 from ._tools import AgentTool, Tool, tool_hint
+from ._unchecked import unchecked_constructor
 from ._validators import (
     dict_message_hint,
     instance_of,
@@ -17,7 +19,7 @@ from ._validators import (
     type_error,
 )
 
-__all__ = ["AgentContext", "Context"]
+__all__ = ["AgentContext", "Context", "unchecked_context"]
 
 _LLM_KINDS = "a UserMessage, an AssistantMessage or a ToolResultMessage"
 
@@ -46,19 +48,15 @@ class Context:
         default=None, validator=list_of(Tool, optional=True)
     )
 
-    @classmethod
-    def unchecked(cls, system_prompt: str | None, messages: list[Message],
-                  tools: list[Tool] | None) -> Context:
-        """A `Context` built without its validators, for the loop's own checked parts.
 
-        Checking every message's class costs time linear in the transcript on every model
-        call; the loop skips it when `default_convert_to_llm` has just made the list.
-        """
-        context = object.__new__(cls)
-        object.__setattr__(context, "system_prompt", system_prompt)
-        object.__setattr__(context, "messages", messages)
-        object.__setattr__(context, "tools", tools)
-        return context
+unchecked_context: Callable[[str | None, list[Message], list[Tool] | None], Context] = (
+    unchecked_constructor(Context))
+"""`Context(system_prompt, messages, tools)` without its validators, for the loop alone.
+
+Checking every message's class costs time linear in the transcript on every model call; the
+loop skips it when it knows the list holds only LLM messages (`default_convert_to_llm` has just
+made it, or nothing but such messages was ever added). Not exported from `agentcore`.
+"""
 
 
 @attrs.define

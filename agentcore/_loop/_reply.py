@@ -47,6 +47,7 @@ from .._core import (
     default_convert_to_llm,
     describe,
     error_reply,
+    unchecked_context,
 )
 from ..providers import StreamFn
 from ._config import AgentLoopConfig, BeforeModelCall, BeforeModelCallContext
@@ -175,13 +176,13 @@ class ModelCall:
         messages: list[AgentMessage] = list(self.context.messages)  # hooks get their own copy
         if self.llm_only:  # known plain: nothing to convert, nothing to check
             llm_messages: Sequence[Message] = messages  # type: ignore[assignment]
-            make_context = Context.unchecked
+            make_context = unchecked_context
         else:
             if config.transform_context is not None:
                 messages = list(config.transform_context(messages, self.signal))
             if config.convert_to_llm is default_convert_to_llm:  # needs no second check
                 llm_messages = default_convert_to_llm(messages)
-                make_context = Context.unchecked
+                make_context = unchecked_context
             else:
                 llm_messages = list(config.convert_to_llm(messages))
                 make_context = Context

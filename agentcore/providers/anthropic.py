@@ -32,16 +32,14 @@ from .._http import HttpError
 from ._wire import (
     Choice,
     Compat,
-    DeltaReader,
+    DeltaKind,
+    Deltas,
     ProviderError,
     ReplyBuilder,
-    ServerSentEvent,
-    SseItem,
     UnframedLines,
     WireApi,
     anthropic_schema,
     check_native_output,
-    decode_json,
     dumps,
     http_status_text,
     resolve,
@@ -65,7 +63,6 @@ _STOP = {
 }
 _DEFAULT_BUDGETS = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
 _REDACTED = "[Reasoning redacted]"
-_TEXT = ("delta", "text")
 
 
 def _normalize_id(call_id: str, _: AssistantMessage) -> str:
@@ -286,21 +283,27 @@ def _usage(builder: ReplyBuilder, raw: dict[str, Any]) -> None:
                             cache_write=pick("cache_creation_input_tokens", current.cache_write)))
 
 
-def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
-        AssistantMessageEvent]:
-    # Text deltas differ only in their text: read by the form of the last one parsed, they are
-    # handled as it was (the same block, whatever the text).
-    reader, text_index = DeltaReader(_TEXT), None
-    for sse in events:
-        if sse.__class__ is ServerSentEvent:
-            text = reader.read(sse.data)
-            if text:
-                yield from builder.text(text_index, text)
-                continue
-        if isinstance(sse, UnframedLines) or not sse.data:
+def _plain_text(data: dict[str, Any]) -> bool:
+    """A text delta (`DeltaKind.plain`): handled by its block's index and its text alone.
+
+    Only data that names its own kind: a template reads the data whatever the event's name
+    (which gives the kind of data without one).
+    """
+    delta = data.get("delta")
+    return (data.get("type") == "content_block_delta" and delta.__class__ is dict
+            and delta.get("type") == "text_delta" and delta.get("text").__class__ is str)
+
+
+def _handle(builder: ReplyBuilder, items: Iterator[Any]) -> Iterator[AssistantMessageEvent]:
+    for item in items:
+        if item.__class__ is tuple:  # a text `Delta`, handled as its chunk would be
+            _, text, chunk = item
+            yield from builder.text(chunk.get("index"), text)
             continue
-        data = decode_json(sse.data)
-        kind = data.get("type") or sse.event
+        if isinstance(item, UnframedLines):
+            continue
+        data = item.data
+        kind = data.get("type") or item.event
         if kind == "message_start":
             message = data.get("message") or {}
             builder.response_id = message.get("id")
@@ -324,13 +327,7 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
             index, delta = data.get("index"), data.get("delta") or {}
             dtype = delta.get("type")
             if dtype == "text_delta":
-                text = delta.get("text")
-                # Learned only when the data names its kind: a template matches the data
-                # alone, whatever the event's name (which names the kind of data without one).
-                if (text.__class__ is str and data.get("type") == kind
-                        and reader.learn(sse.data, data)):
-                    text_index = index  # what chunks of this form are handled with
-                yield from builder.text(index, text or "")
+                yield from builder.text(index, delta.get("text") or "")
             elif dtype == "thinking_delta":
                 yield from builder.thinking(index, delta.get("thinking") or "")
             elif dtype == "input_json_delta":
@@ -369,6 +366,7 @@ _WIRE = WireApi(
     body=build_body,
     handle=_handle,
     http_error_text=_http_error_text,
+    deltas=Deltas((DeltaKind("text", ("delta", "text"), _plain_text),)),
 )
 """Anthropic Messages as a `WireApi`."""
 

@@ -8,6 +8,7 @@ set by the model's `compat` (see `_openai` and `_compat`), and Azure's endpoint 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,15 +41,13 @@ from ._openai import (
 from ._wire import (
     OUTPUT_NAME,
     Compat,
-    DeltaReader,
+    DeltaKind,
+    Deltas,
     ProviderError,
     ReplyBuilder,
-    ServerSentEvent,
-    SseItem,
     UnframedLines,
     WireApi,
     check_native_output,
-    decode_json,
     default_max_tokens,
     dumps,
     json_schema_format,
@@ -300,8 +299,9 @@ def _block_key(builder: ReplyBuilder, key: tuple[str, int],
 def _lone_delta(chunk: dict[str, Any]) -> dict[str, Any] | None:
     """The delta of a chunk of one choice whose delta has one member; None for any other.
 
-    Nothing else that `_handle` reads is there (no error, no usage, no finish reason): such a
-    chunk only adds text, or argument text to a known call (the hot paths).
+    Nothing else that `_handle` reads is there (no error, no usage, no finish reason; the id,
+    constant in a template, was read from the chunk it was learned from): such a chunk only
+    adds text, or argument text to a call.
     """
     choices = chunk.get("choices")
     if (choices.__class__ is not list or len(choices) != 1 or chunk.get("error")
@@ -314,83 +314,68 @@ def _lone_delta(chunk: dict[str, Any]) -> dict[str, Any] | None:
     return delta if delta.__class__ is dict and len(delta) == 1 else None
 
 
-def _more_arguments(delta: dict[str, Any], open_calls: dict[int, tuple[int, str]]) -> tuple[
-        int, Any, Any, str] | None:
-    """The wire index, id, name and argument text of a lone delta that only adds arguments.
+def _plain_text(chunk: dict[str, Any]) -> bool:
+    """A chunk that only adds its `content` string to the text (`DeltaKind.plain`)."""
+    delta = _lone_delta(chunk)
+    return delta is not None and delta.get("content").__class__ is str
 
-    That is one tool call of a known index, with no id (so no new call) and some argument
-    text: handling it is calling `tool_call` with these, whatever the text.
+
+def _plain_arguments(chunk: dict[str, Any]) -> bool:
+    """A chunk that only adds argument text to one call it does not name (`DeltaKind.plain`).
+
+    With an id it starts a call, without text it opens one: such forms do not come again.
     """
-    entries = delta.get("tool_calls")
-    if entries.__class__ is not list or len(entries) != 1:
-        return None
-    entry = entries[0]
+    entries = (_lone_delta(chunk) or {}).get("tool_calls")
+    entry: Any = entries[0] if entries.__class__ is list and len(entries) == 1 else {}
     function = entry.get("function") if entry.__class__ is dict else None
-    if function.__class__ is not dict or entry.get("id"):
-        return None
-    index, args = entry.get("index", 0), function.get("arguments")
-    if index.__class__ is not int or index not in open_calls or args.__class__ is not str \
-            or not args:
-        return None
-    return index, entry.get("id"), function.get("name"), args
+    return (function.__class__ is dict and not entry.get("id")
+            and function.get("arguments").__class__ is str and function["arguments"] != "")
 
 
-def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
-        AssistantMessageEvent]:
-    open_calls: dict[int, tuple[int, str]] = {}  # wire index -> (our key, call id)
-    call_keys = 0
+_DELTAS = Deltas((DeltaKind("text", _CONTENT, _plain_text, ("obfuscation",)),
+                  DeltaKind("arguments", _ARGUMENTS, _plain_arguments, ("obfuscation",))),
+                 end="[DONE]")
+"""Text and argument chunks differ only in their text (and OpenAI's `obfuscation` padding)."""
+
+
+def _call_key(entry: dict[str, Any], open_calls: dict[Any, tuple[int, str]],
+              keys: Iterator[int]) -> tuple[str, int]:
+    """An entry's call's key: the call at its wire index, or a new one (none yet, other id)."""
+    index, call_id = entry.get("index", 0), entry.get("id")
+    known = open_calls.get(index)
+    if known is None or (call_id and call_id != known[1]):
+        known = open_calls[index] = (next(keys), call_id or "")
+    return ("call", known[0])
+
+
+def _handle(builder: ReplyBuilder, items: Iterator[Any]) -> Iterator[AssistantMessageEvent]:
+    open_calls: dict[Any, tuple[int, str]] = {}  # wire index -> (our key, call id)
+    keys = itertools.count(1)
     text_key, thinking_key = ("text", 0), ("thinking", 0)
     last: tuple[str, int] | None = None  # the block written last
-    # Text chunks differ only in their text (and OpenAI's `obfuscation` padding): read by the
-    # form of the last plain text chunk parsed, they are handled as it was (see the hot path).
-    # So do a tool call's argument chunks: read by the form of the last one parsed, they are
-    # handled with the wire index, id and name it had (`args_form`).
-    reader = DeltaReader(_CONTENT, ignored=("obfuscation",))
-    args_reader = DeltaReader(_ARGUMENTS, ignored=("obfuscation",))
-    args_form: tuple[int, Any, Any] | None = None
-    for sse in events:
-        if sse.__class__ is ServerSentEvent:
-            if last == text_key:
-                content = reader.read(sse.data)
-                if content:
-                    yield from builder.text(text_key, content)
-                    continue
-            elif args_form is not None:
-                args = args_reader.read(sse.data)
-                if args:
-                    index, call_id, name = args_form
-                    last = ("call", open_calls[index][0])
-                    yield from builder.tool_call(last, call_id=call_id, name=name,
-                                                 args_delta=args, always_emit=True)
-                    continue
-        if isinstance(sse, UnframedLines):  # a raw error body after the events, or noise
-            chunk = loads_or_none(sse.text)
+    for item in items:
+        if item.__class__ is tuple:  # a `Delta`: handled as its chunk would be, with this text
+            kind, text, chunk = item
+            if kind == "text":
+                if text:
+                    if last != text_key:
+                        text_key = last = _block_key(builder, text_key, last)
+                    yield from builder.text(text_key, text)
+                continue
+            entry = chunk["choices"][0]["delta"]["tool_calls"][0]
+            last = _call_key(entry, open_calls, keys)
+            yield from builder.tool_call(last, call_id=entry.get("id"),
+                                         name=entry["function"].get("name"),
+                                         args_delta=text, always_emit=True)
+            continue
+        if isinstance(item, UnframedLines):  # a raw error body after the events, or noise
+            chunk = loads_or_none(item.text)
             if isinstance(chunk, dict) and chunk.get("error"):
                 raise ProviderError(error_text(chunk["error"]))
             continue
-        if sse.data == "[DONE]":
-            break
-        if not sse.data:
-            continue
-        chunk = decode_json(sse.data)
+        chunk = item.data
         if not isinstance(chunk, dict):
             continue
-        lone = _lone_delta(chunk) if builder.response_id is not None else None
-        if lone is not None:  # the hot paths: all the chunk does is add text, or arguments
-            content = lone.get("content")
-            if last == text_key and content.__class__ is str and content:
-                reader.learn(sse.data, chunk)
-                yield from builder.text(text_key, content)
-                continue
-            more = _more_arguments(lone, open_calls)
-            if more is not None:
-                index, call_id, name, args = more
-                if args_reader.learn(sse.data, chunk):
-                    args_form = (index, call_id, name)
-                last = ("call", open_calls[index][0])
-                yield from builder.tool_call(last, call_id=call_id, name=name,
-                                             args_delta=args, always_emit=True)
-                continue
         if chunk.get("error"):
             raise ProviderError(error_text(chunk["error"]))
         if chunk.get("object") == "error":
@@ -436,16 +421,9 @@ def _handle(builder: ReplyBuilder, events: Iterator[SseItem]) -> Iterator[
                     text_key = last = _block_key(builder, text_key, last)
                     yield from builder.text(text_key, part["text"])
         for entry in delta.get("tool_calls") or ():
-            index = entry.get("index", 0)
-            call_id = entry.get("id")
+            last = _call_key(entry, open_calls, keys)
             function = entry.get("function") or {}
-            known = open_calls.get(index)
-            if known is None or (call_id and call_id != known[1]):
-                call_keys += 1
-                known = open_calls[index] = (call_keys, call_id or "")
-            last = ("call", known[0])
-            yield from builder.tool_call(last, call_id=call_id,
-                                         name=function.get("name"),
+            yield from builder.tool_call(last, call_id=entry.get("id"), name=function.get("name"),
                                          args_delta=function.get("arguments") or "",
                                          always_emit=True)
 
@@ -456,6 +434,7 @@ _WIRE = WireApi(
     body=build_body,
     handle=_handle,
     http_error_text=http_error_text,
+    deltas=_DELTAS,
 )
 """Chat Completions as a `WireApi`."""
 _AZURE_WIRE = azure_wire(_WIRE, "/chat/completions")

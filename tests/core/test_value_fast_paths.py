@@ -2,8 +2,9 @@
 
 Enum converters look members up in the value map before calling the enum; usage and cost fields
 accept plain ints and floats before running the composed validators; `calculate_cost` builds its
-result without `attrs.evolve`. Each is compared here with the general path, on every value that
-takes a different branch.
+result without `attrs.evolve`; `unchecked_constructor` builds a value without its validators
+(issue 34). Each is compared here with the general path, on every value that takes a different
+branch.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from _internals import (
     to_stop_reason,
     to_thinking_level,
     to_tool_execution_mode,
+    unchecked_constructor,
+    unchecked_context,
 )
 from attrs.validators import and_
 from hypothesis import given
@@ -28,6 +31,7 @@ from hypothesis import strategies as st
 
 from agentcore import (
     AssistantMessage,
+    Context,
     Cost,
     DoneEvent,
     ErrorEvent,
@@ -37,6 +41,7 @@ from agentcore import (
     StopReason,
     ThinkingLevel,
     Usage,
+    UserMessage,
     calculate_cost,
 )
 from agentcore import ToolExecutionMode as Mode
@@ -157,3 +162,58 @@ def test_terminal_events_convert_their_reason_as_the_enum_call(value: Any) -> No
         assert got == expected
         if got[0] == "ok":
             assert type(got[1]) is StopReason
+
+
+@attrs.frozen
+class Grown:
+    """A class with every kind of field an unchecked constructor copes with."""
+
+    first: str = attrs.field(validator=instance_of(str))
+    plain: int = attrs.field(default=3, validator=instance_of(int))
+    made: list[int] = attrs.field(factory=list)
+    _hidden: str = attrs.field(default="h")
+    keyword: str = attrs.field(default="k", kw_only=True)
+
+
+def values_of(value: Any) -> list[Any]:
+    return [type(value), *(getattr(value, f.name) for f in attrs.fields(type(value)))]
+
+
+def test_unchecked_constructor_sets_every_field_as_init_does() -> None:
+    make = unchecked_constructor(Grown)
+    for args, kwargs in [(("a",), {}), (("a", 4), {}), (("a", 4, [1]), {"keyword": "x"}),
+                         (("a",), {"hidden": "y", "made": [2]})]:
+        assert values_of(make(*args, **kwargs)) == values_of(Grown(*args, **kwargs))
+    assert make("a").made is not make("a").made  # a factory is called per instance
+    assert values_of(make(1)) == [Grown, 1, 3, [], "h", "k"]  # no validator ran
+    with pytest.raises(TypeError):
+        make("a", 4, [1], "h", "k")  # keyword-only stays keyword-only
+
+
+def test_unchecked_context_is_the_validated_context() -> None:
+    messages: list[Any] = [UserMessage("hi")]
+    for args in [("s", messages, None), (None, [], [])]:
+        assert values_of(unchecked_context(*args)) == values_of(Context(*args))
+
+
+@pytest.mark.parametrize("field", [
+    attrs.field(converter=str),
+    attrs.field(init=False, default="x"),
+    attrs.field(default=attrs.Factory(lambda self: "x", takes_self=True)),
+])
+def test_unchecked_constructor_refuses_what_it_would_build_differently(field) -> None:
+    cls = attrs.make_class("Odd", {"value": field}, frozen=True)
+    with pytest.raises(TypeError, match="build it with its __init__"):
+        unchecked_constructor(cls)
+
+
+def test_unchecked_constructor_refuses_a_post_init() -> None:
+    @attrs.frozen
+    class Post:
+        value: str
+
+        def __attrs_post_init__(self) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="build it with its __init__"):
+        unchecked_constructor(Post)

@@ -1,10 +1,10 @@
 """`ReplyBuilder`'s fast paths give exactly what its general paths give (issue 26).
 
 The hot paths (another text or thinking delta for the open block, returned as a list) and the
-blocks built without validators (`TextContent.unchecked`, `ThinkingContent.unchecked`,
-`ToolCall.unchecked`) are compared with a builder that always takes the generator path and
-always validates, on generated sequences of every builder call, values of wrong types included
-(a signature of the wrong type is refused by the validators on both paths).
+blocks built without validators (the builder's `_text`, `_thinking_block` and `_tool_call`,
+made by `unchecked_constructor`) are compared with a builder that always takes the generator
+path and always validates, on generated sequences of every builder call, values of wrong types
+included (a signature of the wrong type is refused by the validators on both paths).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 import pytest
 from _internals import ReplyBuilder, _builder
 from hypothesis import given, settings
@@ -122,9 +123,29 @@ def test_builder_thinking_hot_path_returns_one_event_per_delta() -> None:
     assert builder.content == [ThinkingContent("ab", "reasoning_content")]
 
 
-def test_unchecked_blocks_equal_the_validated_ones() -> None:
-    assert ThinkingContent.unchecked("t", "s", True) == ThinkingContent("t", "s", True)
-    assert ThinkingContent.unchecked("t") == ThinkingContent("t")
-    assert ToolCall.unchecked("c", "f", {"a": 1}, "sig", "bad") == ToolCall(
-        "c", "f", {"a": 1}, "sig", arguments_error="bad")
-    assert ToolCall.unchecked("c", "f", {}) == ToolCall("c", "f")
+UNCHECKED = [
+    (_builder._text, TextContent, {"text": "t", "text_signature": "s"}),
+    (_builder._thinking_block, ThinkingContent,
+     {"thinking": "t", "thinking_signature": "s", "redacted": True}),
+    (_builder._tool_call, ToolCall, {"id": "c", "name": "f", "arguments": {"a": 1},
+                                     "thought_signature": "sig", "arguments_error": "bad"}),
+]
+
+
+@pytest.mark.parametrize(("unchecked", "cls", "values"), UNCHECKED,
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_unchecked_blocks_equal_the_validated_ones(unchecked, cls, values) -> None:
+    names = [field.name for field in attrs.fields(cls)]
+    assert list(values) == names  # a value for every field, in order
+    required = sum(field.default is attrs.NOTHING for field in attrs.fields(cls))
+
+    def same(made: Any, expected: Any) -> None:
+        assert type(made) is cls
+        assert [getattr(made, n) for n in names] == [getattr(expected, n) for n in names]
+
+    given_ = list(values.values())
+    for count in range(required, len(names) + 1):  # the rest left to their defaults
+        same(unchecked(*given_[:count]), cls(*given_[:count]))
+    first = dict(list(values.items())[:required])
+    for name in names[required:]:  # each field with a default given alone, by keyword
+        same(unchecked(**first, **{name: values[name]}), cls(**first, **{name: values[name]}))

@@ -1,10 +1,10 @@
 """`DeltaReader`: deltas read by a learned template are exactly what parsing gives (issue 26).
 
 Two levels: the template itself (what it matches parses to the learned chunk but for the cuts,
-on generated chunks and on mutated texts), and each handler that uses one, whose events and
-partials must be those of the same handler with the reader and its hot paths turned off (every
-chunk read member by member), on every fixture and on generated streams mixing every kind of
-chunk.
+on generated chunks and on mutated texts), and each handler whose `WireApi.deltas` names kinds
+of plain delta, whose events and partials must be those of the same handler without those kinds
+(every chunk parsed and read member by member), on every fixture and on generated streams mixing
+every kind of chunk (issue 34: the framework applies the readers, `apply_deltas`).
 """
 
 from __future__ import annotations
@@ -15,9 +15,18 @@ import random
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 import paths
 import pytest
-from _internals import DeltaReader, ReplyBuilder, ServerSentEvent, SSEDecoder, _builder, _template
+from _internals import (
+    DeltaReader,
+    ReplyBuilder,
+    ServerSentEvent,
+    SSEDecoder,
+    _builder,
+    _deltas,
+    _template,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -177,24 +186,23 @@ def test_reader_learns_after_two_deltas_and_gives_up_on_forms_that_never_repeat(
     assert learns <= 2
 
 
-# --- handlers: the reader changes nothing -------------------------------------------------------
+# --- handlers: the readers change nothing ------------------------------------------------------
 
 
-class NoReader(DeltaReader):
-    """The reference's reader: it never learns, so every chunk is parsed."""
-
-    def learn(self, text: str, chunk: dict[str, Any]) -> bool:
-        return False
+def handled(module: Any, builder: ReplyBuilder, items: list[Any],
+            reference: bool = False) -> Iterator[Any]:
+    """The module's handler on `items` as the framework feeds it: with its kinds of plain delta,
+    or (`reference`) without any, so that every chunk is parsed and read member by member."""
+    deltas = module._WIRE.deltas
+    if reference:
+        deltas = attrs.evolve(deltas, kinds=())
+    return module._handle(builder, _deltas.apply_deltas(iter(items), deltas))
 
 
 def run(module: Any, items: list[Any], reference: bool,
         chunks: list[bytes] | None = None) -> list[Any]:
     """Every event's fields and a copy of the partial's content as it was, then the outcome."""
     with pytest.MonkeyPatch.context() as monkeypatch:
-        if reference:  # no template, and no hot path: every chunk read member by member
-            monkeypatch.setattr(module, "DeltaReader", NoReader)
-            if hasattr(module, "_lone_delta"):
-                monkeypatch.setattr(module, "_lone_delta", lambda _: None)
         monkeypatch.setattr(_builder, "now_ms", lambda: 1756400000000)
         model = ac.Model("m", "m", "openai-completions", "openai", "http://x",
                          cost=ac.ModelCost(1.0, 2.0))
@@ -205,7 +213,7 @@ def run(module: Any, items: list[Any], reference: bool,
             items = [item for chunk in chunks for item in decoder.feed(chunk)]
             items += decoder.end()
         try:
-            for event in module._handle(builder, iter(items)):
+            for event in handled(module, builder, items, reference):
                 fields = {k: v for k, v in vars_of(event).items() if k != "partial"}
                 seen.append((event.type, fields, list(event.partial.content)))
             seen += [("done", list(builder.done()))]
@@ -367,7 +375,7 @@ def test_completions_handler_reads_parallel_calls_arguments_as_without_reader() 
             readers.append(self)
 
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(openai_completions, "DeltaReader", Recording)
+        monkeypatch.setattr(_deltas, "DeltaReader", Recording)
         run(openai_completions, items, False)
     arguments = readers[1]
     assert arguments._learned >= 2  # both calls' forms, read by template in turn
@@ -383,16 +391,16 @@ def test_completions_handler_reads_the_benchmark_reply_by_template(monkeypatch) 
             super().__init__(*args, **kwargs)
             readers.append(self)
 
-    monkeypatch.setattr(openai_completions, "DeltaReader", Recording)
+    monkeypatch.setattr(_deltas, "DeltaReader", Recording)
     texts = [f" word{n}" for n in range(40)]
     items = [ServerSentEvent(None, chunk_text(t, obfuscation="p" * (n % 7)))
              for n, t in enumerate(texts)]
     model = ac.Model("m", "m", "openai-completions", "openai", "http://x")
     builder = ReplyBuilder(model)
-    events = list(openai_completions._handle(builder, iter(items)))
+    events = list(handled(openai_completions, builder, items))
     assert "".join(e.delta for e in events if e.type == "text_delta") == "".join(texts)
     assert readers[0]._template is not None
-    assert readers[0]._template.hits == 37  # all but the first (it opens the block) and two more
+    assert readers[0]._template.hits == 38  # all but two: learned from the second plain delta
 
 
 def _unused(_: Callable[..., Iterator[Any]]) -> None:  # keeps the imports honest for mypy

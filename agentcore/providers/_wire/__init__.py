@@ -7,8 +7,9 @@ streams replies with `stream_http_reply`; everything here is for such modules.
   `stream_http_reply`, which sends the request through the `HttpClient` and streams any reply.
 - `_reading`: a reply body's items as they arrive (`iter_events`), and its end.
 - `_builder`: `ReplyBuilder`, wire deltas into the event protocol.
-- `_delta_reader`: `DeltaReader`, a learned template that reads one kind of chunk's delta
-  without parsing all of its JSON.
+- `_deltas`: `WireApi.deltas` applied: JSON events parsed once (`Chunk`), plain deltas read
+  by a learned template (`Delta`) of a kind the wire API names (`DeltaKind`); `_delta_reader`:
+  `DeltaReader`, that template, which reads one kind of chunk's delta without parsing its JSON.
 - `_framing` (the `Decoder` protocol), `_sse` (Server-Sent Events, the default decoder),
   `_eventstream` (AWS event streams, Bedrock's replies).
 - `_choice` (tool choice and native structured output, decided once for every wire API),
@@ -38,7 +39,7 @@ from ._choice import (
     tool_choice,
 )
 from ._compat import Compat, cached, check_compat, frozen, resolve
-from ._delta_reader import DeltaReader
+from ._deltas import Chunk, Delta, DeltaKind, Deltas
 from ._eventstream import EventMessage, EventStreamDecoder, decode_eventstream
 from ._framing import FramingError
 from ._sse import ServerSentEvent, SseItem, UnframedLines
@@ -56,8 +57,11 @@ from ._transform import NormalizeId, is_same_model, transform_messages
 __all__ = [
     "OUTPUT_NAME",
     "Choice",
+    "Chunk",
     "Compat",
-    "DeltaReader",
+    "Delta",
+    "DeltaKind",
+    "Deltas",
     "EventMessage",
     "EventStreamDecoder",
     "FramingError",

@@ -1,8 +1,9 @@
 """The one seam every HTTP wire API plugs into, and the request/reply skeleton that drives it.
 
 A wire module describes its API as a `WireApi` (URL, headers, body, how to decode the reply's
-body, how to read the items, error text, and optionally how to sign each request);
-`stream_http_reply` sends the request and streams the reply of any of them.
+body, how to read the items, error text, and optionally how to sign each request, and for JSON
+events the kinds of plain delta the framework reads by template); `stream_http_reply` sends the
+request and streams the reply of any of them.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from ..._http import (
 )
 from .._keys import is_placeholder_key, require_api_key
 from ._builder import ReplyBuilder
+from ._deltas import Deltas, apply_deltas
 from ._framing import Decode
 from ._reading import finish_body, iter_events
 from ._sse import ServerSentEvent, UnframedLines, decode_sse
@@ -62,8 +64,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 EventHandler = Callable[[ReplyBuilder, Iterator[Any]], Iterator[AssistantMessageEvent]]
-"""Turns the items of a reply's body (what `WireApi.decode` makes of it: `SseItem`s by default)
-into the event protocol, through the builder."""
+"""Turns the items of a reply's body (what `WireApi.decode` makes of it: `SseItem`s by default;
+with `WireApi.deltas`, what `apply_deltas` makes of those) into the event protocol, through the
+builder."""
 
 
 class ProviderError(Exception):
@@ -85,7 +88,9 @@ class WireApi:
         headers: The API's own headers for a model and key (the key's header among them).
         body: The JSON request body for a call.
         handle: Reads the events into the builder and yields the protocol events; raises
-            `ProviderError` for a failure the server reports inside the stream.
+            `ProviderError` for a failure the server reports inside the stream. With `deltas`,
+            it reads `Delta`s, `Chunk`s and the unframed lines (`apply_deltas`), and parses
+            nothing itself.
         http_error_text: The `error_message` of a non-2xx answer (`status` is never None:
             connection errors keep their own text).
         auto_close: Whether a new block closes the open one (False: blocks may interleave and
@@ -104,6 +109,9 @@ class WireApi:
         opening: Reads the start of each 2xx body before the reply is streamed, for an API
             that reports errors such as throttling inside a 200 reply (`_http.Opening`): an
             error it finds is retried like the HTTP answer it stands for. None: no such check.
+        deltas: For an API whose Server-Sent Events carry JSON: the framework parses each
+            event's data once and reads the plain deltas of these kinds by learned templates
+            (`_deltas`). None: `handle` reads the decoder's items as they are.
     """
 
     url: Callable[[Model], str]
@@ -117,6 +125,7 @@ class WireApi:
     api_key: Callable[[Model, StreamOptions], str] = attrs.field(
         default=attrs.Factory(lambda: api_key_for))
     opening: Opening | None = None
+    deltas: Deltas | None = None
 
 
 def api_key_for(model: Model, options: StreamOptions) -> str:
@@ -317,7 +326,9 @@ def stream_http_reply(
             yield builder.start()
             items = iter_events(response, signal, options.max_event_bytes, last, wire.decode)
             reading = True
-            yield from wire.handle(builder, items)
+            deltas = wire.deltas
+            yield from wire.handle(
+                builder, items if deltas is None else apply_deltas(items, deltas))
             reading = False
             finish_body(items, response)
             if signal is not None and signal.aborted:

@@ -43,6 +43,7 @@ from ..._core import (
     calculate_cost,
     error_reply,
     now_ms,
+    unchecked_constructor,
 )
 from ._partial_json import parse_arguments, parse_partial_json
 
@@ -381,8 +382,11 @@ class ReplyBuilder:
         return ToolCallEndEvent(block.index, call, self.partial)
 
 
-_text = TextContent.unchecked  # bound once: it runs on every text delta
-_tool_call = ToolCall.unchecked
+# Blocks rebuilt on every delta, built without their validators when the types are those they
+# check (`unchecked_constructor`: the fields in order, their defaults for the rest).
+_text = unchecked_constructor(TextContent)
+_thinking_block = unchecked_constructor(ThinkingContent)
+_tool_call = unchecked_constructor(ToolCall)
 
 
 def _text_block(text: str, signature: str | None) -> TextContent:
@@ -403,7 +407,7 @@ def _thinking(text: str, signature: str | None, redacted: bool) -> ThinkingConte
     wire of another type takes the validators, and their error.
     """
     if (signature is None or signature.__class__ is str) and redacted.__class__ is bool:
-        return ThinkingContent.unchecked(text, signature, redacted)
+        return _thinking_block(text, signature, redacted)
     return ThinkingContent(text, signature, redacted)
 
 

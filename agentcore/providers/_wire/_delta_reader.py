@@ -15,6 +15,9 @@ sentinels in place of the delta and of the ignored members: so each cut is a str
 the place the handler reads, and any valid JSON string there parses to the same object but for
 that value. A chunk of another form, or one whose string is not valid JSON, matches nothing and
 is parsed as usual (its errors are the parser's own).
+
+The framework owns the readers (`_deltas.apply_deltas`, one per kind of plain delta a wire API
+names): handlers never call them.
 """
 
 from __future__ import annotations
@@ -201,7 +204,7 @@ class DeltaReader:
             and if it is a plain delta, `learn(text, chunk)`). The learned template's own
             `match`: a read is one call.
 
-    One reader serves one reply on one thread.
+    One reader serves one reply on one thread (`apply_deltas` makes one per kind and reply).
     """
 
     __slots__ = ("_failures", "_learned", "_seen", "_template", "ignored", "path", "read")
@@ -220,8 +223,9 @@ class DeltaReader:
 
         Call it only for a chunk whose handling depends on nothing but its delta (whatever
         string that is), and whose delta is a string: the template stands for every chunk of
-        its form. Returns whether it did: from then on `read` reads chunks of this one's form
-        (whatever else the handler took from the chunk, its block's key say, keep it now).
+        its form. `apply_deltas` calls it for the chunks a `DeltaKind.plain` says are such.
+        Returns whether it did: from then on `read` reads chunks of this one's form, which are
+        handled as this chunk with their own delta (`Delta.chunk`).
         """
         self._seen += 1
         hits = 0 if self._template is None else self._template.hits
