@@ -94,7 +94,7 @@ from agentcore.providers import _keys, _registry
 from agentcore.providers._clouds import _aws, _gcp
 from agentcore.providers._clouds._azure import azure_base_url, filter_text, is_entra_token
 from agentcore.providers._openai import is_openai, mistral_ids, resolve_compat
-from agentcore.providers._wire import _api, _builder, _choice, _partial_json
+from agentcore.providers._wire import _api, _builder, _choice, _deltas, _partial_json
 from agentcore.providers._wire import _delta_reader as _template
 from agentcore.providers._wire._api import (
     WireApi,
