@@ -37,7 +37,7 @@ from ._watch import SocketWatch, current_watch, open_abandonably, resolve, shut,
 
 __all__ = ["DEFAULT_POOL_SIZE", "Urllib3Response", "Urllib3Transport"]
 
-DEFAULT_POOL_SIZE = 128
+DEFAULT_POOL_SIZE = 512
 """Idle connections kept per origin by the shared client's transport."""
 
 _READ_SIZE = 64 * 1024
