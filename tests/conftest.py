@@ -155,6 +155,16 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 @pytest.fixture
+def hour_long_http_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connecting may take an hour, and every backoff before a retry lasts one: a request that
+    ends sooner in those phases was ended by something else (an abort), not by a timeout."""
+    from _internals import _http
+
+    monkeypatch.setattr(_http, "CONNECT_TIMEOUT_S", 3600.0)
+    monkeypatch.setattr(_http, "_backoff", lambda attempt: 3600.0)
+
+
+@pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
     """Static AWS test credentials (`bedrock_replies`) and region us-east-1, isolated.
 
