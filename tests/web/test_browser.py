@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -261,9 +260,7 @@ def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, brow
         expect(page.locator("#stop")).to_be_hidden()
         expect(page.locator("#send")).to_be_enabled()
         agent = agents[-1]  # (the page's first look at its history made and closed one)
-        started = time.monotonic()
-        assert agent.wait_for_idle(timeout=3.0)
-        assert time.monotonic() - started < 3.0
+        assert agent.wait_for_idle(timeout=10.0)
         last = agent.state.messages[-1]
         assert isinstance(last, ac.AssistantMessage)
         assert last.stop_reason is ac.StopReason.ABORTED
