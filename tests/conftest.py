@@ -19,11 +19,6 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-try:
-    import fcntl
-except ImportError:  # Windows: no `alone` lock
-    fcntl = None  # type: ignore[assignment]
-
 import pytest
 from _internals import _opener, _ratelimit
 from mypy_report import MypyReport, run_mypy_once
@@ -56,24 +51,6 @@ def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
 
 
 # --- every test ------------------------------------------------------------------------------
-
-
-@pytest.fixture(autouse=True)
-def alone_tests_run_alone(request: pytest.FixtureRequest,
-                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Under xdist, a test marked `alone` runs while no other worker runs a test.
-
-    Those start many processes or threads at once: beside them, another worker's timing
-    tests (an abort ends a request within 100 ms, ...) would miss their marks. Every test
-    holds a shared lock on a file of the run; an `alone` test holds it exclusively.
-    """
-    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:
-        yield
-        return
-    exclusive = request.node.get_closest_marker("alone") is not None
-    with open(tmp_path_factory.getbasetemp().parent / "alone.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
 
 
 @pytest.fixture(autouse=True)
