@@ -1,15 +1,17 @@
 """The chat page (`agentcore/web/page.html`) as a person uses it: headless Chromium, real server.
 
 Each test serves `agentcore.web.app` with uvicorn on 127.0.0.1 (a free port, in a thread) and
-drives Debian's Chromium through Playwright's sync API. Every test launches its own browser
-(about a second): Playwright keeps a thread (`asyncio-waitpid-0`) alive while a browser runs,
-so a browser shared by the module would trip the thread check of every test. The models are
-faux: the chat's offline model (arithmetic goes to the calculator) or scripted replies.
+drives Debian's Chromium through Playwright's sync API. One browser serves the module (launching
+one takes about a second); each test opens its own contexts (fresh storage) and closes them.
+Playwright keeps a thread (`asyncio-waitpid-0`) alive while it runs: started by a module
+fixture, before any test's thread check, it is part of what every test starts with. The models
+are faux: the chat's offline model (arithmetic goes to the calculator) or scripted replies.
 Screenshots land in `tests/web/screenshots/` (ignored by git).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import re
 import threading
@@ -89,15 +91,18 @@ class Served:
 
 
 class Browser:
-    """Chromium for one test; `open` a page. It records the pages' script errors and content
-    security policy violations, which the fixture fails the test on."""
+    """Chromium as one test sees it; `open` a page, in a context of its own. It records the
+    pages' script errors and content security policy violations, which the fixture fails the
+    test on, and closes the test's contexts at its end."""
 
     def __init__(self, chromium: Any) -> None:
         self.chromium = chromium
         self.errors: list[str] = []
+        self.contexts: list[Any] = []
 
     def open(self, url: str, viewport: dict[str, int] = DESKTOP) -> Any:
-        page = self.chromium.new_context(viewport=viewport).new_page()
+        self.contexts.append(self.chromium.new_context(viewport=viewport))
+        page = self.contexts[-1].new_page()
         self.watch(page)
         page.goto(url)
         expect(page.locator("h1")).to_have_text("agentcore")
@@ -130,16 +135,37 @@ def serve() -> Iterator[Callable[[Any], Served]]:
             served.stop()
 
 
-@pytest.fixture
-def browser(serve: Any) -> Iterator[Browser]:
-    """Chromium for one test; no page of it may throw or break the content security policy."""
-    with sync_api.sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        wrapper = Browser(chromium)
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One Chromium for the module's tests.
+
+    Playwright's event loop does blocking work (writing a screenshot, ...) on its default
+    executor, which starts threads as it needs them: here it is given one thread, started by a
+    first screenshot, so that no test sees a thread appear that outlives it.
+    """
+    manager = sync_api.sync_playwright()
+    with manager as playwright:
+        manager._loop.set_default_executor(  # the sync API's own loop (no public way to it)
+            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="playwright-io"))
+        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            yield wrapper
+            context = launched.new_context()
+            context.new_page().screenshot(path=str(tmp_path_factory.mktemp("chromium") / "0.png"))
+            context.close()
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+@pytest.fixture
+def browser(chromium: Any, serve: Any) -> Iterator[Browser]:
+    """Chromium for one test; no page of it may throw or break the content security policy."""
+    wrapper = Browser(chromium)
+    try:
+        yield wrapper
+    finally:
+        for context in wrapper.contexts:
+            context.close()
     assert not wrapper.errors, f"the page failed: {wrapper.errors}"
 
 
