@@ -50,6 +50,17 @@ def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
         sys.dont_write_bytecode = saved
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a test marked `slow` run first, each file's tests in their own order.
+
+    Under xdist (`--dist loadfile`) a worker takes the next file when it is free: with the
+    files that start processes and browsers first, the many short files come last and even out
+    the workers' ends (else a long file, `tests/web/test_browser.py`, could start last).
+    """
+    heavy = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in heavy)
+
+
 # --- every test ------------------------------------------------------------------------------
 
 
