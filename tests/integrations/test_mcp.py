@@ -24,6 +24,7 @@ import paths
 import pytest
 import uvicorn
 from mcp_server import PNG, build_server
+from uvicorn_thread import ThreadServer
 
 import agentcore as ac
 from agentcore.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
@@ -64,18 +65,6 @@ def own_stdio() -> Iterator[MCPServerStdio]:
         yield server
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn telling a `threading.Event` when it serves."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        self.ready.set()
-
-
 @pytest.fixture
 def http_url() -> Iterator[str]:
     """The URL of a fresh test server's streamable HTTP endpoint on 127.0.0.1."""
@@ -84,17 +73,17 @@ def http_url() -> Iterator[str]:
     port = sock.getsockname()[1]
     config = uvicorn.Config(build_server().streamable_http_app(), log_level="error",
                             timeout_graceful_shutdown=2)
-    server = _Uvicorn(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="uvicorn")
-    thread.start()
+    server = ThreadServer(config)
+    server.start([sock])
     try:
         assert server.ready.wait(TIMEOUT), "uvicorn did not start"
+        assert server.started, "uvicorn failed to start"
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
-        server.should_exit = True
-        thread.join(TIMEOUT)
-        sock.close()
-    assert not thread.is_alive()
+        try:
+            server.stop(TIMEOUT)
+        finally:
+            sock.close()
 
 
 def _call(tool: ac.AgentTool, args: dict[str, Any],

@@ -31,6 +31,7 @@ import uvicorn
 from _internals import web_app
 from approval_tools import Ran
 from starlette.applications import Starlette
+from uvicorn_thread import ThreadServer
 
 import agentcore as ac
 from agentcore.providers.faux import (
@@ -153,14 +154,10 @@ class Served:
     def __init__(self, asgi: Starlette) -> None:
         config = uvicorn.Config(asgi, host="127.0.0.1", port=0, log_level="warning",
                                 lifespan="on")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="test-uvicorn")
-        self.thread.start()
-        deadline = time.monotonic() + WAIT
-        while not self.server.started:
-            assert self.thread.is_alive(), "uvicorn did not start"
-            assert time.monotonic() < deadline, "uvicorn did not start in time"
-            time.sleep(0.002)
+        self.server = ThreadServer(config)
+        self.thread = self.server.start(name="test-uvicorn")
+        assert self.server.ready.wait(WAIT), "uvicorn did not start in time"
+        assert self.server.started, "uvicorn did not start"
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}"
         self.http = requests.Session()
@@ -168,9 +165,7 @@ class Served:
 
     def stop(self) -> None:
         self.http.close()
-        self.server.should_exit = True
-        self.thread.join(WAIT)
-        assert not self.thread.is_alive(), "uvicorn did not stop"
+        self.server.stop(WAIT)
 
     def post(self, body: Any, **kwargs: Any) -> requests.Response:
         if isinstance(body, (bytes, str)) or callable(getattr(body, "__next__", None)):
@@ -216,7 +211,7 @@ def serve() -> Iterator[Callable[..., Served]]:
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[tuple[Served, Maker]]:
-    """One server for the tests that never reach an agent (each server costs 0.2 s to stop).
+    """One server for the tests that never reach an agent (each server costs 0.1 s to stop).
 
     Such a request starts no worker thread, so the per-test thread check holds; a test using it
     must leave `maker.calls` empty.

@@ -14,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +29,7 @@ if not CHROMIUM.exists():
 import uvicorn  # noqa: E402
 from _internals import calculator_tool, clock_tool, register_offline  # noqa: E402
 from approval_tools import Ran, make_tool  # noqa: E402
+from uvicorn_thread import ThreadServer  # noqa: E402
 
 import agentcore as ac  # noqa: E402
 from agentcore.providers.faux import (  # noqa: E402
@@ -56,38 +56,21 @@ WAIT_MS = 10_000  # the longest any other wait of a page
 MakeAgent = Callable[[str], ac.Agent]
 
 
-class _Server(uvicorn.Server):
-    """uvicorn that says when it is listening (an event, not a flag to poll)."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.ready = threading.Event()
-
-    async def startup(self, sockets: Any = None) -> None:
-        try:
-            await super().startup(sockets)
-        finally:
-            self.ready.set()
-
-
 class Served:
     """An ASGI app on a real uvicorn server in a thread; `stop()` shuts it down (lifespan too)."""
 
     def __init__(self, asgi: Any) -> None:
         config = uvicorn.Config(asgi, host="127.0.0.1", port=0, log_level="warning",
                                 lifespan="on")
-        self.server = _Server(config)
-        self.thread = threading.Thread(target=self.server.run, name="uvicorn")
-        self.thread.start()
+        self.server = ThreadServer(config)
+        self.thread = self.server.start()
         assert self.server.ready.wait(10), "uvicorn did not start"
         assert self.server.started, "uvicorn failed to start"
         port = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/"
 
     def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-        assert not self.thread.is_alive(), "uvicorn did not stop"
+        self.server.stop(10)
 
 
 class Browser:

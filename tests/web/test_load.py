@@ -30,7 +30,9 @@ uvicorn = pytest.importorskip("uvicorn", reason="uvicorn is not installed (web e
 httpx = pytest.importorskip("httpx", reason="httpx is not installed (the test extra)")
 pydantic = pytest.importorskip("pydantic")
 
-from agentcore.web import app  # noqa: E402  (after the extra's check)
+from uvicorn_thread import ThreadServer  # noqa: E402  (after the extra's check)
+
+from agentcore.web import app  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -78,22 +80,18 @@ def serving(tokens_per_second: float | None) -> Iterator[Served]:
 
     config = uvicorn.Config(app(make_agent), host="127.0.0.1", port=0, log_level="warning",
                             lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, name="uvicorn")
-    thread.start()
+    server = ThreadServer(config)
+    server.start()
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while not server.started:
-            assert thread.is_alive(), "the server thread ended before it started"
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.01)
+        assert server.ready.wait(START_TIMEOUT_S), "the server did not start"
+        assert server.started, "the server failed to start"
         port = server.servers[0].sockets[0].getsockname()[1]
         yield Served(f"http://127.0.0.1:{port}", agents)
     finally:
-        server.should_exit = True
-        thread.join(15.0)
-        faux.unregister()
-    assert not thread.is_alive(), "the server did not stop"
+        try:
+            server.stop(15.0)
+        finally:
+            faux.unregister()
     deadline = time.monotonic() + SOCKET_GRACE_S
     while (left := _sockets() - before) and time.monotonic() < deadline:
         time.sleep(0.02)
