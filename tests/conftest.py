@@ -153,6 +153,20 @@ def hour_long_http_waits(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture
+def abort_grace(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """`abort_grace(seconds)`: the grace the loop gives a call or stream that ignores an abort
+    (`ABORT_GRACE_S`, 1 s), for this test; shorter for tests that wait it out, longer for
+    tests that show it is not waited for."""
+
+    def set_grace(seconds: float) -> None:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("agentcore.") and hasattr(module, "ABORT_GRACE_S"):
+                monkeypatch.setattr(module, "ABORT_GRACE_S", seconds)
+
+    return set_grace
+
+
+@pytest.fixture
 def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[pytest.MonkeyPatch]:
     """Static AWS test credentials (`bedrock_replies`) and region us-east-1, isolated.
 

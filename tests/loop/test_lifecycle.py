@@ -8,7 +8,7 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -185,8 +185,9 @@ def test_bad_timeouts_are_refused_naming_the_field(faux: FauxProvider, bad: Any)
 # --- abort: tools that ignore it are abandoned ---------------------------------------------------
 
 
-def test_abort_abandons_a_tool_that_ignores_it(faux: FauxProvider,
-                                               release: threading.Event) -> None:
+def test_abort_abandons_a_tool_that_ignores_it(faux: FauxProvider, release: threading.Event,
+                                               abort_grace: Callable[[float], None]) -> None:
+    abort_grace(0.05)
     started, finished = threading.Event(), threading.Event()
 
     def stubborn(tool_call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any) -> Any:
@@ -387,8 +388,9 @@ def test_event_stream_close_calls_on_close_once_and_closes_a_source() -> None:
 
 
 def test_early_end_waits_at_most_the_grace_for_a_tool_ignoring_its_abort(
-    faux: FauxProvider, release: threading.Event,
+    faux: FauxProvider, release: threading.Event, abort_grace: Callable[[float], None],
 ) -> None:
+    abort_grace(0.05)
     started, finished = threading.Event(), threading.Event()
 
     def stubborn(tool_call_id: str, args: Any, signal: ac.AbortSignal, on_update: Any) -> Any:

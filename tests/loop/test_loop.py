@@ -832,7 +832,9 @@ def test_semantic_11_abort_before_a_model_call_makes_none(faux: FauxProvider) ->
     assert sink.types.count("turn_start") == sink.types.count("turn_end") == 1
 
 
-def test_semantic_11_run_gives_up_on_a_stream_that_ignores_abort(faux: FauxProvider) -> None:
+def test_semantic_11_run_gives_up_on_a_stream_that_ignores_abort(
+        faux: FauxProvider, abort_grace: Callable[[float], None]) -> None:
+    abort_grace(0.05)
     controller = ac.AbortController()
     stream = ac.AssistantMessageEventStream()
 
