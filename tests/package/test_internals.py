@@ -23,9 +23,15 @@ STRINGS_ARE_SAMPLES = {TESTS / "package" / "test_layers.py", Path(__file__).reso
 
 _PRIVATE_PATH = re.compile(r"\bagentcore(?:\.\w+)*\._(?!_)\w*")
 _PRIVATE_FROM = re.compile(r"\bfrom\s+agentcore(?:\.\w+)*\s+import\s+\(?[\w\s,]*\b_(?!_)\w*")
-_MAYBE = re.compile(r"\bagentcore(?:\.\w+)*\._|\bfrom\s+agentcore[\w.]*\s+import\b[^\n]*(?:\(|\b_)")
-"""Text without a match has nothing to report (no AST needed): a private dotted path, or a
-`from agentcore... import` line with a parenthesis or a `_name`."""
+_MAYBE = re.compile(r"\bagentcore(?:\.\w+)*\._|\bfrom\s+agentcore[\w.]*\s+import\s+[^(\n]*\b_")
+_GROUP = re.compile(r"\bfrom\s+agentcore[\w.]*\s+import\s*\(([^)]*)\)")
+
+
+def _may_reach_in(text: str) -> bool:
+    """False when `text` has nothing to report, without an AST: no private dotted path, and no
+    `from agentcore... import` naming a `_name` (on its line or in its parentheses)."""
+    return bool(_MAYBE.search(text)) or any(
+        re.search(r"\b_", group) for group in _GROUP.findall(text))
 
 
 def _is_private_module(module: str) -> bool:
@@ -36,7 +42,7 @@ def _is_private_module(module: str) -> bool:
 
 def private_reach_ins(source: str, *, check_strings: bool = True) -> Iterator[tuple[int, str]]:
     """(line, what) for each private agentcore module that `source` imports or names."""
-    if not _MAYBE.search(source):
+    if not _may_reach_in(source):
         return
     docstrings: set[int] = set()  # strings standing alone as statements: never used as values
     for node in ast.walk(ast.parse(source)):  # breadth first: an `Expr` before its value
