@@ -3,7 +3,8 @@
 uvicorn's main loop looks at `should_exit` every 0.1 s, so each server took up to that long
 to begin stopping, and its shutdown sleeps another 0.1 s: about 0.2 s a server, for the ~40
 tests of `tests/web/test_app.py` that start one, 8 s. This one's main loop wakes as soon as
-`stop()` asks (the shutdown's own 0.1 s remains).
+`stop()` asks (the shutdown's own 0.1 s remains); `run_on_loop` runs a coroutine on its event
+loop (`tests/web/test_app.py` drives its apps' lifespans so, on one server for the module).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import asyncio
 import contextlib
 import socket
 import threading
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import uvicorn
 
 __all__ = ["ThreadServer"]
+
+T = TypeVar("T")
 
 
 class ThreadServer(uvicorn.Server):
@@ -51,6 +55,11 @@ class ThreadServer(uvicorn.Server):
             counter = (counter + 1) % 864000
             with contextlib.suppress(asyncio.TimeoutError):  # TimeoutError on 3.11+
                 await asyncio.wait_for(self._wake.wait(), 0.1)
+
+    def run_on_loop(self, work: Coroutine[Any, Any, T], timeout: float) -> T:
+        """Run `work` on the server's event loop (while it serves) and wait for its result."""
+        assert self._loop is not None, "the server is not serving"
+        return asyncio.run_coroutine_threadsafe(work, self._loop).result(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Ask it to stop, at once, and join its thread (which must end within `timeout`)."""
