@@ -23,7 +23,6 @@ from typing import Any
 import paths
 import pytest
 import uvicorn
-from mcp_server import PNG, build_server
 from uvicorn_thread import ThreadServer
 
 import agentcore as ac
@@ -71,6 +70,8 @@ def http_url() -> Iterator[str]:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
+    from mcp_server import build_server  # the MCP SDK: imported by the tests that use it
+
     config = uvicorn.Config(build_server().streamable_http_app(), log_level="error",
                             timeout_graceful_shutdown=2)
     server = ThreadServer(config)
@@ -139,6 +140,8 @@ def test_mcp_tools_prefix_renames_them_and_still_calls_the_servers_names(
 
 @pytest.mark.slow
 def test_mcp_text_and_image_results_become_content_blocks(stdio: MCPServerStdio) -> None:
+    from mcp_server import PNG
+
     tools = _by_name(stdio.tools())
     result = _call(tools["add"], {"a": 1, "b": 2})
     assert (result.content, result.details) == ([ac.TextContent("3")], {"result": "3"})
@@ -436,6 +439,8 @@ def test_mcp_arguments_are_checked() -> None:
 
 
 def test_mcp_http_lists_and_calls_tools(http_url: str) -> None:
+    from mcp_server import PNG
+
     with MCPServerHTTP(http_url, headers={"X-Test": "1"}) as server:
         tools = _by_name(server.tools(prefix="web"))
         assert tools["web_add"].parameters == ADD_SCHEMA

@@ -12,6 +12,7 @@ Screenshots land in `tests/web/screenshots/` (ignored by git).
 from __future__ import annotations
 
 import concurrent.futures
+import importlib.util
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -21,7 +22,8 @@ from typing import Any
 import pytest
 
 CHROMIUM = Path("/usr/bin/chromium")
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+if importlib.util.find_spec("playwright") is None:  # imported when a test runs: collecting
+    pytest.skip("playwright is not installed", allow_module_level=True)  # stays cheap
 if not CHROMIUM.exists():
     pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing)",
                 allow_module_level=True)
@@ -41,8 +43,6 @@ from agentcore.providers.faux import (  # noqa: E402
 )
 from agentcore.web import app  # noqa: E402
 
-expect = sync_api.expect
-expect.set_options(timeout=10_000)  # the longest any expectation waits
 pytestmark = pytest.mark.slow
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -118,6 +118,13 @@ def serve() -> Iterator[Callable[[Any], Served]]:
             served.stop()
 
 
+def expect(target: Any) -> Any:
+    """Playwright's `expect` (the module fixture `chromium` has imported Playwright)."""
+    from playwright.sync_api import expect as playwright_expect
+
+    return playwright_expect(target)
+
+
 @pytest.fixture(scope="module")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One Chromium for the module's tests.
@@ -126,7 +133,11 @@ def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     executor, which starts threads as it needs them: here it is given one thread, started by a
     first screenshot, so that no test sees a thread appear that outlives it.
     """
-    manager = sync_api.sync_playwright()
+    from playwright.sync_api import expect as playwright_expect
+    from playwright.sync_api import sync_playwright
+
+    playwright_expect.set_options(timeout=10_000)  # the longest any expectation waits
+    manager = sync_playwright()
     with manager as playwright:
         manager._loop.set_default_executor(  # the sync API's own loop (no public way to it)
             concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="playwright-io"))
