@@ -58,7 +58,6 @@ from agentcore._function_tools._decorator import NO_OUTPUT, FunctionTool
 # --- agentcore._loop: the agent loop ---------------------------------------------------------
 from agentcore._loop import RunStart, observe
 from agentcore._loop import _reply as reply_module
-from agentcore._loop._exit import ABORT_GRACE_S
 from agentcore._loop._workers import WorkerPool
 
 # --- agentcore._agent: Agent, AgentRun -------------------------------------------------------

@@ -10,7 +10,8 @@
 
     python tests/approval_child.py serve - -
         A fork server for the kill test: forks a new process per step asked for on stdin,
-        which costs none of an interpreter's start (see `serve`).
+        which costs none of an interpreter's start, and which SIGKILLs itself at the moment
+        asked for, on its own clock (see `serve`).
 
     python tests/approval_child.py pause STORE LOG
         Prompts the agent; once the run has paused for approval, prints `paused` and sleeps
@@ -32,6 +33,7 @@ starting, so that a kill lands there often.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
@@ -116,9 +118,26 @@ def tools(log: Path, say: Any = lambda line: None) -> list[AgentTool]:
             AgentTool("look", "Look at something.", schema, execute)]
 
 
+_KILL: list[tuple[str, float]] = []
+"""In a forked step told to die: (line prefix, seconds); the first line said with that prefix
+arms the SIGKILL, that many seconds later (at once for 0)."""
+_KILL_LOCK = threading.Lock()
+
+
 def say(line: str) -> None:
     """Print `line`, whole: one write (tools on several threads print at once)."""
     os.write(1, f"{line}\n".encode())
+    if _KILL and line.startswith(_KILL[0][0]):
+        with _KILL_LOCK:
+            if not _KILL:
+                return
+            _, seconds = _KILL.pop()
+        if seconds <= 0:  # right after this line: the process never gets past it
+            os.kill(os.getpid(), signal.SIGKILL)
+        else:
+            killer = threading.Timer(seconds, os.kill, (os.getpid(), signal.SIGKILL))
+            killer.daemon = True
+            killer.start()
 
 
 def _agent(store: str, log: str, model: Model) -> Agent:
@@ -177,17 +196,21 @@ def serve(_store: str, _log: str) -> None:
     """A fork server: for each line `STORE<tab>LOG` on stdin, fork a process that runs
     `step(STORE, LOG)`, printing `pid <pid>` first, on this process's stdout; once it has
     ended, print `exit <code>` (negative: killed by that signal) and take the next line.
+    A line `STORE<tab>LOG<tab>PREFIX<tab>SECONDS` asks the step to SIGKILL itself SECONDS
+    after it first says a line starting with PREFIX.
 
     A forked step is a new process with nothing of the agent's state, only the modules
     already imported; no thread runs here, so forking is safe.
     """
     assert threading.active_count() == 1
     while request := sys.stdin.readline():
-        store, log = request.rstrip("\n").split("\t")
+        store, log, *kill = request.rstrip("\n").split("\t")
         pid = os.fork()
         if pid == 0:  # the step
             code = 1
             try:
+                if kill:
+                    _KILL.append((kill[0], float(kill[1])))
                 say(f"pid {os.getpid()}")
                 step(store, log)
                 code = 0

@@ -10,6 +10,7 @@ made by the first test that asks.
 
 from __future__ import annotations
 
+import compileall
 import importlib.util
 import json
 import os
@@ -20,11 +21,7 @@ from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import Any
 
-try:
-    import fcntl
-except ImportError:  # Windows: no `alone` lock
-    fcntl = None  # type: ignore[assignment]
-
+import paths
 import pytest
 from _internals import _api, clear_pauses
 from mock_server import MockServer
@@ -38,6 +35,18 @@ pytest_plugins = ["slow_tier"]
 THREAD_GRACE_S = 2.0
 """How long the thread check waits for threads that are ending (a passing test never waits
 for one that has ended already: the check returns as soon as nothing is left)."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Write agentcore's bytecode, once per run (in xdist's controller), even under
+    PYTHONDONTWRITEBYTECODE.
+
+    Several hundred of the processes the tests start import agentcore; without its bytecode
+    each one compiles it anew, about 0.1 s of CPU apiece. (The modules this process imports
+    before collection get none written otherwise: the conftest imports them.)
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        compileall.compile_dir(paths.PACKAGE_DIR, quiet=1)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -57,25 +66,18 @@ def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
         sys.dont_write_bytecode = saved
 
 
-# --- every test ------------------------------------------------------------------------------
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a test marked `slow` run first, each file's tests in their own order.
 
-
-@pytest.fixture(autouse=True)
-def alone_tests_run_alone(request: pytest.FixtureRequest,
-                          tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """Under xdist, a test marked `alone` runs while no other worker runs a test.
-
-    Those start many processes or threads at once: beside them, another worker's timing
-    tests (an abort ends a request within 100 ms, ...) would miss their marks. Every test
-    holds a shared lock on a file of the run; an `alone` test holds it exclusively.
+    Under xdist (`--dist loadfile`) a worker takes the next file when it is free: with the
+    files that start processes and browsers first, the many short files come last and even out
+    the workers' ends (else a long file, `tests/web/test_browser.py`, could start last).
     """
-    if os.environ.get("PYTEST_XDIST_WORKER") is None or fcntl is None:
-        yield
-        return
-    exclusive = request.node.get_closest_marker("alone") is not None
-    with open(tmp_path_factory.getbasetemp().parent / "alone.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
-        yield
+    heavy = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in heavy)
+
+
+# --- every test ------------------------------------------------------------------------------
 
 
 @pytest.fixture(autouse=True)
@@ -161,6 +163,30 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
     monkeypatch.setattr(_client, "_backoff", instant)
     return calls
+
+
+@pytest.fixture
+def hour_long_http_waits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Connecting may take an hour, and every backoff before a retry lasts one: a request that
+    ends sooner in those phases was ended by something else (an abort), not by a timeout."""
+    from _internals import _http
+
+    monkeypatch.setattr(_http, "CONNECT_TIMEOUT_S", 3600.0)
+    monkeypatch.setattr(_http, "_backoff", lambda attempt: 3600.0)
+
+
+@pytest.fixture
+def abort_grace(monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """`abort_grace(seconds)`: the grace the loop gives a call or stream that ignores an abort
+    (`ABORT_GRACE_S`, 1 s), for this test; shorter for tests that wait it out, longer for
+    tests that show it is not waited for."""
+
+    def set_grace(seconds: float) -> None:
+        for name, module in list(sys.modules.items()):
+            if name.startswith("agentcore.") and hasattr(module, "ABORT_GRACE_S"):
+                monkeypatch.setattr(module, "ABORT_GRACE_S", seconds)
+
+    return set_grace
 
 
 @pytest.fixture

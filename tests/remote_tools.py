@@ -43,15 +43,20 @@ def explode(reason: str) -> str:
 
 
 @tool
-def hold(started: str, release: str, seconds: float = 30.0) -> str:
-    """Create the file `started`, then wait until the file `release` exists (at most `seconds`)."""
+def hold(started: str, release: str, finished: str = "", seconds: float = 30.0) -> str:
+    """Create the file `started`, then wait until the file `release` exists (at most `seconds`);
+    create the file `finished` (if named) as it returns."""
     Path(started).touch()
     deadline = time.monotonic() + seconds
-    while not os.path.exists(release):
-        if time.monotonic() > deadline:
-            return "gave up"
-        time.sleep(0.01)
-    return "released"
+    try:
+        while not os.path.exists(release):
+            if time.monotonic() > deadline:
+                return "gave up"
+            time.sleep(0.01)
+        return "released"
+    finally:
+        if finished:
+            Path(finished).touch()
 
 
 def _echo(tool_call_id: str, args: Any, signal: AbortSignal, on_update: Any) -> AgentToolResult:

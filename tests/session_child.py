@@ -7,7 +7,17 @@
         sleeps a few milliseconds, then records its id in SIDE (one line, fsynced): the
         calls that really ran. Prints `ready` once the agent is built, `durable <n>` from a
         `message_end` listener (listeners run after the session's append has returned, so
-        `n` messages are stored by then) and `done` when the run has ended.
+        `n` messages are stored by then) and `done <seconds>` when the run has ended, with
+        the seconds since `ready`.
+
+    python tests/session_child.py serve
+        A fork server for the crash test: for each line `KIND<tab>STORE<tab>SIDE<tab>KILL`
+        on stdin, fork a process that prints `pid <pid>` and does `run`; once it has ended,
+        print `exit <code>` (negative: killed by that signal) and take the next line. KILL
+        is `-` (no kill) or `N:SECONDS`: the run SIGKILLs itself SECONDS after N messages
+        are stored (N = 0: after `ready`). A forked run costs none of an interpreter's
+        start, and the kill lands on the run's own progress and clock, however busy the
+        machine and the parent are.
 
     python tests/session_child.py append STORE TAG COUNT
         Prints `ready`, waits for a line on stdin, then opens the session `shared` of the
@@ -16,14 +26,18 @@
         `done`.
 
 The test kills the `run` child with SIGKILL at random moments and reloads what it stored.
+Every line is written whole, in one `write`: a kill never cuts one.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import signal
 import sys
+import threading
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -98,23 +112,63 @@ def open_store(kind: str, path: str) -> SqliteSession | JsonlSession:
     return SqliteSession(path) if kind == "sqlite" else JsonlSession(path)
 
 
-def run(kind: str, store: str, side: str) -> None:
+def say(line: str) -> None:
+    """Print `line` whole: one write (a kill or another thread never cuts it)."""
+    os.write(1, f"{line}\n".encode())
+
+
+def run(kind: str, store: str, side: str, kill: tuple[int, float] | None = None) -> None:
+    """The run; with `kill` (messages, seconds), SIGKILL this process `seconds` after that
+    many messages are stored."""
     faux = register_faux_provider(api=API, tokens_per_second=TOKENS_PER_SECOND,
                                   token_size=(1, 1))
     faux.set_responses(script())
     session = open_store(kind, store)
     agent = Agent(faux.get_model(), tools=[gauge_tool(Path(side))], session=session,
                   tool_execution="parallel")
+    armed: list[threading.Timer] = []
 
-    def listener(event: Any, signal: Any) -> None:
+    def arm(stored: int) -> None:
+        if kill is not None and stored >= kill[0] and not armed:
+            armed.append(threading.Timer(kill[1], os.kill, (os.getpid(), signal.SIGKILL)))
+            armed[0].daemon = True
+            armed[0].start()
+
+    def listener(event: Any, _signal: Any) -> None:
         if event.type == "message_end":
-            print(f"durable {len(agent.messages)}", flush=True)
+            stored = len(agent.messages)
+            say(f"durable {stored}")
+            arm(stored)
 
     agent.subscribe(listener)
     agent.follow_up(FOLLOW_UP)
-    print("ready", flush=True)
+    say("ready")
+    began = time.monotonic()
+    arm(0)
     agent.prompt(PROMPT).wait()
-    print("done", flush=True)
+    say(f"done {time.monotonic() - began:.6f}")
+
+
+def serve() -> None:
+    """The fork server (see the module docstring). No thread runs here: forking is safe."""
+    assert threading.active_count() == 1
+    while request := sys.stdin.readline():
+        kind, store, side, kill = request.rstrip("\n").split("\t")
+        pid = os.fork()
+        if pid == 0:  # the run
+            code = 1
+            try:
+                say(f"pid {os.getpid()}")
+                stored, _, seconds = kill.partition(":")
+                run(kind, store, side, None if kill == "-" else (int(stored), float(seconds)))
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        say(f"exit {os.waitstatus_to_exitcode(status)}")
 
 
 def append(store: str, tag: str, count: int) -> None:
@@ -134,5 +188,7 @@ def append(store: str, tag: str, count: int) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "run":
         run(*sys.argv[2:5])
+    elif sys.argv[1] == "serve":
+        serve()
     else:
         append(sys.argv[2], sys.argv[3], int(sys.argv[4]))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import math
 import random
 import select
 import socket
@@ -28,7 +29,13 @@ from typing import Any, Literal
 
 from prompt_shutdown import PromptShutdown
 
-__all__ = ["Disconnect", "RecordedRequest", "SSEServer", "free_port", "split_body"]
+__all__ = ["HOLD", "Disconnect", "RecordedRequest", "SSEServer", "free_port", "split_body"]
+
+HOLD = math.inf
+"""An `interval_s` (`slow_sse`) or `seconds` (`hang_headers`) the server never reaches: it sends
+nothing more by itself, so only the client closing the connection (its `Disconnect` is set) or the
+server's `close()` at the test's end ends the response. A test that aborts a request held so,
+with the default read timeout (ten minutes), knows that the abort is what ended it."""
 
 Chunking = Literal["whole", "bytewise", "random"]
 _Script = Callable[["_Handler"], None]

@@ -18,7 +18,6 @@ the transcript loads and continues.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import selectors
@@ -69,10 +68,8 @@ KILLS = 30
 class Step:
     """One step of a conversation (one child process) and what it printed."""
 
-    kill: tuple[str, float] | None = None  # (line prefix, seconds after it): when to SIGKILL
+    kill: tuple[str, float] | None = None  # (line prefix, seconds after it): when it dies
     lines: list[str] = attrs.field(factory=list)
-    pid: int | None = None
-    kill_at: float | None = None
     returncode: int | None = None  # once it has ended
 
     @property
@@ -81,8 +78,6 @@ class Step:
 
     def take(self, line: str) -> None:
         self.lines.append(line)
-        if self.kill is not None and self.kill_at is None and line.startswith(self.kill[0]):
-            self.kill_at = time.monotonic() + self.kill[1]
 
     def line(self, prefix: str) -> str:
         return next(line for line in self.lines if line.startswith(prefix))
@@ -113,8 +108,9 @@ class Forks:
     """`CONCURRENCY` fork servers (`approval_child.py serve`): each takes one step at a time and
     forks a new process for it, so that a step costs no interpreter start.
 
-    `run(next_step, exited)` asks `next_step()` for (store, log, kill) of a step to run (None:
-    none now), runs each, kills it at its moment, and calls `exited(step)` when it has ended.
+    `run(next_step, exited)` asks `next_step()` for (store, log, step) of a step to run (None:
+    none now), runs each (a step with a `kill` SIGKILLs itself at that moment, on its own
+    clock), and calls `exited(step)` when it has ended.
     """
 
     def __init__(self) -> None:
@@ -151,23 +147,22 @@ class Forks:
                     store, log, step = todo
                     assert server.stdin is not None
                     assert server.stdout is not None
-                    server.stdin.write(f"{store}\t{log}\n".encode())
+                    kill = "" if step.kill is None else f"\t{step.kill[0]}\t{step.kill[1]!r}"
+                    server.stdin.write(f"{store}\t{log}{kill}\n".encode())
                     server.stdin.flush()
                     steps[server.stdout.fileno()] = step
                 if not steps:
                     return
                 assert time.monotonic() < deadline, [s.lines for s in steps.values()]
-                moments = [s.kill_at for s in steps.values() if s.kill_at is not None]
-                timeout = max(0.0, min(moments) - time.monotonic()) if moments else 0.5
-                for key, _ in selector.select(min(timeout, 0.5)):
+                for key, _ in selector.select(0.5):
                     data = os.read(key.fd, 65536)
                     assert data, "a fork server ended"
                     *whole, buffers[key.fd] = (buffers[key.fd] + data).split(b"\n")
                     for raw in whole:
                         step, line = steps[key.fd], raw.decode()
                         if line.startswith("pid "):  # the step's own first line
-                            step.pid = int(line.split()[1])
-                        elif line.startswith("exit "):  # the server's, once it is reaped
+                            continue
+                        if line.startswith("exit "):  # the server's, once it is reaped
                             step.returncode = int(line.split()[1])
                             del steps[key.fd]
                             idle.append(next(s for s in self.servers
@@ -176,13 +171,6 @@ class Forks:
                             exited(step)
                         else:
                             step.take(line)
-                now = time.monotonic()
-                for step in steps.values():
-                    if step.kill_at is not None and now >= step.kill_at:
-                        assert step.pid is not None
-                        with contextlib.suppress(ProcessLookupError):  # ended and reaped
-                            os.kill(step.pid, signal.SIGKILL)
-                        step.kill_at = None
 
 
 def _executions(log: Path) -> Counter[tuple[str, str]]:
@@ -436,7 +424,6 @@ def _samples(directory: Path, count: int, rng: random.Random) -> list[Sample]:
 
 @posix
 @pytest.mark.slow
-@pytest.mark.alone  # its kills aim at windows of 10-40 ms: it wants the cores to itself
 @pytest.mark.timeout(60)
 def test_sigkill_around_the_pause_runs_no_call_twice_and_loses_none(tmp_path: Path) -> None:
     samples = _samples(tmp_path, KILLS, random.Random(24))

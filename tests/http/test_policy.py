@@ -10,7 +10,6 @@ import hashlib
 import logging
 import threading
 import time
-import timeit
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -141,10 +140,8 @@ def test_rate_limits_abort_during_the_shared_wait_returns_at_once(
     controller = ac.AbortController()
     waiting, done = in_thread(run_in_thread, lambda: ask(sse_server, signal=controller.signal))
     assert log_events.waiting.wait(WAIT_S)
-    aborted = time.monotonic()
     controller.abort()
-    assert done.wait(WAIT_S)
-    assert time.monotonic() - aborted < 1.0
+    assert done.wait(WAIT_S)  # long before the 30 s pause ends: the abort ended the wait
     assert waiting[0].stop_reason == ac.StopReason.ABORTED
     assert len(sse_server.requests) == 1
 
@@ -201,15 +198,14 @@ def test_rate_limits_log_the_origin_never_the_key(sse_server, caplog) -> None:
     ({"Retry-After": "120"}, {}, {},  # the first run refused it: the pause is set all the same
      "Server requested 120s retry delay (max: 60s). 429 status code (no body)"),
 ])
-def test_rate_limits_a_pause_longer_than_the_cap_fails_at_once(sse_server, hint, first, second,
-                                                                expected) -> None:
+def test_rate_limits_a_pause_longer_than_the_cap_fails_at_once(sse_server, log_events, hint,
+                                                                first, second, expected) -> None:
     sse_server.status(429, SLOW_DOWN, hint)
     sse_server.sse(TEXT)
     ask(sse_server, **first)
-    started = time.monotonic()
     reply = ask(sse_server, **second)
-    assert time.monotonic() - started < 1.0
     assert reply.error_message == expected
+    assert not log_events.waiting.is_set()  # refused before it began to wait
     assert len(sse_server.requests) == 1
 
 
@@ -246,20 +242,32 @@ def test_rate_limits_which_answers_pause(sse_server, status, headers, pauses) ->
 
 
 def test_rate_limits_cost_nothing_without_a_pause(sse_server, monkeypatch) -> None:
+    """No key is derived while nothing is paused, and the checks a request makes take no lock
+    (held here by the test: a check that took it would never return). What they cost in time
+    is benchmarks/rate_limits.py's to measure (under 1 µs each)."""
     def no_key(self: HttpRequest) -> PauseKey:
         raise AssertionError("a request derived its key with nothing paused")
 
     monkeypatch.setattr(HttpRequest, "pause_key", no_key)
     sse_server.sse(TEXT)
     assert ask(sse_server).stop_reason == ac.StopReason.STOP
-    runs = 20_000
-    assert min(timeit.repeat(_ratelimit.paused, number=runs, repeat=5)) / runs < 1e-6
     key = PauseKey.of("https://api.example.com/v1", (KEY,), {})
     _ratelimit.pause(PauseKey.of("https://api.example.com/v1", (OTHER_KEY,), {}), 30)
-    policy = RetryPolicy()
-    seconds = min(timeit.repeat(lambda: _ratelimit.wait(key, None, policy), number=runs,
-                                repeat=5)) / runs
-    assert seconds < 1e-6  # another key's pause: a dict lookup, no lock
+    answers: list[object] = []
+    checked = threading.Event()
+
+    def check() -> None:
+        answers.append(_ratelimit.paused())
+        answers.append(_ratelimit.wait(key, None, RetryPolicy()))  # another key's pause
+        checked.set()
+
+    with _ratelimit._REGISTRY._lock:
+        checker = threading.Thread(target=check, name="test-checker")
+        checker.start()
+        returned = checked.wait(WAIT_S)
+    checker.join(WAIT_S)
+    assert returned, "a check waited for the registry's lock"
+    assert answers == [True, None]
 
 
 def test_rate_limits_pause_key_is_the_origin_and_a_digest_of_the_credentials() -> None:

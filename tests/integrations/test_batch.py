@@ -49,6 +49,16 @@ def server() -> Iterator[ChatServer]:
         server.close()
 
 
+def _wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
+    """Poll `condition` (state other threads own) until it holds; False after `timeout`."""
+    tick, deadline = threading.Event(), time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        tick.wait(0.01)
+    return True
+
+
 def quick(server: ChatServer) -> ChatServer:
     """`server`, dropping a connection idle for 1 s instead of 10 s.
 
@@ -432,20 +442,22 @@ def test_run_batch_progress_true_draws_a_tqdm_bar_without_a_monitor_thread(
 
 
 def test_run_batch_break_aborts_the_runs_in_flight() -> None:
-    slow = quick(ChatServer(delay_s=1.0))  # each echo run would take about 8 s
+    held = quick(ChatServer(delay_s=3600.0))  # an echo run's first chunk is an hour away
     try:
         inputs = ["fail fast"] + [f"hello {i}" for i in range(20)]  # a 400 comes at once
-        for result in run_batch(agents(slow), inputs, max_concurrency=4):
-            first, started = result, time.monotonic()
+        for result in run_batch(agents(held), inputs, max_concurrency=4):
+            first = result
             break  # the generator, no longer referenced, is closed here
-        stopped_in = time.monotonic() - started
+        # the server still holds the other runs' streams: only their abort can end them
+        ended = _wait_until(lambda: not [t for t in threading.enumerate()
+                                         if t.name.startswith("agentcore")])
+        requests = held.requests
     finally:
-        slow.close()
+        held.close()
 
     assert first.error == "400 bad prompt"
-    assert stopped_in < 3.0
-    assert slow.requests <= 4  # no run started after the break
-    # ... and the autouse fixture checks that the batch's threads have ended
+    assert ended, "the runs in flight went on after the break"
+    assert requests <= 4  # no run started after the break
 
 
 def test_run_batch_an_exception_in_the_batch_aborts_the_runs_at_once() -> None:
@@ -674,13 +686,10 @@ def test_run_batch_on_a_dask_cluster_runs_on_both_workers(
     executor: Executor = dask_client.get_executor()
     inputs = [f"weather City{i}" if i % 2 else f"hello {i}" for i in range(20)]
 
-    started = time.monotonic()
     results = by_index(list(run_batch(agents(server), inputs, executor=executor)))
-    took = time.monotonic() - started
     typed = by_index(list(run_batch(agents(server), ["Rome", "Oslo", "fail"],
                                     executor=executor, output_type=City)))
 
-    assert took < 25.0, f"20 runs on the cluster took {took:.1f} s"
     assert sorted(results) == list(range(20))
     pids = set()
     for index, result in results.items():

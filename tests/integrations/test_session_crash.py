@@ -1,7 +1,8 @@
 """Crash safety of sessions, proven (API §13, issue 15): SIGKILL a real agent mid-run, reload.
 
-Each sample is a child process (`tests/session_child.py run`) running a real `Agent` with a
-faux model and parallel tools, killed with SIGKILL at a random moment of its run. Several
+Each sample is a child process (forked by `tests/session_child.py serve`) running a real
+`Agent` with a faux model and parallel tools, which SIGKILLs itself at a random moment of its
+run (on its own clock, so the moment does not depend on how busy the machine is). Several
 children run at once to fit the time budget. For every sample the session must load as a
 prefix of the reference transcript (an un-killed run of the same script) ending at a message
 boundary, hold every message the child had reported durable, answer the calls left without a
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,26 +46,28 @@ from agentcore.providers.faux import (
 )
 
 pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX"),
-              pytest.mark.slow, pytest.mark.alone]
+              pytest.mark.slow]
 
 CHILD = paths.TESTS / "session_child.py"
 CONCURRENCY = 6
 INTERRUPTED = "interrupted: the process ended before this tool call finished"
+DEADLINE_S = 50.0  # a hang guard: the 100 samples take a few seconds
 
 
 @attrs.define
 class Child:
-    """One child process and what it printed."""
+    """One child process (forked by a server) and what it printed."""
 
-    process: subprocess.Popen[bytes]
     store: Path
     side: Path
-    kill_after: float | None  # seconds after `ready`; None: let it finish
-    buffer: bytes = b""
+    kill: tuple[int, float] | None  # seconds after that many messages are stored; None: none
     lines: list[str] = attrs.field(factory=list)
-    ready_at: float | None = None
-    done_at: float | None = None
-    killed: bool = False
+    exit_code: int | None = None
+    took: float | None = None  # what its `done` line says: seconds from `ready` to the end
+
+    @property
+    def killed(self) -> bool:
+        return self.exit_code == -signal.SIGKILL
 
     @property
     def durable(self) -> int:
@@ -72,78 +76,81 @@ class Child:
         return max(counts, default=0)
 
 
-def _spawn(kind: str, directory: Path, name: str, kill_after: float | None) -> Child:
-    store = directory / f"{name}.{'db' if kind == 'sqlite' else 'jsonl'}"
-    side = directory / f"{name}.side"
-    process = subprocess.Popen(
-        [sys.executable, str(CHILD), "run", kind, str(store), str(side)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-    )
-    return Child(process, store, side, kill_after)
+class Forks:
+    """`CONCURRENCY` fork servers (`session_child.py serve`), shared by the module's tests: each
+    runs one child at a time, forked from an interpreter that has imported agentcore already."""
+
+    def __init__(self) -> None:
+        self.servers = [subprocess.Popen([sys.executable, str(CHILD), "serve"],
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+                        for _ in range(CONCURRENCY)]
+
+    def close(self) -> None:
+        for server in self.servers:
+            assert server.stdin is not None
+            server.stdin.close()
+        for server in self.servers:
+            try:
+                assert server.wait(timeout=10) == 0
+            finally:
+                server.kill()
+                server.wait()
+                assert server.stdout is not None
+                server.stdout.close()
+
+    def run(self, kind: str, directory: Path,
+            kills: list[tuple[int, float] | None]) -> list[Child]:
+        """Run one child per entry, `CONCURRENCY` at a time; each kills itself as its entry
+        says (see `Child.kill`). Returns them in the order they ended."""
+        todo = [Child(directory / f"s{i}.{'db' if kind == 'sqlite' else 'jsonl'}",
+                      directory / f"s{i}.side", kill)
+                for i, kill in enumerate(kills)]
+        running: dict[int, Child] = {}  # a server's stdout → the child it runs
+        buffers: dict[int, bytes] = {}
+        idle = list(self.servers)
+        finished: list[Child] = []
+        deadline = time.monotonic() + DEADLINE_S
+        with selectors.DefaultSelector() as selector:
+            for server in self.servers:
+                assert server.stdout is not None
+                selector.register(server.stdout, selectors.EVENT_READ)
+                buffers[server.stdout.fileno()] = b""
+            while todo or running:
+                while todo and idle:
+                    server, child = idle.pop(), todo.pop(0)
+                    assert server.stdin is not None
+                    assert server.stdout is not None
+                    kill = "-" if child.kill is None else f"{child.kill[0]}:{child.kill[1]!r}"
+                    server.stdin.write(f"{kind}\t{child.store}\t{child.side}\t{kill}\n".encode())
+                    server.stdin.flush()
+                    running[server.stdout.fileno()] = child
+                assert time.monotonic() < deadline, "the children took too long"
+                for key, _ in selector.select(0.5):
+                    data = os.read(key.fd, 65536)
+                    assert data, "a fork server ended"
+                    *whole, buffers[key.fd] = (buffers[key.fd] + data).split(b"\n")
+                    for raw in whole:
+                        child, line = running[key.fd], raw.decode()
+                        if line.startswith("exit "):  # the server's, once it has reaped it
+                            child.exit_code = int(line.split()[1])
+                            finished.append(running.pop(key.fd))
+                            idle.append(next(s for s in self.servers if s.stdout is not None
+                                             and s.stdout.fileno() == key.fd))
+                        elif line.startswith("done "):
+                            child.took = float(line.split()[1])
+                            child.lines.append(line)
+                        else:
+                            child.lines.append(line)
+        return finished
 
 
-def _run_children(kind: str, directory: Path, kill_afters: list[float | None],
-                  deadline_s: float = 50.0) -> list[Child]:
-    """Run one child per entry, `CONCURRENCY` at a time; kill each `kill_after` s after ready.
-
-    Every child is reaped before this returns, whatever happens.
-    """
-    todo = list(enumerate(kill_afters))
-    running: dict[int, Child] = {}
-    finished: list[Child] = []
-    selector = selectors.DefaultSelector()
-    deadline = time.monotonic() + deadline_s
+@pytest.fixture(scope="module")
+def forks() -> Iterator[Forks]:
+    servers = Forks()
     try:
-        while todo or running:
-            assert time.monotonic() < deadline, "the children took too long"
-            while todo and len(running) < CONCURRENCY:
-                index, kill_after = todo.pop(0)
-                child = _spawn(kind, directory, f"s{index}", kill_after)
-                assert child.process.stdout is not None
-                running[child.process.stdout.fileno()] = child
-                selector.register(child.process.stdout, selectors.EVENT_READ)
-            now = time.monotonic()
-            moments = [c.ready_at + c.kill_after for c in running.values()
-                       if c.ready_at is not None and c.kill_after is not None and not c.killed]
-            timeout = max(0.0, min(moments) - now) if moments else 0.5
-            for key, _ in selector.select(min(timeout, 0.5)):
-                fd = key.fd
-                child = running[fd]
-                data = os.read(fd, 65536)
-                if data:
-                    _take_lines(child, data)
-                    continue
-                selector.unregister(key.fileobj)
-                child.process.wait(timeout=10)
-                assert child.process.stdout is not None
-                child.process.stdout.close()
-                finished.append(running.pop(fd))
-            now = time.monotonic()
-            for child in running.values():
-                if (child.ready_at is not None and child.kill_after is not None
-                        and not child.killed and now >= child.ready_at + child.kill_after):
-                    child.process.send_signal(signal.SIGKILL)
-                    child.killed = True
+        yield servers
     finally:
-        for child in running.values():
-            child.process.kill()
-            child.process.wait(timeout=10)
-            if child.process.stdout is not None:
-                child.process.stdout.close()
-        selector.close()
-    return finished
-
-
-def _take_lines(child: Child, data: bytes) -> None:
-    child.buffer += data
-    *whole, child.buffer = child.buffer.split(b"\n")
-    for raw in whole:
-        line = raw.decode()
-        child.lines.append(line)
-        if line == "ready":
-            child.ready_at = time.monotonic()
-        elif line == "done":
-            child.done_at = time.monotonic()
+        servers.close()
 
 
 def _plain(messages: list[AgentMessage]) -> list[dict[str, Any]]:
@@ -176,16 +183,16 @@ def _assert_every_call_answered_once(messages: list[AgentMessage]) -> None:
     assert set(results.values()) == {1}
 
 
-def _reference(kind: str, directory: Path) -> tuple[list[dict[str, Any]], float]:
+def _reference(forks: Forks, kind: str, directory: Path) -> tuple[list[dict[str, Any]], float]:
     (directory / "reference").mkdir()
-    [child] = _run_children(kind, directory / "reference", [None])
-    assert child.ready_at is not None, child.lines
-    assert child.done_at is not None, child.lines
+    [child] = forks.run(kind, directory / "reference", [None])
+    assert child.exit_code == 0, child.lines
+    assert child.took is not None, child.lines
     with open_store(kind, str(child.store)) as session:
         transcript = session.load()
     assert child.durable == len(transcript) == 19
     _assert_every_call_answered_once(transcript)
-    return _plain(transcript), child.done_at - child.ready_at
+    return _plain(transcript), child.took
 
 
 def _check_sample(kind: str, child: Child, reference: list[dict[str, Any]],
@@ -232,12 +239,16 @@ def _check_sample(kind: str, child: Child, reference: list[dict[str, Any]],
     return bool(added)
 
 
-def _crash_samples(kind: str, kills: int, tmp_path: Path, faux: FauxProvider) -> None:
-    reference, duration = _reference(kind, tmp_path)
+def _crash_samples(forks: Forks, kind: str, kills: int, tmp_path: Path,
+                   faux: FauxProvider) -> None:
+    reference, duration = _reference(forks, kind, tmp_path)
     rng = random.Random(kills)
-    # Spread over the run; children running side by side are slower than the lone reference.
-    kill_afters: list[float | None] = [rng.uniform(0, duration * 1.2) for _ in range(kills)]
-    children = _run_children(kind, tmp_path, kill_afters)
+    # Spread over the run by its progress: after 0, 1, ... 17 of its 19 messages are stored
+    # (in turn), then a random delay of up to a sixteenth of the reference run (about 30 ms,
+    # the time a tool batch takes).
+    moments: list[tuple[int, float] | None] = [
+        (n % 18, rng.uniform(0, duration / 16)) for n in range(kills)]
+    children = forks.run(kind, tmp_path, moments)
     assert len(children) == kills
     interrupted = sum(_check_sample(kind, child, reference, faux, number)
                       for number, child in enumerate(children))
@@ -254,10 +265,11 @@ def _crash_samples(kind: str, kills: int, tmp_path: Path, faux: FauxProvider) ->
 
 
 @pytest.mark.timeout(60)
-def test_session_sqlite_survives_100_kills(tmp_path: Path, faux: FauxProvider) -> None:
-    _crash_samples("sqlite", 100, tmp_path, faux)
+def test_session_sqlite_survives_100_kills(forks: Forks, tmp_path: Path,
+                                           faux: FauxProvider) -> None:
+    _crash_samples(forks, "sqlite", 100, tmp_path, faux)
 
 
 @pytest.mark.timeout(60)
-def test_session_jsonl_survives_20_kills(tmp_path: Path, faux: FauxProvider) -> None:
-    _crash_samples("jsonl", 20, tmp_path, faux)
+def test_session_jsonl_survives_20_kills(forks: Forks, tmp_path: Path, faux: FauxProvider) -> None:
+    _crash_samples(forks, "jsonl", 20, tmp_path, faux)

@@ -812,11 +812,9 @@ def test_semantic_11_abort_during_tools_makes_no_further_model_call(faux: FauxPr
     faux.set_responses([faux_assistant_message([faux_tool_call("wait", {"value": "x"})]),
                         faux_assistant_message("never")])
     threading.Thread(target=lambda: started.wait(5) and controller.abort()).start()
-    t0 = time.monotonic()
     out, sink = run(faux, tools=[make_tool("wait", waits)], signal=controller.signal,
                     get_steering_messages=lambda: steering if started.is_set() else [])
-    assert time.monotonic() - t0 < 3
-    assert saw_signal == [True]
+    assert saw_signal == [True]  # the tool's wait ended by the abort
     assert faux.call_count == 1
     assert roles(out) == ["user", "assistant", "toolResult"]
     assert steering[0] not in out
@@ -834,7 +832,9 @@ def test_semantic_11_abort_before_a_model_call_makes_none(faux: FauxProvider) ->
     assert sink.types.count("turn_start") == sink.types.count("turn_end") == 1
 
 
-def test_semantic_11_run_gives_up_on_a_stream_that_ignores_abort(faux: FauxProvider) -> None:
+def test_semantic_11_run_gives_up_on_a_stream_that_ignores_abort(
+        faux: FauxProvider, abort_grace: Callable[[float], None]) -> None:
+    abort_grace(0.05)
     controller = ac.AbortController()
     stream = ac.AssistantMessageEventStream()
 

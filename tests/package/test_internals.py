@@ -23,6 +23,15 @@ STRINGS_ARE_SAMPLES = {TESTS / "package" / "test_layers.py", Path(__file__).reso
 
 _PRIVATE_PATH = re.compile(r"\bagentcore(?:\.\w+)*\._(?!_)\w*")
 _PRIVATE_FROM = re.compile(r"\bfrom\s+agentcore(?:\.\w+)*\s+import\s+\(?[\w\s,]*\b_(?!_)\w*")
+_MAYBE = re.compile(r"\bagentcore(?:\.\w+)*\._|\bfrom\s+agentcore[\w.]*\s+import\s+[^(\n]*\b_")
+_GROUP = re.compile(r"\bfrom\s+agentcore[\w.]*\s+import\s*\(([^)]*)\)")
+
+
+def _may_reach_in(text: str) -> bool:
+    """False when `text` has nothing to report, without an AST: no private dotted path, and no
+    `from agentcore... import` naming a `_name` (on its line or in its parentheses)."""
+    return bool(_MAYBE.search(text)) or any(
+        re.search(r"\b_", group) for group in _GROUP.findall(text))
 
 
 def _is_private_module(module: str) -> bool:
@@ -31,20 +40,16 @@ def _is_private_module(module: str) -> bool:
         part.startswith("_") and not part.startswith("__") for part in parts[1:])
 
 
-def _docstrings(tree: ast.Module) -> set[int]:
-    """The ids of string constants that stand alone as statements (docstrings, attribute
-    docstrings): never executed for their value."""
-    return {id(node.value) for node in ast.walk(tree)
-            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)}
-
-
 def private_reach_ins(source: str, *, check_strings: bool = True) -> Iterator[tuple[int, str]]:
     """(line, what) for each private agentcore module that `source` imports or names."""
-    tree = ast.parse(source)
-    docstrings = _docstrings(tree)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+    if not _may_reach_in(source):
+        return
+    docstrings: set[int] = set()  # strings standing alone as statements: never used as values
+    for node in ast.walk(ast.parse(source)):  # breadth first: an `Expr` before its value
+        if (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)):
+            docstrings.add(id(node.value))
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 if _is_private_module(alias.name):
                     yield node.lineno, f"import {alias.name}"

@@ -536,6 +536,12 @@ def _private_attribute_uses(module: Module) -> Iterator[PrivateUse]:
     yield from visit(module.tree, {}, {})
 
 
+@functools.cache
+def _uses_of(module: Module) -> tuple[PrivateUse, ...]:
+    """`_private_attribute_uses(module)`, walked once for the tests that ask."""
+    return tuple(_private_attribute_uses(module))
+
+
 def _class_packages(tree: Tree) -> dict[str, str | None]:
     """Class name -> the package defining it (None when two packages define that name)."""
     owners: dict[str, str | None] = {}
@@ -574,7 +580,7 @@ def privacy_violations(tree: Tree) -> list[str]:
     owners = _class_packages(tree)
     for module in tree.modules.values():
         unit = _unit(module.name, tree)
-        for use in _private_attribute_uses(module):
+        for use in _uses_of(module):
             where = f"{module.path}:{use.line}: privacy: {use.how}"
             owner = owners.get(use.receiver) if use.receiver else None
             if owner is not None:
@@ -671,7 +677,7 @@ def test_layers_exceptions_are_all_still_needed() -> None:
     edges = {(imp.importer, imp.target) for imp in tree.imports if imp.lazy}
     assert sorted(set(ALLOWED_UPWARD) - edges) == [], "ALLOWED_UPWARD lists an edge that is gone"
     used = {(module.path, use.attribute) for module in tree.modules.values()
-            for use in _private_attribute_uses(module)}
+            for use in _uses_of(module)}
     stale = sorted(set(FOREIGN_PRIVATES) - used)
     assert stale == [], f"FOREIGN_PRIVATES lists uses that are gone: {stale}"
     lines = {module.path: module.lines for module in tree.modules.values()}

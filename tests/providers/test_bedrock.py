@@ -33,7 +33,6 @@ from bedrock_replies import (
 )
 from eventstream_frames import event, exception, frame
 from http_phases import (
-    ABORT_BOUND_S,
     CountingServer,
     consume_with_abort,
     never_accepts,
@@ -41,7 +40,7 @@ from http_phases import (
 )
 from mock_server import MockServer, ScriptedServer
 from sigv4 import check_sigv4
-from sse_server import SSEServer
+from sse_server import HOLD, SSEServer
 
 import agentcore as ac
 from agentcore import (
@@ -338,34 +337,40 @@ def test_bedrock_replies_through_one_client_reuse_one_connection() -> None:
 # --- abort in every phase ------------------------------------------------------------------------
 
 
+# In each phase nothing but the abort can end the request: connecting and backing off take an
+# hour (`hour_long_http_waits`), the server holds its answer open (`HOLD`) or streams without end,
+# and the read timeout is the default ten minutes. How soon an abort ends each phase is
+# benchmarks/http_edges.py's to measure.
+
+
+@pytest.mark.usefixtures("hour_long_http_waits")
 def test_bedrock_abort_while_connecting() -> None:
     with never_accepts() as url:
         started = time.monotonic()
-        result, latency = consume_with_abort(bedrock_model(url),
-                                             lambda: time.monotonic() - started > 0.2)
-    assert (result.stop_reason, latency < ABORT_BOUND_S) == (StopReason.ABORTED, True)
+        result, _ = consume_with_abort(bedrock_model(url),
+                                       lambda: time.monotonic() - started > 0.2)
+    assert result.stop_reason == StopReason.ABORTED
 
 
 def test_bedrock_abort_while_waiting_for_headers(sse_server: SSEServer) -> None:
-    gone = sse_server.hang_headers(WAIT_S)
-    result, latency = consume_with_abort(bedrock_model(sse_server.url),
-                                         lambda: bool(sse_server.requests))
-    assert (result.stop_reason, latency < ABORT_BOUND_S) == (StopReason.ABORTED, True)
-    assert gone.seen.wait(WAIT_S)
+    gone = sse_server.hang_headers(HOLD)
+    result, _ = consume_with_abort(bedrock_model(sse_server.url),
+                                   lambda: bool(sse_server.requests))
+    assert result.stop_reason == StopReason.ABORTED
+    assert gone.seen.wait(WAIT_S)  # the client closed the connection the server held open
 
 
 def test_bedrock_abort_while_reading_the_opening(sse_server: SSEServer) -> None:
     """The stream has started (messageStart) but no output has come: the retry check reads."""
-    gone = sse_server.slow_sse([event("messageStart", {"role": "assistant"})], WAIT_S)
-    result, latency = consume_with_abort(bedrock_model(sse_server.url),
-                                         lambda: bool(sse_server.requests))
+    gone = sse_server.slow_sse([event("messageStart", {"role": "assistant"})], HOLD)
+    result, _ = consume_with_abort(bedrock_model(sse_server.url),
+                                   lambda: bool(sse_server.requests))
     assert (result.stop_reason, result.content) == (StopReason.ABORTED, [])
-    assert latency < ABORT_BOUND_S
     assert gone.seen.wait(WAIT_S)
 
 
 def test_bedrock_abort_mid_body_keeps_the_text(sse_server: SSEServer) -> None:
-    gone = sse_server.slow_sse([text_deltas(0, ["word "])], 0.05)
+    gone = sse_server.slow_sse([text_deltas(0, ["word "])], 0.05)  # a body without end
     controller = ac.AbortController()
     stream = ac.stream(bedrock_model(sse_server.url), CONTEXT,
                        options(signal=controller.signal))
@@ -375,17 +380,19 @@ def test_bedrock_abort_mid_body_keeps_the_text(sse_server: SSEServer) -> None:
             aborted_at = time.monotonic()
             controller.abort()
     result = stream.result()
-    assert time.monotonic() - aborted_at < ABORT_BOUND_S
     assert result.stop_reason == StopReason.ABORTED
     assert result.text.startswith("word ")
     assert gone.seen.wait(WAIT_S)
+    assert gone.at is not None
+    assert gone.at >= aborted_at  # the client closed the connection after the abort
 
 
+@pytest.mark.usefixtures("hour_long_http_waits")
 def test_bedrock_abort_while_sleeping_before_a_retry(sse_server: SSEServer) -> None:
     serve(sse_server, throttled())
-    result, latency = consume_with_abort(bedrock_model(sse_server.url),
-                                         lambda: bool(sse_server.requests), max_retries=5)
-    assert (result.stop_reason, latency < ABORT_BOUND_S) == (StopReason.ABORTED, True)
+    result, _ = consume_with_abort(bedrock_model(sse_server.url),
+                                   lambda: bool(sse_server.requests), max_retries=5)
+    assert result.stop_reason == StopReason.ABORTED
     assert len(sse_server.requests) == 1
 
 

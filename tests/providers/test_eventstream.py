@@ -107,6 +107,7 @@ _MESSAGES = st.lists(st.tuples(st.dictionaries(_NAMES, _HEADER_VALUES, max_size=
                                st.binary(max_size=600)), min_size=1, max_size=6)
 
 
+@pytest.mark.slow  # 300 examples: over a second
 @settings(max_examples=300, deadline=None)
 @given(messages=_MESSAGES, data=st.data())
 def test_eventstream_decodes_what_botocore_decodes(messages: list[tuple[dict[str, Typed],

@@ -20,6 +20,7 @@ import attrs
 import paths
 import pytest
 from mock_server import ScriptedServer
+from sse_server import HOLD
 
 import agentcore as ac
 from agentcore import (
@@ -971,7 +972,7 @@ def test_google_503_after_the_retries_is_the_error(mock_server, backoffs) -> Non
 
 def test_google_abort_mid_stream(sse_server, run_in_thread) -> None:
     first_frame = fixture("error_tail.sse").split(b"\r\n\r\n")[0] + b"\r\n\r\n"
-    gone = sse_server.slow_sse([first_frame], interval_s=WAIT_S)
+    gone = sse_server.slow_sse([first_frame], interval_s=HOLD)  # then holds the stream open
     controller = AbortController()
     got_text = threading.Event()
     aborted_at: list[float] = []
@@ -986,20 +987,19 @@ def test_google_abort_mid_stream(sse_server, run_in_thread) -> None:
             got_text.set()
 
     run_in_thread(abort_on_text)
-    options = attrs.evolve(OPTIONS, signal=controller.signal)
+    # the default read timeout (ten minutes): only the abort can end the read
+    options = attrs.evolve(OPTIONS, signal=controller.signal, timeout=None)
     recorded = run(gemini(sse_server.url), options=options, on_event=on_event)
-    ended_at = time.monotonic()
     check_invariants(recorded)
-    assert ended_at - aborted_at[0] < 0.2
     assert summary(recorded, 0) == [
         ("start",), ("text_start", 0), ("text_delta", 0, "Once upon a time"),
         ("error", "aborted", "Request was aborted"),
     ]
     assert recorded.result.content == [TextContent("Once upon a time")]
     assert recorded.result.usage.input == 9
-    assert gone.seen.wait(WAIT_S)
+    assert gone.seen.wait(WAIT_S)  # the client closed the connection the server held open...
     assert gone.at is not None
-    assert gone.at - aborted_at[0] < 1.0
+    assert gone.at >= aborted_at[0]  # ...after the abort
 
 
 def test_google_abort_before_the_request_sends_nothing(sse_server) -> None:

@@ -278,6 +278,7 @@ def event_groups(body: bytes, size: int) -> list[bytes]:
     return [b"".join(events[i : i + size]) for i in range(0, len(events), size)]
 
 
+@pytest.mark.slow  # every cut decodes the whole body: for the 43 fixtures, about 3 s in all
 @pytest.mark.parametrize("path", SSE_FIXTURES, ids=fixture_id)
 def test_sse_feed_gives_what_line_by_line_gives_split_anywhere(path: pathlib.Path) -> None:
     body = path.read_bytes()
