@@ -4,9 +4,9 @@
     python benchmarks/rate_limits.py --json     # one JSON object per measurement and line
     python benchmarks/rate_limits.py --check    # exit 1 when a target is missed
 
-Every request asks `_ratelimit.paused()` before each attempt: with no pause anywhere that is one
+Every request asks `_policy.paused()` before each attempt: with no pause anywhere that is one
 clock read and a comparison. While another key is paused, a request also derives its key and
-calls `_ratelimit.wait`, a dict lookup without a lock. Each is timed with `timeit` over `CALLS`
+calls `_policy.wait`, a dict lookup without a lock. Each is timed with `timeit` over `CALLS`
 calls, `RUNS` times after a warm-up; the figure is the time per call. Targets (issue 17, held
 by a unit test until issue 34 moved timings here): under 1 µs each. That neither takes the
 registry's lock is a unit test's to prove (tests/providers/test_rate_limits.py). See README.md
@@ -25,9 +25,8 @@ from typing import Any
 from run_log import _row, _table  # the rows and table as run_log.py prints them
 
 import agentcore as ac
-from agentcore.providers import _ratelimit
-from agentcore.providers._ratelimit import PauseKey
-from agentcore.providers._retry import RetryPolicy
+from agentcore._http import _policy as _ratelimit
+from agentcore._http._policy import PauseKey, RetryPolicy
 
 RUNS = 7
 CALLS = 100_000
@@ -37,13 +36,13 @@ URL = "https://api.example.com/v1"
 
 def measure(runs: int, calls: int) -> list[dict[str, Any]]:
     """Both checks, alternating run by run after one warm-up round."""
-    _ratelimit.clear()
+    _ratelimit.clear_pauses()
     key = PauseKey.of(URL, ("sk-mine",), {})
     policy = RetryPolicy()
     other = PauseKey.of(URL, ("sk-another",), {})
 
     def paused_none() -> float:
-        _ratelimit.clear()
+        _ratelimit.clear_pauses()
         return timeit.timeit(_ratelimit.paused, number=calls) / calls
 
     def wait_other() -> float:
@@ -51,7 +50,7 @@ def measure(runs: int, calls: int) -> list[dict[str, Any]]:
         try:
             return timeit.timeit(lambda: _ratelimit.wait(key, None, policy), number=calls) / calls
         finally:
-            _ratelimit.clear()
+            _ratelimit.clear_pauses()
 
     variants = {"paused(), nothing paused": paused_none,
                 "wait(), another key paused": wait_other}
