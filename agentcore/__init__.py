@@ -3,20 +3,23 @@
 It streams a model's reply, runs the tools the model asks for, feeds the results back and
 repeats until the work is done, telling the caller everything that happens as events.
 
-Layout. Every module is private except this one, `testing`, `notebook`, `sessions` and
-`providers`; the layers import only downwards, and each private subpackage is reached through
+Layout. Every module is private except this one and the public submodules (`testing`,
+`notebook`, `sessions`, `compaction`, `mcp`, `batch`, `otel`, `web`, `providers` and its wire
+modules); the layers import only downwards, and each private subpackage is reached through
 its `__init__` (`tests/package/test_layers.py` checks both)::
 
-    6  agentcore, __main__      re-exports only; `python -m agentcore`
-    5  _cli/                    the demo and the chat (never imported by the library)
-    4  testing, notebook        public helpers for tests and Jupyter
-    4  compaction               summarising a transcript's older part: compact()
-    4  sessions/                transcripts on disk: SqliteSession, JsonlSession
-    4  mcp/                     tools from MCP servers (extra `mcp`; loaded only when imported)
-    3  _agent/                  Agent, AgentRun, the message queues
-    2  _loop/                   run_agent_loop and its config; running tool calls
+    7  agentcore, __main__      re-exports only; `python -m agentcore`
+    6  _cli/                    the demo and the chat (never imported by the library)
+    5  testing, notebook        public helpers for tests and Jupyter
+    5  compaction, sessions/    summarising a transcript; transcripts on disk
+    5  batch/, mcp/, otel, web/ many runs; MCP tools; tracing; AG-UI and the chat page
+    4  _agent/                  Agent, AgentRun, the message queues
+    3  _loop/                   run_agent_loop and its config; running tool calls
+    2  providers/               the registry, the catalogue, the wire framework (_wire/), the
+                                clouds (_clouds/), one module per wire API, faux
+    1  _http/                   HttpClient, its retry policy and transports (urllib3, requests,
+                                a mock)
     1  _function_tools/         @tool: an AgentTool from a typed function
-    1  providers/               the registry, the HTTP/SSE layer, one module per wire API, faux
     0  _core/                   values, events, streams, abort, errors, options, serialization
 
 One exception points up: `AgentRun.display()` imports `notebook` when called.
