@@ -169,10 +169,10 @@ def backoffs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 def hour_long_http_waits(monkeypatch: pytest.MonkeyPatch) -> None:
     """Connecting may take an hour, and every backoff before a retry lasts one: a request that
     ends sooner in those phases was ended by something else (an abort), not by a timeout."""
-    from _internals import _http
+    from _internals import _client
 
-    monkeypatch.setattr(_http, "CONNECT_TIMEOUT_S", 3600.0)
-    monkeypatch.setattr(_http, "_backoff", lambda attempt: 3600.0)
+    monkeypatch.setattr(_client, "CONNECT_TIMEOUT_S", 3600.0)
+    monkeypatch.setattr(_client, "_backoff", lambda attempt: 3600.0)
 
 
 @pytest.fixture
