@@ -213,7 +213,8 @@ class HttpClient:
                 if signal is not None and signal.aborted:
                     raise RequestAborted(ABORTED_TEXT) from None
                 if attempt < policy.max_retries:
-                    _log.debug("retrying %s after %s", redact(request.url, secrets), exc)
+                    _log.debug("retrying %s after %s", redact(request.url, secrets),
+                               redact(str(exc), secrets))
                     _sleep(policy.capped(_backoff(attempt)), signal)
                     attempt += 1
                     continue

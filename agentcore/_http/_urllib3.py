@@ -278,13 +278,13 @@ class Urllib3Response:
 @functools.cache
 def _privates_ok() -> bool:
     """Whether urllib3 is a version whose private names this module was tested with."""
-    from importlib.metadata import version
+    from importlib.metadata import PackageNotFoundError, version
 
     from urllib3.connection import HTTPConnection
 
     try:
         major, minor = (int(part) for part in version("urllib3").split(".")[:2])
-    except ValueError:
+    except (ValueError, PackageNotFoundError):  # a version we cannot read: the public path
         return False
     return (2, 2) <= (major, minor) < (3, 0) and callable(getattr(HTTPConnection, "_new_conn",
                                                                   None))
