@@ -104,7 +104,7 @@ def abort_deaf_tool_ms(runs: int) -> list[float]:
 
 def exit_after_ctrl_c_s(mode: str, runs: int) -> list[float]:
     """SIGINT to a child whose main thread has ended with a run in flight → the child's end."""
-    sys.path.insert(0, str(TESTS))
+    sys.path.insert(0, str(TESTS / "loop"))  # tests/loop/test_exit.py
     from test_exit import interrupt, start  # the child the tests run
 
     ready = {"main done", "streaming" if mode == "stream" else "tool started"}

@@ -2,8 +2,10 @@
 
 `sse_server` gives a test its own local HTTP server (see `tests/sse_server.py`), `mock_server`
 the same scripting with no socket (`tests/mock_server.py`); `aws_env` an isolated AWS
-environment with static test credentials (Bedrock's tests). A test that starts a process must
-be marked `slow` (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
+environment with static test credentials (Bedrock's tests). `backoffs`, `hour_long_http_waits`
+and `abort_grace` set the HTTP layer's and the loop's waits for one test, so that a test shows
+what ends a wait rather than timing it. A test that starts a process must be marked `slow`
+(the `slow_tier` plugin, `tests/slow_tier.py`, checks).
 `mypy_report` (one mypy run) and `dask_client` (one cluster per session) are shared, and
 made by the first test that asks.
 """
