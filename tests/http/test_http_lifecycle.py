@@ -19,7 +19,6 @@ import pytest
 import requests
 from _internals import default_client
 from http_phases import (
-    ABORT_BOUND_S,
     CONTEXT,
     KEY,
     WAIT_S,
@@ -28,7 +27,7 @@ from http_phases import (
     never_accepts,
     wait_until,
 )
-from sse_server import SSEServer
+from sse_server import HOLD, SSEServer
 
 import agentcore as ac
 from agentcore.providers import HttpClient, Urllib3Transport, new_http_session
@@ -77,15 +76,16 @@ def own_client() -> Iterator[HttpClient]:
 
 
 @pytest.mark.parametrize("own", [False, True], ids=["shared-client", "own-client"])
-def test_lifecycle_abort_while_connecting_ends_at_once(own: bool) -> None:
+def test_lifecycle_abort_while_connecting_ends_at_once(own: bool,
+                                                      hour_long_http_waits: None) -> None:
+    """Connecting may take an hour here: a run that ends was ended by the abort."""
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(own_client()) if own else None
         with never_accepts() as url:
             started = time.monotonic()
-            result, latency = consume_with_abort(
+            result, _ = consume_with_abort(
                 model_for(url), lambda: time.monotonic() - started > 0.2, http_client=client)
     assert_aborted(result)
-    assert latency < ABORT_BOUND_S
     # the connecting thread is woken too: no thread outlives the test (conftest checks)
 
 
@@ -93,36 +93,36 @@ def test_lifecycle_abort_while_connecting_ends_at_once(own: bool) -> None:
 def test_lifecycle_abort_while_waiting_for_headers_closes_the_connection(
     sse_server: SSEServer, own: bool
 ) -> None:
-    gone = sse_server.hang_headers(WAIT_S)
+    gone = sse_server.hang_headers(HOLD)  # only the client's close ends the wait
     with contextlib.ExitStack() as stack:
         client = stack.enter_context(own_client()) if own else None
-        result, latency = consume_with_abort(model_for(sse_server.url),
+        result, _ = consume_with_abort(model_for(sse_server.url),
                                              lambda: bool(sse_server.requests),
                                              http_client=client)
     assert_aborted(result)
-    assert latency < ABORT_BOUND_S
     assert gone.seen.wait(WAIT_S), "the server never saw the connection close"
 
 
 def test_lifecycle_abort_while_waiting_for_headers_with_a_plain_session(
     sse_server: SSEServer,
 ) -> None:
-    """Through a caller's session: the abort still returns at once; the abandoned request ends
-    at its own pace (here the server gives up after a second), on a daemon thread."""
+    """Through a caller's session: the run ends with the abort while the server still holds the
+    request; the abandoned request ends at its own pace (here the server gives up after a
+    second), on a daemon thread."""
     gone = sse_server.hang_headers(1.0)
     with requests.Session() as session:
-        result, latency = consume_with_abort(model_for(sse_server.url),
-                                             lambda: bool(sse_server.requests),
-                                             http_session=session)
+        result, _ = consume_with_abort(model_for(sse_server.url),
+                                       lambda: bool(sse_server.requests),
+                                       http_session=session)
+        answered = gone.seen.is_set()
         assert_aborted(result)
-        assert latency < ABORT_BOUND_S
-        assert not gone.seen.is_set() or gone.at is not None
+        assert not answered or gone.at is not None
 
 
 def test_lifecycle_the_client_opens_on_the_calling_thread(sse_server: SSEServer) -> None:
     """No thread per request: the wait for headers happens on the caller's thread, which the
     abort wakes by shutting the socket down."""
-    sse_server.hang_headers(WAIT_S)
+    sse_server.hang_headers(HOLD)
     seen: list[list[str]] = []
 
     def waiting() -> bool:
@@ -131,9 +131,8 @@ def test_lifecycle_the_client_opens_on_the_calling_thread(sse_server: SSEServer)
             return True
         return False
 
-    result, latency = consume_with_abort(model_for(sse_server.url), waiting)
+    result, _ = consume_with_abort(model_for(sse_server.url), waiting)
     assert_aborted(result)
-    assert latency < ABORT_BOUND_S
     assert seen
     assert not any(name.startswith("agentcore-http") for name in seen[0]), seen
 
@@ -153,12 +152,13 @@ def test_lifecycle_abort_while_resolving_a_host_name(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(socket, "getaddrinfo", slow_dns)
     started = time.monotonic()
     try:
-        result, latency = consume_with_abort(model_for("http://slow-dns.test:9"),
-                                             lambda: time.monotonic() - started > 0.2)
+        result, _ = consume_with_abort(model_for("http://slow-dns.test:9"),
+                                       lambda: time.monotonic() - started > 0.2)
+        still_looking_up = not release.is_set()
     finally:
         release.set()
     assert_aborted(result)
-    assert latency < ABORT_BOUND_S
+    assert still_looking_up  # the run ended while the lookup still hung
 
 
 def test_lifecycle_a_proxy_from_the_environment_is_used(
@@ -268,20 +268,17 @@ def test_lifecycle_a_redirect_is_followed_as_requests_does(sse_server: SSEServer
 
 
 def test_lifecycle_abort_while_reading_the_body(sse_server: SSEServer) -> None:
-    gone = sse_server.slow_sse([b'data: {"choices": []}\n\n'], interval_s=WAIT_S)
-    result, latency = consume_with_abort(model_for(sse_server.url),
-                                         lambda: bool(sse_server.requests))
+    gone = sse_server.slow_sse([b'data: {"choices": []}\n\n'], interval_s=HOLD)
+    result, _ = consume_with_abort(model_for(sse_server.url), lambda: bool(sse_server.requests))
     assert_aborted(result)
-    assert latency < ABORT_BOUND_S
     assert gone.seen.wait(WAIT_S)
 
 
 def test_lifecycle_abort_while_sleeping_before_a_retry(sse_server: SSEServer) -> None:
+    """The server asked for 30 s: a run that ends with one request sent was ended by the abort."""
     sse_server.status(429, '{"error": {"message": "slow down"}}', {"Retry-After": "30"})
-    result, latency = consume_with_abort(model_for(sse_server.url),
-                                         lambda: bool(sse_server.requests))
+    result, _ = consume_with_abort(model_for(sse_server.url), lambda: bool(sse_server.requests))
     assert_aborted(result)
-    assert latency < ABORT_BOUND_S
     assert len(sse_server.requests) == 1
 
 
@@ -337,7 +334,7 @@ def test_lifecycle_without_a_client_replies_share_the_process_pool(
 
 
 def test_lifecycle_a_failed_reply_closes_its_connection(sse_server: SSEServer) -> None:
-    gone = sse_server.slow_sse([b'data: {"choices": 5}\n\n'], interval_s=WAIT_S)
+    gone = sse_server.slow_sse([b'data: {"choices": 5}\n\n'], interval_s=HOLD)
     reply = ac.complete(model_for(sse_server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
     assert reply.stop_reason == ac.StopReason.ERROR
     assert gone.seen.wait(WAIT_S)
@@ -347,12 +344,10 @@ def test_lifecycle_a_body_that_goes_on_after_the_last_event_is_not_waited_for(
     sse_server: SSEServer,
 ) -> None:
     body = (FIXTURES / "openai_completions/text.sse").read_bytes()
-    gone = sse_server.slow_sse([body], interval_s=WAIT_S)  # [DONE], then silence
-    started = time.monotonic()
+    gone = sse_server.slow_sse([body], interval_s=HOLD)  # [DONE], then the body never ends
     reply = ac.complete(model_for(sse_server.url), CONTEXT, ac.StreamOptions(api_key=KEY))
-    assert reply.stop_reason == ac.StopReason.STOP
-    assert time.monotonic() - started < 1.0
-    assert gone.seen.wait(WAIT_S)  # closed, not kept: the body never ended
+    assert reply.stop_reason == ac.StopReason.STOP  # it came although the body never ended
+    assert gone.seen.wait(WAIT_S)  # closed, not kept
 
 
 def test_lifecycle_new_http_session_is_a_requests_session() -> None:

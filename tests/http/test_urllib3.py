@@ -394,7 +394,7 @@ def test_transport_http_a_cut_wakes_a_blocked_read(
     run_in_thread: Callable[[Callable[[], None]], None],
 ) -> None:
     server.answer(HEAD, frame(EVENTS[0]), then="hold")
-    response = open_reply(transport, server)
+    response = open_reply(transport, server, read_timeout=3600.0)  # only the cut ends the read
     first, ended = threading.Event(), threading.Event()
     outcome: list[BaseException] = []
 
@@ -408,10 +408,8 @@ def test_transport_http_a_cut_wakes_a_blocked_read(
 
     run_in_thread(read)
     assert first.wait(WAIT_S)
-    started = time.monotonic()
     response.cut()
     assert ended.wait(WAIT_S)
-    assert time.monotonic() - started < 1.0  # not the read timeout (WAIT_S)
     assert [type(e) for e in outcome] == [ReadError]
     assert server.gone.wait(WAIT_S)
 
