@@ -42,6 +42,7 @@ from approval_child import (
     scripted,
     tools,
 )
+from fork_servers import ForkServers
 
 from agentcore import (
     Agent,
@@ -104,7 +105,7 @@ def _one(mode: str, store: Path, log: Path, kill_on: str | None = None) -> Step:
     return step
 
 
-class Forks:
+class Forks(ForkServers):
     """`CONCURRENCY` fork servers (`approval_child.py serve`): each takes one step at a time and
     forks a new process for it, so that a step costs no interpreter start.
 
@@ -114,22 +115,7 @@ class Forks:
     """
 
     def __init__(self) -> None:
-        self.servers = [subprocess.Popen([sys.executable, str(CHILD), "serve", "-", "-"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                        for _ in range(CONCURRENCY)]
-
-    def close(self) -> None:
-        for server in self.servers:
-            assert server.stdin is not None
-            server.stdin.close()
-        for server in self.servers:
-            try:
-                assert server.wait(timeout=10) == 0
-            finally:
-                server.kill()
-                server.wait()
-                assert server.stdout is not None
-                server.stdout.close()
+        super().__init__([sys.executable, str(CHILD), "serve", "-", "-"], CONCURRENCY)
 
     def run(self, next_step: Callable[[], tuple[Path, Path, Step] | None],
             exited: Callable[[Step], None], deadline_s: float) -> None:

@@ -17,7 +17,6 @@ import random
 import selectors
 import signal
 import sqlite3
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -28,6 +27,7 @@ from typing import Any
 import attrs
 import paths
 import pytest
+from fork_servers import ForkServers
 from session_child import PROMPT, gauge_tool, open_store
 
 from agentcore import (
@@ -76,27 +76,12 @@ class Child:
         return max(counts, default=0)
 
 
-class Forks:
+class Forks(ForkServers):
     """`CONCURRENCY` fork servers (`session_child.py serve`), shared by the module's tests: each
     runs one child at a time, forked from an interpreter that has imported agentcore already."""
 
     def __init__(self) -> None:
-        self.servers = [subprocess.Popen([sys.executable, str(CHILD), "serve"],
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-                        for _ in range(CONCURRENCY)]
-
-    def close(self) -> None:
-        for server in self.servers:
-            assert server.stdin is not None
-            server.stdin.close()
-        for server in self.servers:
-            try:
-                assert server.wait(timeout=10) == 0
-            finally:
-                server.kill()
-                server.wait()
-                assert server.stdout is not None
-                server.stdout.close()
+        super().__init__([sys.executable, str(CHILD), "serve"], CONCURRENCY)
 
     def run(self, kind: str, directory: Path,
             kills: list[tuple[int, float] | None]) -> list[Child]:
