@@ -78,6 +78,11 @@ class HttpClientLike(Protocol):
     Named structurally because the client lives in a higher layer than the options.
     """
 
+    @property
+    def transport(self) -> Any:
+        """The transport every attempt goes through."""
+        ...
+
     def open(self, request: Any) -> Any:
         """Send one request, with the client's retry policy; its open reply."""
         ...
@@ -88,9 +93,14 @@ class HttpClientLike(Protocol):
 
 
 def _http_client(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
-    if value is not None and not (callable(getattr(value, "open", None))
-                                  and callable(getattr(value, "close", None))):
-        raise type_error(attribute.name, "an agentcore.providers.HttpClient or None", value)
+    if value is None:
+        return
+    if not all(callable(getattr(value, name, None)) for name in ("open", "close")) or \
+            not hasattr(value, "transport"):
+        hint = " (a transport goes inside one: HttpClient(transport))" if callable(
+            getattr(value, "open", None)) else ""
+        raise type_error(attribute.name, f"an agentcore.providers.HttpClient or None{hint}",
+                         value)
 
 
 def _budgets(_: object, attribute: attrs.Attribute[Any], value: object) -> None:

@@ -337,6 +337,9 @@ def test_transport_an_agent_runs_on_a_mock_transport() -> None:
     ("a client", "'http_client' must be an agentcore.providers.HttpClient or None, got "
                  "'a client' (str)"),
     (5, "'http_client' must be an agentcore.providers.HttpClient or None, got 5 (int)"),
+    (MockTransport(lambda request: (200, {}, b"")),
+     "'http_client' must be an agentcore.providers.HttpClient or None (a transport goes "
+     "inside one: HttpClient(transport)), got MockTransport("),
 ])
 def test_transport_http_client_is_checked(value: Any, message: str) -> None:
     with pytest.raises(TypeError) as info:
