@@ -18,7 +18,6 @@ import selectors
 import signal
 import sqlite3
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,7 +50,6 @@ pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POS
 CHILD = paths.TESTS / "session_child.py"
 CONCURRENCY = 6
 INTERRUPTED = "interrupted: the process ended before this tool call finished"
-DEADLINE_S = 50.0  # a hang guard: the 100 samples take a few seconds
 
 
 @attrs.define
@@ -86,7 +84,8 @@ class Forks(ForkServers):
     def run(self, kind: str, directory: Path,
             kills: list[tuple[int, float] | None]) -> list[Child]:
         """Run one child per entry, `CONCURRENCY` at a time; each kills itself as its entry
-        says (see `Child.kill`). Returns them in the order they ended."""
+        says (see `Child.kill`). Returns them in the order they ended. A child that hangs is
+        caught by the tests' own `timeout` mark."""
         todo = [Child(directory / f"s{i}.{'db' if kind == 'sqlite' else 'jsonl'}",
                       directory / f"s{i}.side", kill)
                 for i, kill in enumerate(kills)]
@@ -94,7 +93,6 @@ class Forks(ForkServers):
         buffers: dict[int, bytes] = {}
         idle = list(self.servers)
         finished: list[Child] = []
-        deadline = time.monotonic() + DEADLINE_S
         with selectors.DefaultSelector() as selector:
             for server in self.servers:
                 assert server.stdout is not None
@@ -109,7 +107,6 @@ class Forks(ForkServers):
                     server.stdin.write(f"{kind}\t{child.store}\t{child.side}\t{kill}\n".encode())
                     server.stdin.flush()
                     running[server.stdout.fileno()] = child
-                assert time.monotonic() < deadline, "the children took too long"
                 for key, _ in selector.select(0.5):
                     data = os.read(key.fd, 65536)
                     assert data, "a fork server ended"

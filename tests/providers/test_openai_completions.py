@@ -1228,9 +1228,7 @@ def test_openai_completions_retries_run_out(mock_server, backoffs) -> None:
 def test_openai_completions_retry_delay_above_the_cap_fails_at_once(mock_server) -> None:
     mock_server.status(429, fixture("http_429.json"), {"Retry-After": "120"})
     mock_server.sse(fixture("text.sse"))
-    started = time.monotonic()
     message = lone_error(run_stream(local_model(mock_server), max_retry_delay_ms=1000))
-    assert time.monotonic() - started < WAIT_S  # a hang guard: the server asked for 120 s
     assert message.error_message == (
         f"Server requested 120s retry delay (max: 1s). 429 {HTTP_MESSAGES[429]}")
     assert len(mock_server.requests) == 1
