@@ -32,6 +32,7 @@ from .._core import (
     AgentTool,
     AssistantMessage,
     CacheRetention,
+    CircuitBreaker,
     FlatAlias,
     ImageContent,
     MessageUpdateEvent,
@@ -66,6 +67,7 @@ from .._loop import (
     Approve,
     BeforeToolCall,
     ConvertToLlm,
+    FallbackOn,
     GetApiKey,
     OutputMode,
     PrepareNextTurn,
@@ -92,6 +94,9 @@ if TYPE_CHECKING:
     from .._core import HttpClientLike
 
 __all__ = ["Agent", "AgentState", "continue_here", "prompt_here"]
+
+Adjust = Callable[[AgentLoopConfig], AgentLoopConfig]
+"""Changes a batch makes to the config of each of its runs (`prompt_here`)."""
 
 DEFAULT_LIMITS = UsageLimits(max_model_calls=50)
 """An `Agent`'s usage limits unless it is given others: a runaway model stops at 50 calls."""
@@ -183,6 +188,9 @@ class Agent:
     tool_timeout: float | None = OPTION
     deps: Any = OPTION
     limits: UsageLimits | None = OPTION
+    fallback_models: list[Model] = OPTION
+    fallback_on: FallbackOn | None = OPTION
+    circuit_breaker: CircuitBreaker | None = OPTION
     before_tool_call: BeforeToolCall | None = OPTION
     approve: Approve | None = OPTION
     after_tool_call: AfterToolCall | None = OPTION
@@ -470,13 +478,13 @@ class Agent:
         return run
 
     def _run_here(self, prompts: list[AgentMessage] | None, output: Output,
-                  on_start: Callable[[AgentRun], object], http_session: Any,
+                  on_start: Callable[[AgentRun], object], adjust: Adjust | None,
                   approvals: dict[str, bool | str] | None) -> AgentRun:
         """A run to its end on the calling thread (see `prompt_here`)."""
         with self._lock:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt")
-            run, main = self._prepare(prompts, False, output, http_session, approvals)
+            run, main = self._prepare(prompts, False, output, adjust, approvals)
         try:
             on_start(run)
         finally:  # the agent is marked busy: only the run's own end makes it idle again
@@ -484,21 +492,21 @@ class Agent:
         return run
 
     def _prepare(self, prompts: list[AgentMessage] | None, skip_first_steering: bool,
-                 output: Output, http_session: Any = None,
+                 output: Output, adjust: Adjust | None = None,
                  approvals: dict[str, bool | str] | None = None,
                  ) -> tuple[AgentRun, Callable[[], None]]:
         """Mark the agent busy with a new run (under the lock); return the run and its main.
 
-        Everything that can fail comes before. `http_session` serves the run when the agent
-        has none of its own; without either, the run shares the process's HTTP client.
+        Everything that can fail comes before. `adjust` (a batch's) changes the run's config.
         """
         self._check_open()
         loop, stream_fn = self._loop, self.stream_fn
         http = stream_fn is None and speaks_http(loop.model.api)
         if http and loop.get_api_key is None:  # a missing key raises here, not in the run
             require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
-        session = loop.http_session or http_session  # None: the process's shared HTTP client
-        config = self._run_config(loop, skip_first_steering, output, session)
+        config = self._run_config(loop, skip_first_steering, output)
+        if adjust is not None:
+            config = adjust(config)
         context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
         check_run(config, config.model, context.tools)  # raises here, not in the run
         if prompts is None:  # calls waiting for approval: decided by `approvals` or `approve`
@@ -512,9 +520,9 @@ class Agent:
         return run, carry_context(functools.partial(self._main, run, prompts, context, config,
                                                     stream_fn, approvals))
 
-    def _run_config(self, loop: AgentLoopConfig, skip_first_steering: bool, output: Output,
-                    http_session: Any) -> AgentLoopConfig:
-        """`loop` with the parts that belong to one run: queues, compaction, output, session."""
+    def _run_config(self, loop: AgentLoopConfig, skip_first_steering: bool,
+                    output: Output) -> AgentLoopConfig:
+        """`loop` with the parts that belong to one run: queues, compaction, output."""
         skip = [skip_first_steering]
 
         def steering() -> list[AgentMessage]:
@@ -531,7 +539,7 @@ class Agent:
         return attrs.evolve(loop, get_steering_messages=steering,
                             get_follow_up_messages=follow_ups, before_model_call=compact,
                             output_type=output.type, output_retries=output.retries,
-                            output_mode=output.mode, http_session=http_session)
+                            output_mode=output.mode)
 
     def _replace_transcript(self, messages: list[AgentMessage]) -> None:
         """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
@@ -603,25 +611,25 @@ class Agent:
 def prompt_here(agent: Agent, input: str | AgentMessage | Sequence[AgentMessage], *,
                 output_type: Any = None, output_mode: OutputMode = "tool",
                 on_start: Callable[[AgentRun], object] = lambda run: None,
-                http_session: Any = None) -> AgentRun:
+                adjust: Adjust | None = None) -> AgentRun:
     """`agent.prompt(input, output_type=..., output_mode=...)` run to its end on this thread.
 
     For pools that already give each run a thread of its own (`run_batch`, its only user): the
     run needs no thread start, which under load costs more than the rest of starting a run.
-    `on_start` gets the run before it begins (to abort it from elsewhere); `http_session` (a
-    batch's shared one) serves the run if the agent has no session of its own. Raises what
+    `on_start` gets the run before it begins (to abort it from elsewhere); `adjust` changes
+    the run's config (a batch's settings: fallbacks, budget, its HTTP client). Raises what
     `prompt` raises.
     """
     agent._check_open()
     prompts = prompt_messages(input, None)
-    return agent._run_here(prompts, Output(output_type, 2, output_mode), on_start,
-                           http_session, None)
+    return agent._run_here(prompts, Output(output_type, 2, output_mode), on_start, adjust,
+                           None)
 
 
 def continue_here(agent: Agent, approvals: dict[str, bool | str], *, output_type: Any = None,
                   output_mode: OutputMode = "tool",
                   on_start: Callable[[AgentRun], object] = lambda run: None,
-                  http_session: Any = None) -> AgentRun:
+                  adjust: Adjust | None = None) -> AgentRun:
     """`agent.continue_(approvals=...)` run to its end on this thread (see `prompt_here`).
 
     The batch's resume of a run that stopped for approval (`resume_batch`, its only user):
@@ -631,5 +639,5 @@ def continue_here(agent: Agent, approvals: dict[str, bool | str], *, output_type
     agent._check_open()
     if not agent.messages:
         raise ValueError("cannot continue: the agent has no messages")
-    return agent._run_here(None, Output(output_type, 2, output_mode), on_start, http_session,
+    return agent._run_here(None, Output(output_type, 2, output_mode), on_start, adjust,
                            approvals)

@@ -24,6 +24,8 @@ from ._approval import (
     needs_approval,
     waiting_calls,
 )
+from ._breaker import CircuitBreaker, CircuitState, Permit, default_breaker
+from ._budget import Budget
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context, unchecked_context
 from ._deps import enter_deps, leave_deps, tool_deps
@@ -70,6 +72,7 @@ from ._events import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     StartEvent,
     TextDeltaEvent,
     TextEndEvent,
@@ -105,7 +108,7 @@ from ._messages import (
     now_ms,
     unanswered_tool_calls,
 )
-from ._model import Model, ModelCost, calculate_cost, is_model, is_optional_model
+from ._model import Model, ModelCost, calculate_cost, is_model, is_optional_model, model_hint
 from ._options import (
     DEFAULT_MAX_EVENT_BYTES,
     FACTORY,
@@ -186,7 +189,10 @@ __all__ = [
     "AssistantMessageEventStream",
     "BashExecutionMessage",
     "BranchSummaryMessage",
+    "Budget",
     "CacheRetention",
+    "CircuitBreaker",
+    "CircuitState",
     "CompactionEndEvent",
     "CompactionStartEvent",
     "CompactionSummaryMessage",
@@ -207,11 +213,13 @@ __all__ = [
     "MissingApiKeyError",
     "Model",
     "ModelCost",
+    "ModelFallbackEvent",
     "ModelNotFoundError",
     "OnPayload",
     "OnResponse",
     "OutputValidationError",
     "Pause",
+    "Permit",
     "ProviderNotFoundError",
     "QueueMode",
     "RunError",
@@ -259,6 +267,7 @@ __all__ = [
     "check_messages",
     "count",
     "decision_message",
+    "default_breaker",
     "default_convert_to_llm",
     "denial_text",
     "describe",
@@ -282,6 +291,7 @@ __all__ = [
     "list_of_messages",
     "member_of",
     "message_markdown",
+    "model_hint",
     "needs_approval",
     "not_bool",
     "now_ms",

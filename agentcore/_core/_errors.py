@@ -9,7 +9,7 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
     ├── ToolArgumentsError        (also ValueError) a tool call's arguments fail its schema
     ├── ProviderNotFoundError     (also LookupError) no provider registered for model.api
     ├── ModelNotFoundError        (also LookupError) no such model in the catalogue
-    ├── MissingApiKeyError        no API key given and none in the environment
+    ├── MissingApiKeyError        (also ValueError) no API key given and none in the environment
     ├── RunError                  AgentRun.raise_for_error(): the run ended in error or abort
     │   ├── UsageLimitExceeded    a `UsageLimits` bound ended the run
     │   └── OutputValidationError no valid `final_result` within the output retries
@@ -69,7 +69,7 @@ class ModelNotFoundError(AgentcoreError, LookupError):
     """The catalogue has no model with that provider and id."""
 
 
-class MissingApiKeyError(AgentcoreError):
+class MissingApiKeyError(AgentcoreError, ValueError):
     """No API key was passed and the provider's environment variable is not set."""
 
 

@@ -16,6 +16,7 @@ import attrs
 from ._content import ToolCall
 from ._enums import StopReason
 from ._messages import AgentMessage, AssistantMessage, CompactionSummaryMessage, ToolResultMessage
+from ._model import Model
 from ._tools import AgentToolResult
 from ._validators import one_of
 
@@ -32,6 +33,7 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "ModelFallbackEvent",
     "StartEvent",
     "TextDeltaEvent",
     "TextEndEvent",
@@ -319,6 +321,24 @@ class CompactionEndEvent:
     tokens_after: int
 
 
+@attrs.frozen
+class ModelFallbackEvent:
+    """A model call failed, or was skipped, and the same turn is tried on the next model (§24).
+
+    `failed` is the error reply of the model given up (its `model` and `provider` say which),
+    or None when its circuit was open and no request was made; `model` is the one tried next;
+    `reason` says why, in words. When `failed` had streamed output, its `message_start` and
+    updates were sent but no `message_end` follows: that partial reply is not part of the
+    transcript, and listeners should drop what they showed of it. Its `usage` still counts
+    in the run's.
+    """
+
+    type: ClassVar[str] = "model_fallback"
+    failed: AssistantMessage | None
+    model: Model
+    reason: str
+
+
 AgentEvent = (
     AgentStartEvent
     | AgentEndEvent
@@ -333,6 +353,7 @@ AgentEvent = (
     | ToolApprovalRequestEvent
     | CompactionStartEvent
     | CompactionEndEvent
+    | ModelFallbackEvent
 )
 """Everything a run emits."""
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import attrs
 
-from ._validators import type_error
+from ._budget import Budget
+from ._validators import optional_instance_of, type_error
 
 __all__ = ["UsageLimits"]
 
@@ -45,7 +46,11 @@ class UsageLimits:
     an error result, and the run ends. The run then ends with an assistant message of
     `stop_reason` `"error"` and `error_message` `"usage limit reached: max_model_calls=50"`
     (the limit's name and value), for which `AgentRun.raise_for_error()` raises
-    `UsageLimitExceeded`. Counted per run: a new prompt starts from zero.
+    `UsageLimitExceeded`. Counted per run: a new prompt starts from zero. `budget` is shared
+    instead (API §24): every model call of every run holding it is charged to it, and once it
+    is spent no such run starts another model call (`"usage limit reached: budget
+    max_cost=1.0"`). Failed model calls count too, in every limit, when a fallback model
+    takes their turn over.
 
     Attributes:
         max_turns: Turns of the loop (each starting with a `turn_start` event).
@@ -55,6 +60,7 @@ class UsageLimits:
         max_output_tokens: Output tokens (`usage.output`), summed.
         max_total_tokens: All tokens (`usage.total_tokens`), summed.
         max_cost: Dollars (`usage.cost.total`), summed.
+        budget: A `Budget` shared with other runs.
     """
 
     max_turns: int | None = attrs.field(default=None, validator=_count)
@@ -64,3 +70,4 @@ class UsageLimits:
     max_output_tokens: int | None = attrs.field(default=None, validator=_count)
     max_total_tokens: int | None = attrs.field(default=None, validator=_count)
     max_cost: float | None = attrs.field(default=None, validator=_dollars)
+    budget: Budget | None = attrs.field(default=None, validator=optional_instance_of(Budget))

@@ -31,6 +31,7 @@ from ._config import (
 )
 from ._entry import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._exit import in_flight
+from ._fallback import FallbackOn
 from ._observe import Observer, RunStart, RunTrace, carry_context, observe
 from ._output import check_run, native_output
 from ._tool_messages import serving
@@ -48,6 +49,7 @@ __all__ = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "ConvertToLlm",
+    "FallbackOn",
     "GetApiKey",
     "Observer",
     "OutputMode",

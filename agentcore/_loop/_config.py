@@ -18,6 +18,7 @@ from .._core import (
     AgentToolResult,
     AssistantMessage,
     CacheRetention,
+    CircuitBreaker,
     EventSink,
     ImageContent,
     Message,
@@ -49,6 +50,7 @@ from .._core import (
     to_tool_execution_mode,
 )
 from .._function_tools import output_tool
+from ._fallback import FallbackOn, check_fallbacks, model_list
 
 if TYPE_CHECKING:
     import requests
@@ -243,6 +245,9 @@ class AgentLoopConfig:
     model call, wins over `api_key`. `approve(tool_call, tool)` decides each call that needs
     approval (API §20) on a worker of the run, bounded by its abort: `True` runs it, `False`
     or a reason (`str`) denies it; without `approve` the run ends with those calls pending.
+    `fallback_models` take over a turn whose model call failed (API §24): the same turn is
+    tried on each in order (`fallback_on(message)`, when set, decides which failures), and
+    `circuit_breaker` (by default the process's) skips a model that keeps failing.
     """
 
     model: Model = attrs.field(validator=is_model)
@@ -272,6 +277,12 @@ class AgentLoopConfig:
     reset_tool_choice: bool = attrs.field(default=False, validator=instance_of(bool))
     limits: UsageLimits | None = attrs.field(default=None,
                                              validator=optional_instance_of(UsageLimits))
+    fallback_models: list[Model] = attrs.field(factory=list, converter=model_list,
+                                               validator=check_fallbacks)
+    fallback_on: FallbackOn | None = attrs.field(default=None,
+                                                 validator=takes("message", optional=True))
+    circuit_breaker: CircuitBreaker | None = attrs.field(
+        default=None, validator=optional_instance_of(CircuitBreaker))
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     approve: Approve | None = attrs.field(
