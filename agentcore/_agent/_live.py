@@ -14,6 +14,7 @@ from .._core import (
     MessageStartEvent,
     MessageUpdateEvent,
     Model,
+    ModelFallbackEvent,
     ThinkingLevel,
     ToolCall,
     ToolExecutionEndEvent,
@@ -75,7 +76,7 @@ class LiveState:
             message = event.message
             if isinstance(message, AssistantMessage) and message.error_message:
                 self.error_message = message.error_message
-        elif isinstance(event, AgentEndEvent):
+        elif isinstance(event, (AgentEndEvent, ModelFallbackEvent)):  # a fallback drops it
             self.streaming_message = None
         return None, None
 

@@ -27,6 +27,7 @@ from .._core import (
     AgentTool,
     AssistantMessage,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     StopReason,
     TextDeltaEvent,
     ToolCall,
@@ -91,6 +92,7 @@ class AgentRun:
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
         self._native = native  # output_mode="native": what reads the answer
         self._pending: list[ToolCall] = []  # the calls the run left waiting for approval
+        self._discarded = Usage()  # of failed replies a fallback model took over (API §24)
 
     @property
     def signal(self) -> AbortSignal:
@@ -138,9 +140,10 @@ class AgentRun:
     def usage(self) -> Usage:
         """The tokens and cost of the run's model calls: its assistant messages' `usage` summed.
 
-        Blocks until the run has ended, like `result()`.
+        Failed replies that a fallback model took over (`model_fallback` events) count too,
+        though they are not in the transcript. Blocks until the run has ended, like `result()`.
         """
-        return sum((reply.usage for reply in self._replies()), Usage())
+        return sum((reply.usage for reply in self._replies()), self._discarded)
 
     @property
     def error(self) -> str | None:
@@ -332,6 +335,8 @@ class AgentRun:
 
     def publish(self, event: AgentEvent) -> None:
         """Producer: append `event` to the run's log and wake the consumers (O(1) amortized)."""
+        if event.__class__ is ModelFallbackEvent and event.failed is not None:
+            self._discarded += event.failed.usage
         self._log.publish(event)
 
     def finish(self, messages: list[AgentMessage], pending: list[ToolCall] | None = None,

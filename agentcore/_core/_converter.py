@@ -19,6 +19,7 @@ from ._enums import WireEnum
 from ._errors import SerializationError
 from ._events import AgentEvent, AssistantMessageEvent
 from ._json_ready import json_ready_using
+from ._limits import UsageLimits
 from ._messages import AgentMessage, Message
 from ._model import Model
 from ._tools import AgentTool
@@ -43,6 +44,8 @@ _OMITTED_FIELDS: dict[type, frozenset[str]] = {
     # An AgentTool's `execute` is code: a context is stored without its tools, which the
     # application attaches again after loading.
     AgentContext: frozenset({"tools"}),
+    # A Budget is shared in memory by the runs of one process: limits are stored without it.
+    UsageLimits: frozenset({"budget"}),
 }
 
 

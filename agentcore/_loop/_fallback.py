@@ -57,6 +57,8 @@ def check_fallbacks(config: Any, _: attrs.Attribute[Any], models: list[Model]) -
     A key comes from `get_api_key` (trusted to have it), from `api_key` for a model of the
     run's own provider, or from the environment; local servers need none.
     """
+    if not isinstance(models, list):
+        raise type_error("fallback_models", "a list of Model", models)
     for i, model in enumerate(models):
         if not isinstance(model, Model):
             raise type_error(f"fallback_models[{i}]", "a Model", model, model_hint(model))
@@ -103,13 +105,13 @@ def health(reply: AssistantMessage) -> bool | None:
 
 def options_for(model: Model, primary: Model, options: StreamOptions,
                 api_key: str | None) -> StreamOptions:
-    """The options of a call to fallback `model` of a run on `primary`.
+    """The run's `options` for a call to fallback `model` of a run on `primary`.
 
-    Another provider gets neither the run's `api_key` (`api_key` here is what `get_api_key`
-    gave for it, if anything) nor the credential headers of `options.headers`.
+    A model of another provider gets neither the run's `api_key` (only `api_key` here, what
+    `get_api_key` gave for it, if anything) nor the credential headers of `options.headers`.
     """
     if model.provider == primary.provider:
-        return options if api_key is None else attrs.evolve(options, api_key=api_key)
+        return options
     headers = options.headers
     if headers:
         headers = {k: v for k, v in headers.items() if not is_credential_header(k)} or None

@@ -7,15 +7,13 @@ the answer stays: a run whose tool batch was refused makes no further model call
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import attrs
 
 from .._core import (
     USAGE_LIMIT_TEXT,
-    AgentMessage,
     AssistantMessage,
     StopReason,
+    Usage,
     UsageLimits,
 )
 from .._function_tools import FINAL_RESULT
@@ -35,22 +33,20 @@ class LimitCounter:
     has_output: bool = False
     model_calls: int = 0
     tool_calls: int = 0
-    # The run's assistant messages' usage summed, as AgentRun.usage sums it (plain numbers:
-    # adding Usage values would validate two new values a turn)
+    # The usage of the run's model calls, charged as each completes (failed ones included:
+    # a fallback model's turn after them); plain numbers, not a Usage, for speed
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
     cost: float = 0.0
-    _summed: int = 0  # how many of the run's new messages the sums have seen
     reached: str | None = None  # the message of the limit reached, once one is
 
-    def before_model_call(self, turns: int, new_messages: Sequence[AgentMessage]) -> str | None:
+    def before_model_call(self, turns: int) -> str | None:
         """The error message if the next model call (in turn `turns`) passes a limit.
 
-        Otherwise None, and the call is counted.
+        Otherwise None, and the call is counted. A spent `budget` counts as a limit reached.
         """
         if self.reached is None:
-            self._sum(new_messages)
             used = (("max_turns", turns - 1),  # the turns before this one
                     ("max_model_calls", self.model_calls),
                     ("max_input_tokens", self.input_tokens),
@@ -62,8 +58,23 @@ class LimitCounter:
                     self._reach(name, limit)
                     break
             else:
-                self.model_calls += 1
+                budget = self.limits.budget
+                spent = None if budget is None else budget.exhausted()
+                if spent is not None:
+                    self.reached = f"{USAGE_LIMIT_TEXT}{spent}"
+                else:
+                    self.model_calls += 1
         return self.reached
+
+    def charge(self, usage: Usage) -> None:
+        """Count one completed model call's `usage`, and charge it to the budget, if any."""
+        self.input_tokens += usage.input
+        self.output_tokens += usage.output
+        self.total_tokens += usage.total_tokens
+        self.cost += usage.cost.total
+        budget = self.limits.budget
+        if budget is not None:
+            budget.charge(usage)
 
     def before_tools(self, reply: AssistantMessage) -> str | None:
         """The error message if running the tool calls of `reply` passes `max_tool_calls`.
@@ -81,17 +92,6 @@ class LimitCounter:
             else:
                 self.tool_calls += calls
         return self.reached
-
-    def _sum(self, new_messages: Sequence[AgentMessage]) -> None:
-        """Add the usage of the assistant messages the run added since the last call."""
-        for message in new_messages[self._summed:]:
-            if isinstance(message, AssistantMessage):
-                usage = message.usage
-                self.input_tokens += usage.input
-                self.output_tokens += usage.output
-                self.total_tokens += usage.total_tokens
-                self.cost += usage.cost.total
-        self._summed = len(new_messages)
 
     def _reach(self, name: str, value: float) -> None:
         self.reached = f"{USAGE_LIMIT_TEXT}{name}={value!r}"

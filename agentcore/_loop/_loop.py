@@ -37,6 +37,7 @@ from .._core import (
     TurnEndEvent,
     TurnStartEvent,
     decision_message,
+    default_breaker,
     default_convert_to_llm,
     describe,
     error_reply,
@@ -46,6 +47,7 @@ from ..providers import StreamFn
 from ._approvals import Resume, ask
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._exit import ABORT_GRACE_S, in_flight
+from ._fallback import options_for
 from ._limits import LimitCounter
 from ._observe import RunStart, RunTrace, start_trace
 from ._output import OutputState, Verdict, check_run
@@ -217,19 +219,31 @@ class Run:
 
     def _reply(self) -> AssistantMessage:
         limits = self._limits
-        limit = None if limits is None else (
-            lambda: limits.before_model_call(self.turns, self.new_messages))
-        call = ModelCall(self.context, self.config, self.model, self._call_options, self.stream_fn,
+        limit = charge = None
+        if limits is not None:
+            limit = lambda: limits.before_model_call(self.turns)  # noqa: E731
+            charge = limits.charge
+        # The process's breaker watches the runs that have somewhere to fall back to
+        config = self.config
+        breaker = config.circuit_breaker or (default_breaker() if config.fallback_models
+                                             else None)
+        call = ModelCall(self.context, config, self.model, self._call_options, self.stream_fn,
                          self.signal, self.halt_signal, self._send, self._emit,
-                         self.new_messages, limit, self._llm_only, self._trace)
+                         self.new_messages, limit, self._llm_only, self._trace,
+                         breaker if breaker is not None and breaker.failure_threshold else None,
+                         charge)
         final = call.reply()
         self._llm_only = call.llm_only  # a before_model_call hook may have replaced the messages
         return final
 
-    def _call_options(self) -> StreamOptions:
-        """The provider options of the next model call."""
+    def _call_options(self, model: Model) -> StreamOptions:
+        """The provider options of the next call to `model` (the run's, or a fallback)."""
         config = self.config
-        key = config.get_api_key(self.model.provider) if config.get_api_key else None
+        key = config.get_api_key(model.provider) if config.get_api_key else None
+        if model is not self.model:  # a fallback: its own key, never another provider's
+            return options_for(model, self.model, config.stream_options(
+                self.signal, key or config.options.api_key, self.reasoning, self._choice,
+                self._schema), key)
         wanted = (key or config.options.api_key, self.reasoning, self._choice)
         if self._options is None or self._options_for != wanted:  # rebuilt only on a change
             self._options = config.stream_options(self.signal, *wanted, self._schema)

@@ -20,9 +20,9 @@ from .._core import (
     AgentContext,
     AgentEvent,
     AgentMessage,
-    AssistantContent,
     AssistantMessage,
     AssistantMessageEvent,
+    CircuitBreaker,
     Context,
     DoneEvent,
     ErrorEvent,
@@ -32,6 +32,7 @@ from .._core import (
     MessageStartEvent,
     MessageUpdateEvent,
     Model,
+    ModelFallbackEvent,
     StartEvent,
     StopReason,
     StreamOptions,
@@ -44,6 +45,7 @@ from .._core import (
     ToolCallDeltaEvent,
     ToolCallEndEvent,
     ToolCallStartEvent,
+    Usage,
     default_convert_to_llm,
     describe,
     error_reply,
@@ -52,6 +54,7 @@ from .._core import (
 from ..providers import StreamFn
 from ._config import AgentLoopConfig, BeforeModelCall, BeforeModelCallContext
 from ._exit import ABORT_GRACE_S
+from ._fallback import falls_back, health, tried_text
 from ._observe import RunTrace
 
 __all__ = ["ModelCall", "SinkError"]
@@ -82,7 +85,7 @@ class ModelCall:
     context: AgentContext
     config: AgentLoopConfig
     model: Model
-    options: Callable[[], StreamOptions]  # the provider options, which the run keeps
+    options: Callable[[Model], StreamOptions]  # a model's provider options (the run keeps them)
     stream_fn: StreamFn
     signal: AbortSignal
     halt: AbortSignal
@@ -92,6 +95,8 @@ class ModelCall:
     limit: Callable[[], str | None] | None
     llm_only: bool
     trace: RunTrace | None = None
+    breaker: CircuitBreaker | None = None  # None: no circuit is consulted (a breaker that is off)
+    charge: Callable[[Usage], None] | None = None  # each attempt's usage, to the run's limits
 
     def reply(self) -> AssistantMessage:
         """Stream one reply into the context; an error reply is retried once if a hook asks.
@@ -107,46 +112,119 @@ class ModelCall:
 
     def _call(self, failed: AssistantMessage | None) -> AssistantMessage | None:
         """One model call, its reply streamed into the context; None if `failed` is not retried."""
-        partial: AssistantMessage | None = None
-        final: AssistantMessage | None = None
         hook, limit = self.config.before_model_call, self.limit
         try:
             if self.halt.aborted:
-                final = self._error_reply(ABORTED_TEXT)
-            elif failed is None and limit is not None and (reached := limit()):
-                final = self._error_reply(reached)
-            elif hook is not None and not self._before_call(hook, failed):
+                return self._finish(self._error_reply(ABORTED_TEXT))
+            if failed is None and limit is not None and (reached := limit()):
+                return self._finish(self._error_reply(reached))
+            if hook is not None and not self._before_call(hook, failed):
                 return None
-            elif failed is not None and limit is not None and (reached := limit()):
-                final = self._error_reply(reached)
-            else:
-                emit, messages = self.emit, self.context.messages
-                for event in self._stream_events():
-                    if type(event) not in _GROWTH:  # tested first: most events are growth
-                        if isinstance(event, StartEvent):
-                            partial = event.partial
-                            messages.append(partial)
-                            emit(MessageStartEvent(partial))
-                            continue
-                        if isinstance(event, DoneEvent):
-                            final = event.message
-                            break
-                        if isinstance(event, ErrorEvent):
-                            final = event.error
-                            break
-                    if partial is not None:  # a growth event, or another kind of one
-                        partial = event.partial  # type: ignore[union-attr]
-                        messages[-1] = partial
-                        emit(MessageUpdateEvent(partial, event))
-                if final is None:
-                    raise RuntimeError("the model stream ended without a done or error event")
+            if failed is not None and limit is not None and (reached := limit()):
+                return self._finish(self._error_reply(reached))
+        except SinkError:
+            raise
+        except Exception as exc:  # a hook's, or a limit's
+            _log.debug("before the model call", exc_info=True)
+            return self._finish(self._error_reply(describe(exc)))
+        return self._chain()
+
+    def _chain(self) -> AssistantMessage:
+        """The call on the run's model, then on each fallback model while they fail (API §24).
+
+        A model whose circuit is open is skipped without a request. A failed attempt that had
+        streamed output leaves the context again (its events told listeners so); the turn's
+        reply is the first success, or the last failure, which then names every model tried.
+        """
+        models = (self.model, *self.config.fallback_models)
+        breaker, limit, last = self.breaker, self.limit, len(models) - 1
+        tried: list[tuple[Model, str]] = []
+        context: Context | None = None
+        for i, model in enumerate(models):
+            if i and limit is not None and (reached := limit()):  # a fallback is a call too
+                return self._finish(error_reply(model, reached))
+            permit = breaker.permit(model) if breaker is not None else None
+            if breaker is not None and permit is None:  # open: fail at once, no request
+                reason = breaker.refusal(model)
+                tried.append((model, reason))
+                if i == last:
+                    return self._finish(error_reply(model, _failed_text(tried)))
+                self.emit(ModelFallbackEvent(None, models[i + 1], reason))
+                continue
+            if context is None:
+                try:
+                    context = self._request_context()
+                except SinkError:
+                    raise
+                except Exception as exc:  # a conversion hook's
+                    _log.debug("building the model's context failed", exc_info=True)
+                    return self._finish(error_reply(model, describe(exc)))
+            final, shown = self._attempt(model, context)
+            if permit is not None:
+                permit.settle(health(final))
+            if self.charge is not None:
+                self.charge(final.usage)
+            if i == last or self.halt.aborted or not self._falls_back(final):
+                if tried and final.stop_reason is StopReason.ERROR:
+                    text = _failed_text([*tried, (model, final.error_message or "failed")])
+                    final = attrs.evolve(final, error_message=text)
+                return self._finish(final, shown)
+            why = final.error_message or "failed"
+            tried.append((model, why))
+            if shown:  # not part of the transcript: the event tells listeners to drop it
+                self.context.messages.pop()
+            self.emit(ModelFallbackEvent(final, models[i + 1],
+                                         f"{model.provider}/{model.id} failed: {why}"))
+        raise AssertionError("unreachable: the last model's reply ends the chain")
+
+    def _attempt(self, model: Model, context: Context) -> tuple[AssistantMessage, bool]:
+        """Stream `model`'s reply into the context; the final message, and whether it streamed.
+
+        While output streams, the partial reply is the context's last message (announced by a
+        `message_start`); whatever fails becomes an error reply keeping the content so far.
+        """
+        partial: AssistantMessage | None = None
+        final: AssistantMessage | None = None
+        try:
+            emit, messages = self.emit, self.context.messages
+            for event in self._stream_events(model, context):
+                if type(event) not in _GROWTH:  # tested first: most events are growth
+                    if isinstance(event, StartEvent):
+                        partial = event.partial
+                        messages.append(partial)
+                        emit(MessageStartEvent(partial))
+                        continue
+                    if isinstance(event, DoneEvent):
+                        final = event.message
+                        break
+                    if isinstance(event, ErrorEvent):
+                        final = event.error
+                        break
+                if partial is not None:  # a growth event, or another kind of one
+                    partial = event.partial  # type: ignore[union-attr]
+                    messages[-1] = partial
+                    emit(MessageUpdateEvent(partial, event))
+            if final is None:
+                raise RuntimeError("the model stream ended without a done or error event")
         except SinkError:
             raise
         except Exception as exc:
             _log.debug("model call failed", exc_info=True)
-            final = self._error_reply(describe(exc), partial.content if partial else [])
-        assert final is not None
-        if partial is not None:
+            final = error_reply(model, describe(exc), aborted=self.halt.aborted,
+                                content=partial.content if partial else [])
+        return final, partial is not None
+
+    def _falls_back(self, reply: AssistantMessage) -> bool:
+        """Whether the failed `reply` goes to the next model; a raising `fallback_on` says no."""
+        try:
+            return falls_back(reply, self.config.fallback_on)
+        except Exception:
+            _log.warning("fallback_on raised; the failed reply stands", exc_info=True)
+            return False
+
+    def _finish(self, final: AssistantMessage, shown: bool = False) -> AssistantMessage:
+        """End the call with `final`: in place of its partial if one `shown`, else appended."""
+        if shown:
             self.context.messages[-1] = final
         else:
             self.context.messages.append(final)
@@ -162,7 +240,7 @@ class ModelCall:
             messages = messages[:-1]
         call = BeforeModelCallContext(
             AgentContext(self.context.system_prompt, list(messages), list(self.context.tools)),
-            self.model, self.options(), failed)
+            self.model, self.options(self.model), failed)
         replacement = hook(call, self.hook_emit, self.signal)
         if replacement is None:
             return failed is None
@@ -171,9 +249,10 @@ class ModelCall:
             self.llm_only = False
         return True
 
-    def _stream_events(self) -> Iterator[AssistantMessageEvent]:
+    def _request_context(self) -> Context:
+        """The context the provider gets: the run's messages converted (hooks get a copy)."""
         config = self.config
-        messages: list[AgentMessage] = list(self.context.messages)  # hooks get their own copy
+        messages: list[AgentMessage] = list(self.context.messages)
         if self.llm_only:  # known plain: nothing to convert, nothing to check
             llm_messages: Sequence[Message] = messages  # type: ignore[assignment]
             make_context = unchecked_context
@@ -186,17 +265,24 @@ class ModelCall:
             else:
                 llm_messages = list(config.convert_to_llm(messages))
                 make_context = Context
-        options = self.options()
         tools = list(self.context.tools) or None
-        context = make_context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
+        return make_context(self.context.system_prompt, llm_messages, tools)  # type: ignore[arg-type]
+
+    def _stream_events(self, model: Model, context: Context) -> Iterator[AssistantMessageEvent]:
+        options = self.options(model)
         if self.trace is not None:
-            self.trace.model_call(self.model, context)
-        stream: Any = self.stream_fn(self.model, context, options)
+            self.trace.model_call(model, context)
+        stream: Any = self.stream_fn(model, context, options)
         if isinstance(stream, EventStream):
             if stream.done():  # all there already (a scripted reply): nothing to wait for
                 return iter(stream)
             return stream.iter_until(self.halt, ABORT_GRACE_S)  # closes a reply cut short
         return iter(stream)
 
-    def _error_reply(self, text: str, content: Sequence[AssistantContent] = ()) -> AssistantMessage:
-        return error_reply(self.model, text, aborted=self.halt.aborted, content=content)
+    def _error_reply(self, text: str) -> AssistantMessage:
+        return error_reply(self.model, text, aborted=self.halt.aborted)
+
+
+def _failed_text(tried: list[tuple[Model, str]]) -> str:
+    """One model's reason as it is; several models' reasons, each named (`tried_text`)."""
+    return tried[0][1] if len(tried) == 1 else tried_text(tried)

@@ -38,6 +38,7 @@ from agentcore import (
     MessageStartEvent,
     MessageUpdateEvent,
     MissingApiKeyError,
+    ModelFallbackEvent,
     ModelNotFoundError,
     OutputValidationError,
     ProviderNotFoundError,
@@ -104,6 +105,8 @@ EXPECTED_ALL = [
     "BeforeToolCallContext",
     "BeforeToolCallResult",
     "BranchSummaryMessage",
+    "Budget",
+    "CircuitBreaker",
     "CompactionEndEvent",
     "CompactionSettings",
     "CompactionStartEvent",
@@ -123,6 +126,7 @@ EXPECTED_ALL = [
     "MissingApiKeyError",
     "Model",
     "ModelCost",
+    "ModelFallbackEvent",
     "ModelNotFoundError",
     "OutputValidationError",
     "PrepareNextTurnContext",
@@ -212,6 +216,7 @@ AGENT_EVENT_TYPES = {
     ToolApprovalRequestEvent: "tool_approval_request",
     CompactionStartEvent: "compaction_start",
     CompactionEndEvent: "compaction_end",
+    ModelFallbackEvent: "model_fallback",
 }
 
 ASSISTANT_MESSAGE_EVENT_TYPES = {

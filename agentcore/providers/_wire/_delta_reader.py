@@ -107,7 +107,8 @@ def _find(text: str, name: str, value: str, first: bool) -> tuple[int, int] | No
     """Where the string value `value` of a member `name` is in `text`: a cut's start and end.
 
     The first such member, or only the last member of that name (`first` False). A cut starts
-    after the string's opening quote and ends after its closing quote.
+    after the string's opening quote and ends after its closing quote. The name written as a
+    string value (no `:` after it) is no member, and is passed over.
     """
     written = encode_basestring_ascii(name)  # the name as `json.dumps` writes it
     at = text.find(written) if first else text.rfind(written)
@@ -126,9 +127,9 @@ def _find(text: str, name: str, value: str, first: bool) -> tuple[int, int] | No
                     return None
                 if found == value:
                     return i + 1, end
-        if not first:
-            return None
-        at = text.find(written, at + 1)
+            if not first:  # the last member is not of that value
+                return None
+        at = text.find(written, at + 1) if first else text.rfind(written, 0, at)
     return None
 
 
