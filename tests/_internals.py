@@ -27,6 +27,7 @@ from agentcore._core import (
     INTERRUPTED_TEXT,
     OPTION,
     _serde,
+    default_breaker,
     find_pause,
     flat_fields,
     json_ready,

@@ -25,7 +25,7 @@ from typing import Any
 
 import paths
 import pytest
-from _internals import _api, clear_pauses
+from _internals import _api, clear_pauses, default_breaker
 from mock_server import MockServer
 from mypy_report import MypyReport, run_mypy_once
 from sse_server import SSEServer
@@ -98,9 +98,11 @@ def no_thread_outlives_the_test() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def no_shared_http_state_outlives_the_test() -> Iterator[None]:
-    """Forget the shared 429 pauses a test set (a later test's server may reuse the port)."""
+    """Forget the shared 429 pauses and open circuits a test left (a later test's server may
+    reuse the port)."""
     yield
     clear_pauses()
+    default_breaker().reset()
 
 
 @pytest.fixture
