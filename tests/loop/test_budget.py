@@ -49,7 +49,8 @@ def test_budget_is_shared_by_agents_and_stops_new_model_calls_once_spent(server)
     with pytest.raises(ac.UsageLimitExceeded):
         runs[3].raise_for_error()
     assert len(server.requests) == 3  # the fourth run made no request
-    assert budget.spent.total_tokens == 45 and budget.remaining_tokens == 0
+    assert budget.spent.total_tokens == 45
+    assert budget.remaining_tokens == 0
     assert budget.remaining_cost is None
     assert budget.spent.cost.total == pytest.approx(3 * REPLY_COST)
 
@@ -73,7 +74,8 @@ def test_budget_by_cost_ends_a_run_between_its_turns(server) -> None:
                                           "toolResult", "assistant"]
     assert messages[-1].error_message == (  # type: ignore[union-attr]
         f"usage limit reached: budget max_cost={1.5 * REPLY_COST!r}")
-    assert budget.remaining_cost == 0.0 and len(server.requests) == 2
+    assert budget.remaining_cost == 0.0
+    assert len(server.requests) == 2
 
 
 def test_budget_charges_failed_attempts_a_fallback_took_over(server) -> None:

@@ -85,7 +85,8 @@ def test_fallback_a_503_goes_to_the_next_model_which_ends_the_turn(servers) -> N
     assert isinstance(reply, ac.AssistantMessage)
     assert (reply.text, reply.model, reply.provider) == ("from the fallback", "backup", "openai")
     assert [m.role for m in messages] == ["user", "assistant"]  # the failure left no trace
-    assert len(first.requests) == 1 and len(second.requests) == 1
+    assert len(first.requests) == 1
+    assert len(second.requests) == 1
     # the fallback got the same turn: the same user message
     assert second.requests[0].json["messages"][-1]["content"] == "hi"
 
@@ -112,10 +113,12 @@ def test_fallback_a_failure_mid_stream_drops_the_partial_reply_and_counts_its_us
     started = [e.message for e in seen if isinstance(e, ac.MessageStartEvent)]
     ended = [e.message for e in seen if isinstance(e, ac.MessageEndEvent)]
     partial_start = started[1]
-    assert isinstance(partial_start, ac.AssistantMessage) and partial_start.model == "primary"
+    assert isinstance(partial_start, ac.AssistantMessage)
+    assert partial_start.model == "primary"
     assert all(getattr(m, "model", None) != "primary" for m in ended)
     fallback_event = next(e for e in seen if isinstance(e, ac.ModelFallbackEvent))
-    assert fallback_event.failed is not None and fallback_event.failed.text == "Once upon"
+    assert fallback_event.failed is not None
+    assert fallback_event.failed.text == "Once upon"
     assert streaming_after_fallback == [None]  # the agent's state dropped it too
     assert [m.role for m in agent.messages] == ["user", "assistant"]
     assert agent.messages[-1].text == "A whole story."  # type: ignore[union-attr]
@@ -135,10 +138,12 @@ def test_fallback_every_model_failing_names_each_one_and_why(servers) -> None:
     events, messages = run_loop(config)
     assert [e.model.id for e in events if isinstance(e, ac.ModelFallbackEvent)] == ["b", "c"]
     last = messages[-1]
-    assert isinstance(last, ac.AssistantMessage) and last.stop_reason == ac.StopReason.ERROR
+    assert isinstance(last, ac.AssistantMessage)
+    assert last.stop_reason == ac.StopReason.ERROR
     text = last.error_message or ""
     assert text.startswith("all 3 models failed: openai/a: 500")
-    assert "openai/b: the model is overloaded" in text and "openai/c: 503 down" in text
+    assert "openai/b: the model is overloaded" in text
+    assert "openai/c: 503 down" in text
     assert last.model == "c"
     assert [m.role for m in messages] == ["user", "assistant"]
 
@@ -285,7 +290,9 @@ def test_breaker_opens_after_the_threshold_and_then_skips_the_model_without_a_re
     second.sse(completions_reply(text="ok"))
     events, messages = run_loop(config)
     skipped = [e for e in events if isinstance(e, ac.ModelFallbackEvent)]
-    assert len(skipped) == 1 and skipped[0].failed is None and skipped[0].model == backup
+    assert len(skipped) == 1
+    assert skipped[0].failed is None
+    assert skipped[0].model == backup
     assert skipped[0].reason.startswith("circuit open for openai/a after 2 failed calls")
     assert len(first.requests) == 2  # none for the third run
     assert messages[-1].text == "ok"  # type: ignore[union-attr]
@@ -313,7 +320,8 @@ def test_breaker_half_open_trial_closes_on_success_and_reopens_on_failure(server
     first.status(503, "still down")  # the trial fails: open again for another cooldown
     second.sse(completions_reply(text="ok"))
     run_loop(config)
-    assert breaker.state(primary) == "open" and len(first.requests) == 2
+    assert breaker.state(primary) == "open"
+    assert len(first.requests) == 2
     clock[0] = 20.0
     first.sse(completions_reply(text="back"))  # the trial succeeds: closed
     _, messages = run_loop(config)
@@ -325,16 +333,19 @@ def test_breaker_lets_one_trial_through_while_others_fall_back() -> None:
     breaker = ac.CircuitBreaker(failure_threshold=1, cooldown=0.0)
     model = ac.Model("a", "a", "openai-completions", "openai", "http://127.0.0.1:9")
     permit = breaker.permit(model)
-    assert permit is not None and not permit.trial
+    assert permit is not None
+    assert not permit.trial
     permit.settle(False)
     assert breaker.state(model) == "half_open"  # a cooldown of 0 has passed at once
     trial = breaker.permit(model)
-    assert trial is not None and trial.trial
+    assert trial is not None
+    assert trial.trial
     assert breaker.permit(model) is None  # the trial decides; meanwhile others fall back
     assert "a trial call is deciding" in breaker.refusal(model)
     trial.settle(None)  # an aborted trial says nothing: the next call may try
     again = breaker.permit(model)
-    assert again is not None and again.trial
+    assert again is not None
+    assert again.trial
     again.settle(True)
     assert breaker.state(model) == "closed"
 
@@ -352,7 +363,8 @@ def test_breaker_counts_per_endpoint_and_only_failures_of_the_model(servers) -> 
     run_loop(config)
     first.status(429, "slow down")  # a rate limit counts: the model cannot serve now
     run_loop(config)
-    assert breaker.state(a) == "open" and breaker.state(b) == "closed"
+    assert breaker.state(a) == "open"
+    assert breaker.state(b) == "closed"
     breaker.reset()
     assert breaker.state(a) == "closed"
 
@@ -376,7 +388,8 @@ def test_breaker_threshold_zero_never_opens(servers) -> None:
         first.status(503, "down")
         second.sse(completions_reply(text="ok"))
         run_loop(config)
-    assert len(first.requests) == 4 and breaker.state(config.model) == "closed"
+    assert len(first.requests) == 4
+    assert breaker.state(config.model) == "closed"
 
 
 def test_breaker_bad_input_and_no_pickling() -> None:
@@ -394,7 +407,8 @@ def test_breaker_bad_input_and_no_pickling() -> None:
         ac.CircuitBreaker().state("openai/gpt-4o")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(ac.CircuitBreaker())
-    assert repr(ac.CircuitBreaker(2, 5)) == "CircuitBreaker(failure_threshold=2, cooldown=5, open=0)"
+    assert repr(ac.CircuitBreaker(2, 5)) == (
+        "CircuitBreaker(failure_threshold=2, cooldown=5, open=0)")
 
 
 def test_breaker_is_thread_safe_under_concurrent_failures() -> None:
@@ -424,7 +438,8 @@ def test_model_fallback_event_round_trips_without_secrets() -> None:
     text = ac.to_json(event)
     assert "sk-secret" not in text
     back = ac.from_json(ac.AgentEvent, text)
-    assert isinstance(back, ac.ModelFallbackEvent) and back.failed == failed
+    assert isinstance(back, ac.ModelFallbackEvent)
+    assert back.failed == failed
     assert back.reason == event.reason
     assert ac.from_json(ac.AgentEvent, ac.to_json(ac.ModelFallbackEvent(None, model, "r"))
                         ).failed is None
