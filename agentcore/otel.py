@@ -50,6 +50,10 @@ attributes (the conventions have none):
   `agentcore.tool.approval.waiting_call_ids`, the ids of those calls. The run that resumes
   them records the decisions on the tools' spans.
 
+Fallbacks (API §24): a failed `chat` span given up for the next model has
+`agentcore.fallback.next_model`; the next one's, `agentcore.fallback.attempt` and
+`agentcore.fallback.circuit_open_skipped`; `invoke_agent`, an event `agentcore.model_fallback`.
+
 A tool call with an error result, a reply with `stop_reason` `"error"` or `"aborted"`, and a
 run that ends with such a reply, is aborted, or raises, get the status ERROR (and an
 `error.type`). Message contents are recorded only with `capture_content=True`, as span
@@ -76,6 +80,7 @@ from ._core import (
     ImageContent,
     MessageEndEvent,
     Model,
+    ModelFallbackEvent,
     StopReason,
     TextContent,
     ThinkingContent,
@@ -183,11 +188,14 @@ class _RunSpans:
         # model call sends the whole transcript again, and encoding it anew each time made
         # a long run's turns cost O(n) json.dumps work each.
         self._encoded: dict[int, tuple[AgentMessage, str]] = {}
+        self._fallbacks = self._skipped = 0  # models given up in the turn; skipped (§24)
 
     def event(self, event: AgentEvent) -> None:
         if isinstance(event, MessageEndEvent):
-            if isinstance(event.message, AssistantMessage) and self._chat is not None:
-                self._end_chat(event.message)
+            if isinstance(event.message, AssistantMessage):
+                if self._chat is not None:
+                    self._end_chat(event.message)
+                self._fallbacks = self._skipped = 0  # the turn's chain of models has ended
             elif isinstance(event.message, ToolApprovalMessage):
                 self._decided(event.message)
         elif isinstance(event, ToolApprovalRequestEvent):
@@ -198,9 +206,22 @@ class _RunSpans:
             self._start_tool(event)
         elif isinstance(event, ToolExecutionEndEvent):
             self._end_tool(event)
+        elif isinstance(event, ModelFallbackEvent):
+            self._fallback(event)
         elif isinstance(event, AgentEndEvent):
             self._last = next((m for m in reversed(event.messages)
                                if isinstance(m, AssistantMessage)), None)
+
+    def _fallback(self, event: ModelFallbackEvent) -> None:
+        """A model given up for the next: its span ends failed, the run's span notes it."""
+        to, failed = f"{event.model.provider}/{event.model.id}", event.failed
+        self._fallbacks, self._skipped = self._fallbacks + 1, self._skipped + (failed is None)
+        if failed is not None and self._chat is not None:  # (skipped ones made no span)
+            self._chat.set_attribute("agentcore.fallback.next_model", to)
+            self._end_chat(failed)
+        self._span.add_event("agentcore.model_fallback", {
+            "agentcore.fallback.next_model": to, "agentcore.fallback.reason": event.reason,
+            "agentcore.fallback.circuit_open": failed is None})
 
     def model_call(self, model: Model, context: LlmContext) -> None:
         if self._chat is not None:  # a reply that never ended: not expected, but never leak
@@ -210,6 +231,9 @@ class _RunSpans:
             "gen_ai.provider.name": _PROVIDER_NAMES.get(model.provider, model.provider),
             "gen_ai.request.model": model.id,
         }
+        if self._fallbacks:  # a fallback model, taking the turn over (API §24)
+            attributes["agentcore.fallback.attempt"] = self._fallbacks
+            attributes["agentcore.fallback.circuit_open_skipped"] = self._skipped
         if self._capture:
             if context.system_prompt:
                 attributes["gen_ai.system_instructions"] = _system(context.system_prompt)
@@ -284,7 +308,8 @@ class _RunSpans:
         self._usage += message.usage
         attributes = _usage(message.usage)
         attributes["gen_ai.response.model"] = message.model
-        attributes["gen_ai.response.finish_reasons"] = [_finish_reason(message.stop_reason)]
+        attributes["gen_ai.response.finish_reasons"] = [
+            _FINISH_REASONS.get(message.stop_reason, message.stop_reason.value)]
         if message.response_id is not None:
             attributes["gen_ai.response.id"] = message.response_id
         if self._capture:
@@ -361,19 +386,13 @@ def _fail(span: Span, description: str, error_type: str) -> None:
 
 
 def _usage(usage: Usage) -> dict[str, Any]:
-    attributes = {
-        "gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
-        "gen_ai.usage.output_tokens": usage.output,
-    }
+    attributes = {"gen_ai.usage.input_tokens": usage.input + usage.cache_read + usage.cache_write,
+                  "gen_ai.usage.output_tokens": usage.output}
     if usage.cache_read:
         attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read
     if usage.cache_write:
         attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write
     return attributes
-
-
-def _finish_reason(reason: StopReason) -> str:
-    return _FINISH_REASONS.get(reason, reason.value)
 
 
 def _json(value: object) -> str:
@@ -420,7 +439,8 @@ def _message(message: AgentMessage, final: bool = False) -> dict[str, Any] | Non
         item: dict[str, Any] = {"role": "assistant",
                                 "parts": [_part(block) for block in message.content]}
         if final:
-            item["finish_reason"] = _finish_reason(message.stop_reason)
+            item["finish_reason"] = _FINISH_REASONS.get(message.stop_reason,
+                                                        message.stop_reason.value)
         return item
     if isinstance(message, ToolResultMessage):
         return {"role": "tool", "parts": [{

@@ -652,3 +652,40 @@ def test_otel_run_aborted_while_asking_leaves_no_call_waiting(traced: Traced) ->
     aborted = traced.named("execute_tool")
     assert len(aborted) == 3  # every call of the batch got an "aborted" result
     assert all("agentcore.tool.approval.decision" not in (s.attributes or {}) for s in aborted)
+
+
+def test_otel_fallbacks_and_open_circuits_are_recorded_on_the_model_spans(
+        traced: Traced) -> None:
+    from replies import completions_reply
+    from sse_server import SSEServer
+
+    servers = [SSEServer() for _ in range(2)]
+    try:
+        first, second = (ac.Model(n, n, "openai-completions", "openai", f"{s.url}/v1")
+                         for n, s in zip("ab", servers, strict=True))
+        breaker = ac.CircuitBreaker(failure_threshold=1, cooldown=3600)
+        config = ac.AgentLoopConfig(model=first, fallback_models=[second], max_retries=0,
+                                    circuit_breaker=breaker)
+        for _ in range(2):  # a failed call, then its circuit open: skipped without a call
+            servers[0].status(503, "down")
+            servers[1].sse(completions_reply(text="ok"))
+            ac.run_agent_loop([ac.UserMessage("hi")], ac.AgentContext("", [], []), config,
+                              lambda event: None)
+    finally:
+        for server in servers:
+            server.close()
+    failed, *fallbacks = sorted(traced.named("chat "), key=lambda s: s.start_time or 0)
+    assert failed.name == "chat a"
+    assert failed.status.status_code is StatusCode.ERROR
+    assert failed.attributes is not None
+    assert failed.attributes["agentcore.fallback.next_model"] == "openai/b"
+    assert [s.name for s in fallbacks] == ["chat b", "chat b"]  # no span for the skipped call
+    assert [dict(s.attributes or {}).get("agentcore.fallback.circuit_open_skipped")
+            for s in fallbacks] == [0, 1]
+    assert all((s.attributes or {})["agentcore.fallback.attempt"] == 1 for s in fallbacks)
+    runs = sorted(traced.named("invoke_agent"), key=lambda s: s.start_time or 0)
+    events = [[(e.name, dict(e.attributes or {})) for e in r.events] for r in runs]
+    assert [[a["agentcore.fallback.circuit_open"] for _, a in run] for run in events] == [
+        [False], [True]]
+    assert events[0][0][1]["agentcore.fallback.reason"].startswith("openai/a failed: 503")
+    assert all(r.status.status_code is not StatusCode.ERROR for r in runs)
