@@ -8,7 +8,9 @@ pydantic models, so an event that would not validate raises here rather than rea
 
 AG-UI 1.0 names reasoning `REASONING_*` (its `THINKING_*` events were retired before 1.0);
 a pause for approval (API §20) ends the run with an interrupt outcome, one `Interrupt` per
-waiting call, after one `CUSTOM` event `agentcore.tool_approval_request` per call.
+waiting call, after one `CUSTOM` event `agentcore.tool_approval_request` per call. A fallback
+to another model (API §24) closes what the failed reply had opened and sends a `CUSTOM` event
+`agentcore.model_fallback` naming that reply's message, for the client to drop.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .._core import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    ModelFallbackEvent,
     StopReason,
     TextContent,
     TextDeltaEvent,
@@ -51,8 +54,13 @@ from .._core import (
 if TYPE_CHECKING:
     from .._agent import AgentRun
 
-__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "Translator", "ag_ui_events", "interrupt_for",
-           "tool_result_content"]
+__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "FALLBACK_EVENT", "Translator", "ag_ui_events",
+           "interrupt_for", "tool_result_content"]
+
+FALLBACK_EVENT = "agentcore.model_fallback"
+"""The `CUSTOM` event's name for a fallback (API §24): `{"messageId", "model", "reason",
+"circuitOpen"}`. `messageId` names the failed reply's text message, whose content a client
+should drop (None when no reply streamed); `model` is the next one (`"provider/id"`)."""
 
 APPROVAL_EVENT = "agentcore.tool_approval_request"
 """The `CUSTOM` event's name for a call waiting for approval; its value is
@@ -138,6 +146,7 @@ class Translator:
         self._args_sent: set[str] = set()  # tool calls whose arguments streamed
         self._started: dict[str, float] = {}  # tool call id -> when it began to run
         self._calls: dict[str, ToolCall] = {}
+        self._failed: list[AssistantMessage] = []  # replies a fallback model took over
 
     def start(self) -> list[ag.BaseEvent]:
         """The run's opening event."""
@@ -161,6 +170,8 @@ class Translator:
             return [ag.CustomEvent(name=APPROVAL_EVENT, value={
                 "toolCallId": event.tool_call_id, "toolName": event.tool_name,
                 "args": event.args})]
+        if isinstance(event, ModelFallbackEvent):
+            return self._fallback(event)
         if isinstance(event, CompactionStartEvent):
             return [ag.CustomEvent(name="agentcore.compaction_start",
                                    value={"reason": event.reason})]
@@ -169,6 +180,19 @@ class Translator:
                 "summary": event.summary.summary, "tokensBefore": event.tokens_before,
                 "tokensAfter": event.tokens_after})]
         return []
+
+    def _fallback(self, event: ModelFallbackEvent) -> list[ag.BaseEvent]:
+        """Close what the failed reply opened, and say that it is dropped (API §24)."""
+        out = [item for index in sorted(self._open) for item in self._close(index)]
+        failed = event.failed
+        if failed is not None:
+            self._failed.append(failed)
+        out.append(ag.CustomEvent(name=FALLBACK_EVENT, value={
+            "messageId": self._message_id if failed is not None and self._message_id else None,
+            "model": f"{event.model.provider}/{event.model.id}", "reason": event.reason,
+            "circuitOpen": failed is None}))
+        self._message_id = ""
+        return out
 
     def error(self, message: str) -> list[ag.BaseEvent]:
         """The closing `RUN_ERROR` for a run that could not be streamed to its end."""
@@ -256,7 +280,7 @@ class Translator:
         """
         self.finished = True
         messages = run.result(0)  # ended: this does not wait
-        usage = _usage(messages)
+        usage = _usage([*self._failed, *messages])
         pending = run.pending_approvals
         if pending:
             return [ag.RunFinishedEvent(

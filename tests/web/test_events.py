@@ -727,3 +727,35 @@ def test_error_closes_the_translation_with_run_error() -> None:
     (error,) = translator.error("streaming failed: boom")
     assert translator.finished
     assert wire(error)["message"] == "streaming failed: boom"
+
+
+def test_a_fallback_closes_the_failed_reply_and_names_it_for_the_client_to_drop() -> None:
+    provider = register_faux_provider(models=["a", "b"], token_size=(1, 1))
+    try:
+        provider.set_responses([
+            faux_assistant_message("Partial answ", stop_reason="error",
+                                   error_message="the model is overloaded"),
+            faux_assistant_message("Whole answer"),
+        ])
+        agent = ac.Agent(provider.get_model("a"), fallback_models=[provider.get_model("b")])
+        run = agent.prompt("hi")
+        events = collect(ag_ui_events(run))
+    finally:
+        provider.unregister()
+    fallback = [e for e in events if e["type"] == T.CUSTOM]
+    assert [e["name"] for e in fallback] == ["agentcore.model_fallback"]
+    value = fallback[0]["value"]
+    failed_id = events[1]["messageId"]
+    assert value == {"messageId": failed_id, "model": "faux/b",
+                     "reason": "faux/a failed: the model is overloaded", "circuitOpen": False}
+    at = events.index(fallback[0])
+    assert types(events)[at - 1] == T.TEXT_MESSAGE_END  # what it opened closed first
+    assert joined(events, T.TEXT_MESSAGE_CONTENT, "messageId", failed_id) == "Partial answ"
+    starts = of_type(events, T.TEXT_MESSAGE_START)
+    assert len(starts) == 2
+    assert starts[1]["messageId"] != failed_id
+    assert joined(events, T.TEXT_MESSAGE_CONTENT, "messageId", starts[1]["messageId"]) == (
+        "Whole answer")
+    assert events[-1]["type"] == T.RUN_FINISHED
+    # usage counts the failed reply, under its own model
+    assert [row["model"] for row in events[-1]["usage"]] == ["a", "b"]
