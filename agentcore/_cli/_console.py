@@ -29,6 +29,7 @@ from .._core import (
     MessageUpdateEvent,
     Model,
     ModelCost,
+    ModelFallbackEvent,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
@@ -208,6 +209,12 @@ class EventPrinter:
         elif isinstance(event, CompactionEndEvent):
             self.line(f"[compacted: ~{event.tokens_before} -> ~{event.tokens_after} tokens]",
                       dim=True)
+        elif isinstance(event, ModelFallbackEvent):  # what streamed above is dropped (§24)
+            self.end_line()
+            dropped = " (the text above is dropped)" if event.failed is not None and \
+                event.failed.content else ""
+            self.line(f"[{_shorten(event.reason, self.max_chars)}; trying "
+                      f"{event.model.provider}/{event.model.id}{dropped}]", dim=True)
 
     def asked(self, event: ToolApprovalRequestEvent) -> None:
         """Note the tool a waiting call is of, for the line its decision gets."""

@@ -86,3 +86,23 @@ def test_the_printer_shows_automatic_compaction() -> None:
         "[compacted: ~9000 -> ~1200 tokens]",
         "[compacting the conversation: the model said the context was too long]",
     ]
+
+
+def test_the_printer_shows_a_fallback_and_that_the_partial_text_is_dropped() -> None:
+    import io
+
+    from _internals import EventPrinter
+
+    import agentcore as ac
+
+    out = io.StringIO()
+    printer = EventPrinter(out, color=False)
+    backup = ac.Model("b", "b", "openai-completions", "openai", "http://127.0.0.1:9")
+    failed = ac.AssistantMessage([ac.TextContent("Once")], "openai-completions", "openai", "a",
+                                 stop_reason="error", error_message="503 down")
+    printer.show(ac.ModelFallbackEvent(failed, backup, "openai/a failed: 503 down"))
+    printer.show(ac.ModelFallbackEvent(None, backup, "circuit open for openai/a"))
+    assert out.getvalue().splitlines() == [
+        "[openai/a failed: 503 down; trying openai/b (the text above is dropped)]",
+        "[circuit open for openai/a; trying openai/b]",
+    ]
