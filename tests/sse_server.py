@@ -95,6 +95,7 @@ class SSEServer:
         self.requests: list[RecordedRequest] = []
         self.errors: list[BaseException] = []  # exceptions in the server's own code (bugs)
         self._script: deque[_Script] = deque()
+        self._answer: Callable[[RecordedRequest], _Script] | None = None
         self._lock = threading.Lock()
         self.stopping = threading.Event()
         self._httpd = _HTTPServer(self)
@@ -209,6 +210,11 @@ class SSEServer:
         self._thread.join(5)
         assert not self._thread.is_alive(), "sse server thread did not stop"
 
+    def answer_all(self, answer: Callable[[RecordedRequest], Callable[[Any], None]]) -> None:
+        """Answer every request whose script queue is empty with `answer(request)(handler)`:
+        a server that works out each response from its request (the chaos test's, say)."""
+        self._answer = answer
+
     def _push(self, script: _Script) -> None:
         with self._lock:
             self._script.append(script)
@@ -216,7 +222,9 @@ class SSEServer:
     def _take(self, request: RecordedRequest) -> _Script | None:
         with self._lock:
             self.requests.append(request)
-            return self._script.popleft() if self._script else None
+            if self._script:
+                return self._script.popleft()
+        return None if self._answer is None else self._answer(request)
 
 
 class _HTTPServer(PromptShutdown, ThreadingHTTPServer):
