@@ -27,7 +27,8 @@ import agentcore as ac
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
-                "callback_events.py", "custom_stream_fn.py", "fastapi_app.py", "local_server.py",
+                "callback_events.py", "custom_stream_fn.py", "fallback.py", "fastapi_app.py",
+                "local_server.py",
                 "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
                 "structured_output.py", "tools.py", "vertex.py"]
@@ -103,6 +104,24 @@ def test_example_main_runs_in_process_and_cleans_up(
 @pytest.mark.slow
 def test_quickstart_answers_with_the_tool_result() -> None:
     assert run_example("quickstart.py").splitlines() == ["2 + 40 = 42"]
+
+
+@pytest.mark.slow
+def test_fallback_example_falls_back_opens_the_circuit_and_stops_at_the_budget() -> None:
+    assert run_example("fallback.py").splitlines() == [
+        "Capital of France?",
+        "  [openai/big-model failed: 503 service unavailable -> small-model]",
+        "  Paris. (by small-model; primary's circuit: closed)",
+        "Capital of Japan?",
+        "  [openai/big-model failed: 503 service unavailable -> small-model]",
+        "  Tokyo. (by small-model; primary's circuit: open)",
+        "Capital of Peru?",
+        "  [circuit open for openai/big-model after 2 failed calls in a row -> small-model]",
+        "  Lima. (by small-model; primary's circuit: open)",
+        "Capital of Chile?",
+        "  usage limit reached: budget max_cost=0.003 (by big-model; primary's circuit: open)",
+        "spent $0.0042 of $0.003",
+    ]
 
 
 @pytest.mark.slow
