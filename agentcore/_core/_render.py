@@ -29,6 +29,7 @@ if TYPE_CHECKING:
         MessageEndEvent,
         MessageStartEvent,
         MessageUpdateEvent,
+        ModelFallbackEvent,
         ToolApprovalRequestEvent,
         ToolExecutionEndEvent,
         ToolExecutionStartEvent,
@@ -269,6 +270,7 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
     streaming: AgentMessage | None = None
     running: dict[str, tuple[str, AgentToolResult | None]] = {}  # call id -> (tool, progress)
     waiting: dict[str, str] = {}  # call id -> tool, for calls waiting for approval
+    discarded = Usage()  # of replies a fallback model took over (API §24)
     ended = False
     for event in events:
         kind = event.type
@@ -289,11 +291,16 @@ def run_markdown(events: Sequence[AgentEvent], *, abort_requested: bool = False,
             running[update.tool_call_id] = (update.tool_name, update.partial_result)
         elif kind == "tool_execution_end":
             running.pop(cast("ToolExecutionEndEvent", event).tool_call_id, None)
+        elif kind == "model_fallback":  # the failed reply is dropped; its usage counts
+            streaming = None
+            failed = cast("ModelFallbackEvent", event).failed
+            if failed is not None:
+                discarded += failed.usage
         elif kind == "agent_end":
             ended = True
     usages = [cast("AssistantMessage | ToolResultMessage", m).usage for m in messages
               if m.role in ("assistant", "toolResult")]
-    total = sum((usage for usage in usages if usage is not None), Usage())
+    total = sum((usage for usage in usages if usage is not None), discarded)
     count = f"{len(messages)} message{'' if len(messages) == 1 else 's'}"
     status = _status(messages, ended, abort_requested, bool(waiting))
     parts = [_header("Agent run", status, count, usage_markdown(total))]

@@ -288,6 +288,22 @@ def test_render_run_shows_the_reply_being_streamed() -> None:
     ]
 
 
+def test_render_run_drops_a_reply_a_fallback_took_over_but_counts_its_usage() -> None:
+    partial = reply(ac.TextContent("Hel"))
+    failed = reply(ac.TextContent("Hel"), stop="error", error="503 down",
+                   usage=ac.Usage(3, 1, 0, 0, 4, ac.Cost(total=0.25)))
+    backup = ac.Model("m-2", "m-2", "api", "acme", "http://127.0.0.1:9")
+    events: list[ac.AgentEvent] = [
+        ac.AgentStartEvent(), ac.MessageStartEvent(reply()),
+        ac.MessageUpdateEvent(partial, ac.StartEvent(partial)),
+        ac.ModelFallbackEvent(failed, backup, "acme/m-1 failed: 503 down"),
+    ]
+
+    assert run_markdown(events).split("\n\n---\n\n") == [
+        "**Agent run** · ⏳ running · 0 messages · tokens: 3 in, 1 out (4 total) · cost \\$0.2500",
+    ]
+
+
 @pytest.mark.parametrize(
     ("last", "status"),
     [
