@@ -139,6 +139,11 @@ class AdaptiveLimits:
         state = self._keys.get(key)
         return 0 if state is None else state.in_flight
 
+    def waiting(self, key: Hashable) -> int:
+        """How many requests of the key wait for a slot now."""
+        state = self._keys.get(key)
+        return 0 if state is None else len(state.waiters)
+
     def acquire(self, key: Hashable, signal: AbortSignal | None = None) -> Ticket:
         """A slot for a request of `key`, once fewer than `floor(limit)` are open (FIFO).
 
@@ -314,5 +319,6 @@ class _Held:
             self._limits.release(self._ticket)
 
     def __del__(self) -> None:
-        if not self._ticket.released:
-            self._limits.orphan(self._ticket)
+        ticket = getattr(self, "_ticket", None)
+        if ticket is not None and not ticket.released:
+            self._limits.orphan(ticket)
