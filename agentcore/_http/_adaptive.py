@@ -22,7 +22,8 @@ how many slots the key has (AIMD, as TCP does for its window) from the answers:
   (what the origin serves at once). At most once per round: each decrease starts a new
   generation, and an overload answer to a request sent before the last decrease (an older
   generation) leaves the limit as it is.
-- Other answers (4xx, 500, a connection error) change nothing.
+- Other answers (4xx, 500, a connection error) change nothing. The transport sees statuses
+  only: an error inside a 2xx body (Bedrock's throttling event) counts as accepted.
 
 Retries go through the transport again (`HttpClient.open`), so each one waits for a slot anew.
 A response dropped without `close()` gives its slot back when it is garbage-collected. Per

@@ -107,10 +107,10 @@ def _adjust(settings: RunSettings, limits: AdaptiveLimits | None,
         changes["circuit_breaker"] = settings.circuit_breaker
     if settings.budget is not None:
         changes["limits"] = attrs.evolve(config.limits or UsageLimits(), budget=settings.budget)
-    if limits is not None:
-        changes["http_client"] = HttpClient(AdaptiveTransport(_transport_of(config), limits))
-        changes["http_session"] = None  # the client above goes through it
-    return attrs.evolve(config, **changes)
+    if limits is not None:  # the client goes through the session, if any: it is not sent
+        client = HttpClient(AdaptiveTransport(_transport_of(config), limits))
+        changes["options"] = attrs.evolve(config.options, http_client=client, http_session=None)
+    return attrs.evolve(config, **changes)  # no flat alias named: attrs' own __init__, faster
 
 
 def _transport_of(config: AgentLoopConfig) -> Transport:
