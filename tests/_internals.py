@@ -86,6 +86,8 @@ from agentcore._http import (
     redact,
 )
 from agentcore._http import MockTransport, _client, _policy, _urllib3
+from agentcore._http import AdaptiveLimits, AdaptiveTransport
+from agentcore._http._adaptive import key_of
 from agentcore._http._bodies import MAX_LINE, BodyError, iter_dechunked, iter_sized
 from agentcore._http._policy import MAX_HINT_S, PauseKey, RetryPolicy, RetryRefusal, server_delay
 
@@ -147,6 +149,8 @@ from agentcore.providers._wire._transform import (
 
 # --- agentcore.batch: a batch's results, as they cross processes and fill the store ---------------
 from agentcore.batch._result import from_wire, pause_of, to_wire
+from agentcore.batch._settings import RunSettings
+from agentcore.batch._work import run_group
 
 # --- agentcore._cli: python -m agentcore -------------------------------------------------------
 from agentcore import _cli as cli

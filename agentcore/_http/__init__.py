@@ -16,11 +16,14 @@ through the names below.
   abandons.
 - `_requests`: `RequestsTransport(session)`, a caller's `requests.Session` on public API.
 - `_mock`: `MockTransport(handler)`, replies from a function, no socket.
+- `_adaptive`: `AdaptiveTransport(inner, limits)`, a batch's requests held to `AdaptiveLimits`
+  per origin and key, adapted by AIMD from the answers (API §24).
 - `_redact`: secrets out of text.
 
 Importing this package loads neither urllib3 nor requests.
 """
 
+from ._adaptive import AdaptiveLimits, AdaptiveTransport
 from ._client import (
     CONNECT_TIMEOUT_S,
     DEFAULT_READ_TIMEOUT_S,
@@ -52,6 +55,8 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "DEFAULT_POOL_SIZE",
     "DEFAULT_READ_TIMEOUT_S",
+    "AdaptiveLimits",
+    "AdaptiveTransport",
     "HttpClient",
     "HttpError",
     "HttpRequest",

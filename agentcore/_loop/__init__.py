@@ -31,7 +31,7 @@ from ._config import (
 )
 from ._entry import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._exit import in_flight
-from ._fallback import FallbackOn
+from ._fallback import FallbackOn, model_list
 from ._observe import Observer, RunStart, RunTrace, carry_context, observe
 from ._output import check_run, native_output
 from ._tool_messages import serving
@@ -68,6 +68,7 @@ __all__ = [
     "executor",
     "hook",
     "in_flight",
+    "model_list",
     "native_output",
     "observe",
     "plan_resume",

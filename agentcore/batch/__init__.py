@@ -2,7 +2,9 @@
 
 `run_batch(make_agent, inputs)` runs `make_agent().prompt(input)` to its end for every input and
 yields a `BatchResult` per input as runs complete. By default the runs share a private thread
-pool (each run on a pool thread, no thread of its own) and one keep-alive HTTP session. Any
+pool (each run on a pool thread, no thread of its own) and the process's HTTP client, with
+adaptive concurrency: how many of them call one provider at once follows its 429s (API §24).
+Fallback models, a circuit breaker and a budget given to the batch apply to every run. Any
 `concurrent.futures.Executor` may run them instead: a `ThreadPoolExecutor` of yours, or one that
 runs work in other processes, such as a Dask cluster's `client.get_executor()`, which gets runs
 in groups (each worker process runs many at once) and sends back only JSON-ready data. A SQLite

@@ -8,10 +8,11 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 from .._agent import Agent
-from .._core import check_approvals
-from .._loop import OutputMode, check_output_mode
+from .._core import Budget, CircuitBreaker, Model, check_approvals
+from .._loop import FallbackOn, OutputMode, check_output_mode
 from ._result import BatchResult, pause_of
-from ._run import Batch, check_arguments, check_picklable
+from ._run import Batch, check_arguments, check_remote
+from ._settings import RunSettings
 from ._store import ResultStore
 from ._work import Resume
 
@@ -28,6 +29,11 @@ def resume_batch(
     output_mode: OutputMode = "tool",
     store: str | os.PathLike[str] | None = None,
     progress: bool | Callable[[int, int, BatchResult], object] | None = None,
+    fallback_models: list[Model] | None = None,
+    fallback_on: FallbackOn | None = None,
+    circuit_breaker: CircuitBreaker | None = None,
+    budget: Budget | None = None,
+    adaptive: bool = True,
 ) -> Iterator[BatchResult]:
     """Resume results of `run_batch` that stopped for approval; yield them as their runs end.
 
@@ -40,7 +46,9 @@ def resume_batch(
     `messages` and `usage` are the first part's and the resumed part's together.
 
     Everything else is as with `run_batch`, and should be what that batch used: `make_agent`
-    (the same tools), `executor`, `max_concurrency`, `output_type`, `output_mode`, `progress`.
+    (the same tools), `executor`, `max_concurrency`, `output_type`, `output_mode`, `progress`,
+    and the settings of every run (`fallback_models`, `fallback_on`, `circuit_breaker`,
+    `budget`, `adaptive`).
     With `store`, each resumed result without error replaces the waiting one; an input whose
     stored result no longer waits for these calls (it was resumed already) is yielded as
     stored and not run again. A resume that fails before its run starts (say `make_agent`
@@ -54,13 +62,14 @@ def resume_batch(
     check_arguments(make_agent, [r.input for r, _ in pairs], executor, max_concurrency,
                     output_type, store, progress)
     check_output_mode(output_mode, output_type)
+    settings = RunSettings(fallback_models, fallback_on, circuit_breaker, budget, adaptive)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        check_picklable(executor, make_agent, output_type)
+        check_remote(executor, make_agent, output_type, settings)
     if store is not None:
         ResultStore(store).close()
     items = [(r.index, r.input, Resume.of(r, a)) for r, a in pairs]
     return Batch(make_agent, items, executor, max_concurrency, output_type, store, progress,
-                  output_mode).results()
+                  output_mode, settings).results()
 
 
 def _check_decisions(decisions: object) -> list[tuple[BatchResult, dict[str, bool | str]]]:

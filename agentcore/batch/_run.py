@@ -16,15 +16,17 @@ from typing import Any
 import attrs
 
 from .._agent import Agent
-from .._core import AgentMessage
+from .._core import AgentMessage, Budget, CircuitBreaker, Model
 from .._function_tools import output_tool
-from .._loop import OutputMode, check_output_mode
+from .._http import AdaptiveLimits
+from .._loop import FallbackOn, OutputMode, check_output_mode
 from ._progress import Progress, progress_for
 from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_input
+from ._settings import Adjust, RunSettings
 from ._store import ResultStore
 from ._work import Live, Resume, run_group, run_one
 
-__all__ = ["Batch", "check_arguments", "check_picklable", "run_batch"]
+__all__ = ["Batch", "check_arguments", "check_remote", "run_batch"]
 
 _Item = tuple[int, Any, "str | None", "Resume | None"]
 """An input to run: its index, the input, its store key (or None), what it resumes (or None)."""
@@ -45,6 +47,11 @@ def run_batch(
     output_mode: OutputMode = "tool",
     store: str | os.PathLike[str] | None = None,
     progress: bool | Callable[[int, int, BatchResult], object] | None = None,
+    fallback_models: list[Model] | None = None,
+    fallback_on: FallbackOn | None = None,
+    circuit_breaker: CircuitBreaker | None = None,
+    budget: Budget | None = None,
+    adaptive: bool = True,
 ) -> Iterator[BatchResult]:
     """Run `make_agent().prompt(input)` to its end for every input; yield results as they end.
 
@@ -75,18 +82,36 @@ def run_batch(
     waiting calls in `pending_approvals` (none of its batch of calls ran). Decide them, now or
     after a restart (a `store` keeps waiting results too), and pass them to `resume_batch`.
 
+    Staying up (API §24): `fallback_models`, `fallback_on` and `circuit_breaker`, when given,
+    replace the agent's own in every run; `budget` (a `Budget`) is added to every run's
+    `limits`, so that all of them stop starting model calls once it is spent. A budget or a
+    circuit breaker is one object of this process: with an executor that runs work in other
+    processes it raises `ValueError` (run on threads). `adaptive` (default True) adapts how
+    many runs call one provider at once, per origin and API key, between 1 and
+    `max_concurrency` (N): each request holds a slot from sending it until its reply is read;
+    the limit starts at `min(N, 8)`; an accepted answer adds 1 until the first overload
+    (doubling each round), then about 1 per round of calls (`1/limit` each, 4 times slower
+    while crossing the level that last overloaded), only while at least half the limit is in
+    use; an overload answer (429, 503, 529) sets it to `0.9 * min(limit, replies open)`, at
+    least 1, once per round (answers to requests sent before that decrease do not decrease it
+    again). A run's HTTP retries wait for a slot anew. It applies to the HTTP client the run
+    would use (its `http_client`, its `http_session`, or the process's); on a remote
+    executor, each group of runs on a worker has limits of its own.
+
     Raises (at the call, before anything runs): `TypeError` or `ValueError` naming the argument
     that is wrong.
     """
     items = check_arguments(make_agent, inputs, executor, max_concurrency, output_type,
                             store, progress)
     check_output_mode(output_mode, output_type)
+    settings = RunSettings(fallback_models, fallback_on, circuit_breaker, budget, adaptive)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
-        check_picklable(executor, make_agent, output_type)
+        check_remote(executor, make_agent, output_type, settings)
     if store is not None:  # a file that is not SQLite raises here, not at the first next()
         ResultStore(store).close()
     return Batch(make_agent, [(i, input, None) for i, input in enumerate(items)], executor,
-                  max_concurrency, output_type, store, progress, output_mode).results()
+                  max_concurrency, output_type, store, progress, output_mode,
+                  settings).results()
 
 
 def check_arguments(make_agent: object, inputs: object, executor: object,
@@ -124,18 +149,22 @@ def check_arguments(make_agent: object, inputs: object, executor: object,
     return items
 
 
-def check_picklable(executor: Executor, make_agent: object, output_type: object) -> None:
-    """Raise a `TypeError` naming the argument that cannot travel to `executor`'s workers.
+def check_remote(executor: Executor, make_agent: object, output_type: object,
+                 settings: RunSettings) -> None:
+    """Raise naming the argument that cannot travel to `executor`'s workers.
 
-    Dask pickles with cloudpickle (functions defined in `__main__`, lambdas), other executors
-    with `pickle`; the check uses the same one, so that a batch never fails input by input
-    for a reason that holds for all of them.
+    `ValueError` for a budget or circuit breaker (one object of this process, which the runs
+    share); `TypeError` for what cannot be pickled. Dask pickles with cloudpickle (functions
+    defined in `__main__`, lambdas), other executors with `pickle`; the check uses the same
+    one, so that a batch never fails input by input for a reason that holds for all of them.
     """
+    settings.check_remote(executor)
     dumps: Callable[[object], bytes] = pickle.dumps
     if type(executor).__module__.split(".")[0] == "distributed":
         with contextlib.suppress(ImportError):
             dumps = importlib.import_module("cloudpickle").dumps
-    for name, value in (("make_agent", make_agent), ("output_type", output_type)):
+    values = {"make_agent": make_agent, "output_type": output_type, **settings.picklable()}
+    for name, value in values.items():
         try:
             dumps(value)
         except Exception as exc:
@@ -163,8 +192,9 @@ class Batch:
                  items: Sequence[tuple[int, Any, Resume | None]],
                  executor: Executor | None, max_concurrency: int, output_type: Any,
                  store: str | os.PathLike[str] | None, progress: object,
-                 output_mode: OutputMode) -> None:
+                 output_mode: OutputMode, settings: RunSettings) -> None:
         self.make_agent = make_agent
+        self.settings = settings
         self.items = items
         self.executor = executor
         self.max_concurrency = max_concurrency
@@ -233,6 +263,8 @@ class Batch:
               ) -> Generator[tuple[BatchResult, str | None], None, None]:
         """Each input a task on a thread pool of this process: the run on the task's thread."""
         live = Live()
+        limits = AdaptiveLimits(self.max_concurrency) if self.settings.adaptive else None
+        adjust = self.settings.adjuster(limits)
         own = self.executor is None
         pool = ThreadPoolExecutor(min(self.max_concurrency, max(1, len(todo))),
                                   thread_name_prefix="agentcore-batch") \
@@ -241,13 +273,13 @@ class Batch:
         pending = iter(todo)
         try:
             for _ in range(self.max_concurrency):
-                if not self._submit_here(pool, next(pending, None), live, keys):
+                if not self._submit_here(pool, next(pending, None), live, keys, adjust):
                     break
             while keys:
                 future = self._next_finished()
                 item = keys.pop(future)
                 yield _result_of(future, item), item[2]
-                self._submit_here(pool, next(pending, None), live, keys)
+                self._submit_here(pool, next(pending, None), live, keys, adjust)
         finally:
             live.stop()
             for future in keys:
@@ -257,13 +289,14 @@ class Batch:
                 pool.shutdown(wait=not stuck, cancel_futures=True)
 
     def _submit_here(self, pool: Executor, item: _Item | None,
-                     live: Live, keys: dict[Future[Any], _Item]) -> bool:
+                     live: Live, keys: dict[Future[Any], _Item], adjust: Adjust | None
+                     ) -> bool:
         if item is None:
             return False
         index, input, _, resume = item
         try:
             future = pool.submit(run_one, self.make_agent, index, input, self.output_type,
-                                 live, self.output_mode, resume)
+                                 live, self.output_mode, resume, adjust)
         except Exception as exc:  # a pool that was shut down
             future = Future()
             future.set_result(_failed(item, exc))
@@ -307,7 +340,7 @@ class Batch:
                 for index, input, _, resume in group]
         try:
             future = executor.submit(run_group, self.make_agent, wire, self.output_type,
-                                     self.output_mode)
+                                     self.output_mode, self.settings)
         except Exception as exc:  # say, make_agent cannot be pickled
             future = Future()
             future.set_exception(exc)

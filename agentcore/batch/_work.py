@@ -12,8 +12,10 @@ import attrs
 
 from .._agent import Agent, AgentRun, continue_here, prompt_here
 from .._core import AgentMessage, ToolCall, Usage, describe, from_dict, to_dict
+from .._http import AdaptiveLimits
 from .._loop import OutputMode
 from ._result import BatchResult, failed, from_wire_input, to_wire
+from ._settings import Adjust, RunSettings
 
 __all__ = ["Live", "Resume", "run_group", "run_one"]
 
@@ -91,13 +93,14 @@ class Resume:
 
 def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type: Any,
             live: Live, output_mode: OutputMode = "tool",
-            resume: Resume | None = None) -> BatchResult:
+            resume: Resume | None = None, adjust: Adjust | None = None) -> BatchResult:
     """Make an agent, run `input` on it to the end on this thread, and close the agent.
 
     With `resume`, the agent's transcript is extended by the waiting run's messages and
     continued with its approvals instead; the result is the whole run, both parts. A resume
     that fails before its run adds a message keeps the calls pending (it can be retried).
-    Never raises: a failure is the result's error.
+    `adjust` changes the run's config (the batch's `RunSettings`). Never raises: a failure
+    is the result's error.
     """
     try:
         if live.stopped:
@@ -108,11 +111,13 @@ def run_one(make_agent: Callable[[], Agent], index: int, input: Any, output_type
         try:
             if resume is None:
                 run = prompt_here(agent, input, output_type=output_type,
-                                  output_mode=output_mode, on_start=live.add)
+                                  output_mode=output_mode, on_start=live.add,
+                                  adjust=adjust)
             else:
                 agent.messages = [*agent.messages, *resume.messages]
                 run = continue_here(agent, resume.approvals, output_type=output_type,
-                                    output_mode=output_mode, on_start=live.add)
+                                    output_mode=output_mode, on_start=live.add,
+                                    adjust=adjust)
             live.discard(run)
         finally:
             agent.close()
@@ -146,19 +151,24 @@ def _outcome(index: int, input: Any, run: AgentRun, output_type: Any,
 
 def run_group(make_agent: Callable[[], Agent],
               items: Sequence[tuple[int, Any, dict[str, Any] | None]],
-              output_type: Any, output_mode: OutputMode = "tool") -> list[dict[str, Any]]:
+              output_type: Any, output_mode: OutputMode = "tool",
+              settings: RunSettings | None = None) -> list[dict[str, Any]]:
     """Run every `(index, input, resume)` of `items` at once, on a worker process.
 
     Each input is JSON-ready (`wire_input`), each resume a `Resume.to_wire()` or None.
     The function a remote executor (a Dask cluster, a process pool) runs: its arguments are
     pickled there, and it returns each run's result as JSON-ready data (`to_wire`), in
-    completion order. The runs of one group run side by side on threads of the worker.
+    completion order. The runs of one group run side by side on threads of the worker, with
+    `settings` (adaptive concurrency: limits of the group's own, sized to it).
     """
     live = Live()
+    settings = settings or RunSettings()
+    adjust = settings.adjuster(AdaptiveLimits(len(items)) if settings.adaptive else None)
 
     def one(index: int, data: Any, resume: dict[str, Any] | None) -> BatchResult:
         return run_one(make_agent, index, from_wire_input(data), output_type, live,
-                       output_mode, None if resume is None else Resume.from_wire(resume))
+                       output_mode, None if resume is None else Resume.from_wire(resume),
+                       adjust)
 
     if len(items) == 1:
         return [to_wire(one(*items[0]))]
