@@ -24,6 +24,8 @@ from agentcore._core import (
     DEFAULT_DENIAL,
     DEFAULT_MAX_EVENT_BYTES,
     FACTORY,
+    INTERRUPTED_NOT_STARTED_TEXT,
+    INTERRUPTED_RUNNING_TEXT,
     INTERRUPTED_TEXT,
     OPTION,
     _serde,

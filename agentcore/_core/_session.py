@@ -90,9 +90,10 @@ def answer_interrupted(messages: Sequence[AgentMessage],
     """`messages` with a result for every tool call that has none.
 
     A process killed while tools ran leaves an assistant message whose calls lack results,
-    which no model accepts. Each such call gets a `ToolResultMessage`, placed among the results
-    the message does have in the order of its calls, so that the transcript can be continued
-    at once; nothing is run again. With the session's `journal` (see `SessionJournal`), a call
+    which no model accepts. Each such call gets a `ToolResultMessage`, placed after the results
+    the message does have, in the order of its calls (as the loop stores a batch's results in
+    that order, the batch's results then are too), so that the transcript can be continued at
+    once; nothing is run again. With the session's `journal` (see `SessionJournal`), a call
     that finished keeps its real result; one that started but did not finish gets the error
     `INTERRUPTED_RUNNING_TEXT` with its idempotency key (it may have taken effect); one that
     never started gets the error `INTERRUPTED_NOT_STARTED_TEXT` (it did not run). Without a
@@ -106,10 +107,8 @@ def answer_interrupted(messages: Sequence[AgentMessage],
     if journal is not None:
         records = {entry.call_id: entry for entry in journal}  # a later record wins
     out: list[AgentMessage] = []
-    order: dict[str, int] = {}  # id -> place, of the last assistant message's calls
-    pending: dict[str, str] = {}  # id -> tool name, of its calls without a result so far
+    pending: dict[str, str] = {}  # id -> tool name, of the last assistant message's calls
     denied: dict[str, str] = {}  # id -> reason, of its calls a person refused
-    batch = 0  # where the last assistant message's results begin in `out`
 
     def answer(call_id: str, name: str) -> ToolResultMessage:
         if call_id in denied:
@@ -125,19 +124,9 @@ def answer_interrupted(messages: Sequence[AgentMessage],
         return ToolResultMessage(call_id, name, [TextContent(text)], is_error=True)
 
     def close_batch() -> None:
-        if not pending:
-            return
-        answers = [answer(call_id, name) for call_id, name in pending.items()]
-        tail = out[batch:]
-        del out[batch:]
-        for message in tail:  # the answers go in among the results, in the calls' order
-            if isinstance(message, ToolResultMessage) and message.tool_call_id in order:
-                place = order[message.tool_call_id]
-                while answers and order[answers[0].tool_call_id] < place:
-                    out.append(answers.pop(0))
-            out.append(message)
-        out.extend(answers)
+        out.extend(answer(call_id, name) for call_id, name in pending.items())
         pending.clear()
+        denied.clear()
 
     for message in messages:
         if isinstance(message, ToolResultMessage):
@@ -146,14 +135,9 @@ def answer_interrupted(messages: Sequence[AgentMessage],
             denied.update(message.denied)
         else:
             close_batch()
-            order.clear()
-            denied.clear()
             if isinstance(message, AssistantMessage) and message.stop_reason not in (
                     StopReason.ERROR, StopReason.ABORTED):
-                for call in message.tool_calls:
-                    order.setdefault(call.id, len(order))
-                    pending[call.id] = call.name
-                batch = len(out) + 1
+                pending.update((call.id, call.name) for call in message.tool_calls)
         out.append(message)
     close_batch()
     return out

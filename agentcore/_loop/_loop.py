@@ -9,7 +9,7 @@ messages; only the caller's own sink raising propagates.
 from __future__ import annotations
 
 import logging
-import secrets
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -283,7 +283,7 @@ class Run:
         denied = {k: v for k, v in decisions.items() if v is not None} if decisions else None
         if self._scope is None:  # without one configured, a random scope per run (API §24)
             scope = self.config.idempotency_scope
-            self._scope = secrets.token_hex(16) if scope is None else scope
+            self._scope = os.urandom(16).hex() if scope is None else scope
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._send,
                           self._get_executor, self.halt_signal, self._inbox,
                           self._trace.tool_work if self._trace is not None else None, denied,

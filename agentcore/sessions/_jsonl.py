@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .._core import (
     AgentMessage,
+    AssistantMessage,
     JournalEntry,
     SerializationError,
     ToolResultMessage,
@@ -61,8 +62,9 @@ class JsonlSession:
     has ended. It is emptied when the first call of a batch starts and once the transcript
     holds the results of every call it recorded, so it stays small; `replace` keeps only the
     records of calls its transcript leaves unanswered, `clear` empties it. It is created with
-    the transcript; a transcript without it (written before the journal existed, or copied
-    alone) has no record of its calls: `load_journal()` returns None, and its interrupted calls
+    the transcript's first tool call (before the message holding it is appended); a transcript
+    with calls but without it (written before the journal existed, or copied alone) has no
+    record of its calls: `load_journal()` returns None, and its interrupted calls
     get the old text. A damaged last line (a kill in the middle of a write) is ignored.
     `identity` (`"jsonl:<absolute path>"`) is the scope of the session's idempotency keys.
 
@@ -88,6 +90,7 @@ class JsonlSession:
         self._file: io.FileIO | None = None  # opened for appending by the first append
         self._journal_file: io.FileIO | None = None  # opened by the first journal write
         self._recorded: set[str] = set()  # calls journaled here whose results are not appended
+        self._journal_ready = False  # whether the journal's file is known to exist
 
     @property
     def session_id(self) -> str:
@@ -128,6 +131,12 @@ class JsonlSession:
             return
         with self._lock:
             file = self._open()
+            if not self._journal_ready and any(
+                    isinstance(m, AssistantMessage) and m.tool_calls for m in messages):
+                # The journal exists before any call it will record does: a transcript
+                # without one was written before journals (see `load_journal`)
+                io.FileIO(self._journal_path, "a").close()
+                self._journal_ready = True
             _write_all(file, data, self.durable)
             if self._recorded:
                 self._recorded.difference_update(
@@ -160,7 +169,8 @@ class JsonlSession:
             kept = [(line, call_id) for line, call_id in self._journal_lines()
                     if call_id in keep]
             self._close_journal()
-            self._rewrite_journal(b"".join(line for line, _ in kept))
+            if kept or self._journal_path.exists():
+                self._rewrite_journal(b"".join(line for line, _ in kept))
             self._recorded = {call_id for _, call_id in kept}
             if self.durable:
                 _fsync_directory(self.path.parent)
@@ -242,8 +252,6 @@ class JsonlSession:
         if self._file is not None:
             return self._file
         created = not self.path.exists()
-        if created:  # the journal first: a transcript without one predates the journal
-            io.FileIO(self._journal_path, "a").close()
         file = io.FileIO(self.path, "a+")
         try:
             _mend_tail(file, self.path)
@@ -255,7 +263,6 @@ class JsonlSession:
         self._file = file
         return file
 
-
     def _journal_write(self, line: str, call_id: str) -> None:
         """Append one record to the journal; a first record of a batch empties it first."""
         data = f"{line}\n".encode("utf-8", "surrogatepass")
@@ -265,6 +272,7 @@ class JsonlSession:
             file = self._journal_file
             if file is None:
                 file = self._journal_file = io.FileIO(self._journal_path, "a+")
+                self._journal_ready = True
                 size = os.fstat(file.fileno()).st_size
                 if size and _byte_at(file, size - 1) != b"\n":  # a write a kill cut short
                     data = b"\n" + data

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 from urllib.parse import quote
@@ -141,7 +140,7 @@ class SqliteSession:
             raise
         self._connection: sqlite3.Connection | None = connection
         # A database of this connection alone (":memory:", "": a temporary file) is new each time
-        where = f":memory:{uuid.uuid4().hex}" if self.path in ("", ":memory:") \
+        where = f":memory:{os.urandom(16).hex()}" if self.path in ("", ":memory:") \
             else os.path.realpath(self.path)
         self.identity = f"sqlite:{where}#{quote(session_id, safe='')}"
         """The session's identity: its file's absolute path and its id (see the class)."""
