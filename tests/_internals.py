@@ -29,11 +29,15 @@ from agentcore._core import (
     INTERRUPTED_TEXT,
     OPTION,
     _serde,
+    answer_interrupted,
     find_pause,
     flat_fields,
+    idempotency_key,
     json_ready,
     needs_approval,
     run_error,
+    session_scope,
+    tool_result_message,
     unanswered_tool_calls,
     unchecked_constructor,
     unchecked_context,
@@ -60,6 +64,7 @@ from agentcore._function_tools._decorator import NO_OUTPUT, FunctionTool
 # --- agentcore._loop: the agent loop ---------------------------------------------------------
 from agentcore._loop import RunStart, observe
 from agentcore._loop import _reply as reply_module
+from agentcore._loop._remote import run_tool
 from agentcore._loop._workers import WorkerPool
 
 # --- agentcore._agent: Agent, AgentRun -------------------------------------------------------
