@@ -69,9 +69,9 @@ def run_tool(
     """Run one tool call on whatever worker the executor chose (the work item it pickles).
 
     `deps`, and the call's idempotency key (from the run's `scope` and the call's id), are the
-    worker thread's for the call, as in this process. What the tool raises comes
-    back as a `Failure`, so that the future's own exception always means the executor could
-    not run the call (a pickling error, a dead worker).
+    worker thread's for the call, as in this process. What the tool raises comes back as a
+    `Failure`, so that the future's own exception always means the executor could not run the
+    call (a pickling error, a dead worker).
     """
     previous = enter_deps(deps, scope, tool_call_id)
     try:

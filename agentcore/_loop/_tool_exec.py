@@ -271,9 +271,9 @@ class ToolBatch:
 
         The work item is `run_tool` with the tool's `execute` (not the `AgentTool`, whose
         compiled validators need not pickle), the call's arguments, the run's `deps` and its
-        idempotency scope; no
-        signal, `on_update` or observer of this run goes with it. An executor that refuses
-        or cannot pickle the work gives the call an error result saying so (`outcome`).
+        idempotency scope; no signal, `on_update` or observer of this run goes with it. An
+        executor that refuses or cannot pickle the work gives the call an error result saying
+        so (`outcome`).
         """
         tool, inbox = c.tool, self._inbox
         assert tool is not None
