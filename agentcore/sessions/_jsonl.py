@@ -65,7 +65,8 @@ class JsonlSession:
     the transcript's first tool call (before the message holding it is appended); a transcript
     with calls but without it (written before the journal existed, or copied alone) has no
     record of its calls: `load_journal()` returns None, and its interrupted calls
-    get the old text. A damaged last line (a kill in the middle of a write) is ignored.
+    get the old text. A damaged last line (a kill in the middle of a write) is ignored. Each
+    record is one `write` (two per tool call, each fsynced with `durable=True`).
     `identity` (`"jsonl:<absolute path>"`) is the scope of the session's idempotency keys.
 
     Threading: every method may be called from any thread (a lock guards the file).

@@ -49,9 +49,11 @@ _DELETE = "DELETE FROM agentcore_messages WHERE session_id = ?"
 _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'agentcore_%'"
 _START = ("INSERT OR REPLACE INTO agentcore_journal "
           "(session_id, call_id, tool_name, idempotency_key, result) VALUES (?, ?, ?, ?, NULL)")
-_END = ("INSERT INTO agentcore_journal (session_id, call_id, tool_name, idempotency_key, result) "
-        "VALUES (?, ?, ?, '', ?) "
-        "ON CONFLICT (session_id, call_id) DO UPDATE SET result = excluded.result")
+_END = (  # one transaction; no UPSERT, which SQLite before 3.24 lacks
+    ("INSERT OR IGNORE INTO agentcore_journal "
+     "(session_id, call_id, tool_name, idempotency_key, result) VALUES (?, ?, ?, '', NULL)"),
+    "UPDATE agentcore_journal SET result = ? WHERE session_id = ? AND call_id = ?",
+)
 _JOURNAL = ("SELECT call_id, tool_name, idempotency_key, result FROM agentcore_journal "
             "WHERE session_id = ?")
 _FORGET = "DELETE FROM agentcore_journal WHERE session_id = ? AND call_id = ?"
@@ -87,7 +89,8 @@ class SqliteSession:
     message deletes its row in the same transaction; `replace` keeps only the rows of the
     calls its transcript leaves unanswered, `clear` deletes them all. A file written before
     the journal existed has no record of its calls: until this object writes one,
-    `load_journal()` returns None for it, and its interrupted calls get the old text.
+    `load_journal()` returns None for it, and its interrupted calls get the old text. Each
+    journal write is a commit of its own (two per tool call, each flushed with `durable=True`).
     `identity` (`"sqlite:<absolute path>#<session_id, %-quoted>"`) is the scope of the
     session's idempotency keys: they stay the same for any object opening this file and
     session id by any path (an in-memory database's identity is random).
@@ -181,12 +184,13 @@ class SqliteSession:
 
     def journal_start(self, call_id: str, tool_name: str, idempotency_key: str) -> None:
         """Record that the call is about to run: a journal row without a result (see the class)."""
-        self._journal(_START, (self.session_id, call_id, tool_name, idempotency_key))
+        self._journal([(_START, (self.session_id, call_id, tool_name, idempotency_key))])
 
     def journal_end(self, result: ToolResultMessage) -> None:
         """Record the ended call's result message in its journal row (see the class)."""
-        self._journal(_END, (self.session_id, result.tool_call_id, result.tool_name,
-                             to_json(result)))
+        call_id = result.tool_call_id
+        self._journal([(_END[0], (self.session_id, call_id, result.tool_name)),
+                       (_END[1], (to_json(result), self.session_id, call_id))])
 
     def load_journal(self) -> list[JournalEntry] | None:
         """The session's journal rows (None for a file written before the journal existed)."""
@@ -260,11 +264,17 @@ class SqliteSession:
             if delete is not None:
                 self._journaled = True  # a new transcript: its calls will be journaled
 
-    def _journal(self, statement: str, values: tuple[str, ...]) -> None:
-        """One journal write, in its own transaction."""
+    def _journal(self, statements: list[tuple[str, tuple[str, ...]]]) -> None:
+        """One journal write, in a transaction of its own."""
 
         def write() -> None:
-            connection.execute(statement, values)  # autocommit: one statement, one transaction
+            if len(statements) == 1:  # autocommit: one statement, one transaction
+                connection.execute(*statements[0])
+                return
+            connection.execute("BEGIN IMMEDIATE")
+            with connection:
+                for statement in statements:
+                    connection.execute(*statement)
 
         with self._lock:
             connection = self._open()

@@ -207,7 +207,8 @@ def test_the_journal_has_a_call_before_it_runs_and_its_result_when_it_ends(
     assert keys.by_function == keys.by_tool  # the key journaled is the tool's
     # The journal's result is the transcript's, but for the moment it was made.
     results = [m for m in messages if isinstance(m, ac.ToolResultMessage)]
-    assert [attrs.evolve(m, timestamp=0) for m in session.ended] == [
+    ended = sorted(session.ended, key=lambda m: m.tool_call_id)  # in the order calls ended
+    assert [attrs.evolve(m, timestamp=0) for m in ended] == [
         attrs.evolve(m, timestamp=0) for m in results]
 
 
