@@ -14,6 +14,7 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AgentTool,
+    JournalEntry,
     Session,
     SessionJournal,
     ToolExecutionEndEvent,
@@ -47,7 +48,7 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
         return loaded
     repaired = answer_interrupted(loaded)
     if len(repaired) != len(loaded):
-        journal = session.load_journal() if isinstance(session, SessionJournal) else None
+        journal = _journal_of(session)
         if journal is not None:
             repaired = answer_interrupted(loaded, journal)
         _session_log.warning("%r: %d tool call(s) of the last run never got a result in the "
@@ -60,6 +61,18 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
         else:
             session.replace(repaired)
     return repaired
+
+
+def _journal_of(session: Session) -> Sequence[JournalEntry] | None:
+    """The session's journal; None without one, or when it cannot be read (logged)."""
+    if not isinstance(session, SessionJournal):
+        return None
+    try:
+        return session.load_journal()
+    except Exception:
+        _session_log.exception("%r: could not read the journal of tool calls; the interrupted "
+                               "calls get the text of a session without one", session)
+        return None
 
 
 class SessionWriter:

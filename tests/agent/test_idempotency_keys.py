@@ -181,6 +181,8 @@ class JournalSession:
         self.ended.append(result)
 
     def load_journal(self) -> list[JournalEntry]:
+        if self.fail:
+            raise OSError("unreadable")
         return []
 
 
@@ -224,3 +226,16 @@ def test_a_journal_that_fails_is_logged_and_the_run_goes_on(
     assert "could not journal the start of tool call 'c1'" in record.getMessage()
     assert [m.role for m in session.messages] == ["user", "assistant", "toolResult",
                                                   "assistant"]
+
+
+def test_a_journal_that_cannot_be_read_leaves_the_old_text(
+        fake: ScriptedModel, keys: Keys, caplog: pytest.LogCaptureFixture) -> None:
+    reply = ac.AssistantMessage([tool_call("pay", {"amount": 5}, id="c1")], "faux", "faux",
+                                "m", stop_reason="toolUse")
+    session = JournalSession(keys, [ac.UserMessage("go"), reply], fail=True)
+    with caplog.at_level(logging.ERROR, logger="agentcore.sessions"):
+        agent = ac.Agent(fake.model, tools=make_tools(keys), session=session)
+    assert "could not read the journal of tool calls" in caplog.text
+    [answer] = agent.messages[2:]
+    assert (answer.text, answer.is_error) == (  # type: ignore[union-attr]
+        "interrupted: the process ended before this tool call finished", True)
