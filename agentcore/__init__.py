@@ -112,6 +112,7 @@ from ._core import (
     is_context_overflow,
     to_dict,
     to_json,
+    tool_idempotency_key,
     validate_tool_arguments,
 )
 from ._function_tools import tool
@@ -252,6 +253,7 @@ __all__ = [
     "to_dict",
     "to_json",
     "tool",
+    "tool_idempotency_key",
     "unregister_provider",
     "validate_tool_arguments",
 ]

@@ -24,15 +24,21 @@ from agentcore._core import (
     DEFAULT_DENIAL,
     DEFAULT_MAX_EVENT_BYTES,
     FACTORY,
+    INTERRUPTED_NOT_STARTED_TEXT,
+    INTERRUPTED_RUNNING_TEXT,
     INTERRUPTED_TEXT,
     OPTION,
     _serde,
+    answer_interrupted,
     default_breaker,
     find_pause,
     flat_fields,
+    idempotency_key,
     json_ready,
     needs_approval,
     run_error,
+    session_scope,
+    tool_result_message,
     unanswered_tool_calls,
     unchecked_constructor,
     unchecked_context,
@@ -59,6 +65,7 @@ from agentcore._function_tools._decorator import NO_OUTPUT, FunctionTool
 # --- agentcore._loop: the agent loop ---------------------------------------------------------
 from agentcore._loop import RunStart, observe
 from agentcore._loop import _reply as reply_module
+from agentcore._loop._remote import run_tool
 from agentcore._loop._workers import WorkerPool
 
 # --- agentcore._agent: Agent, AgentRun -------------------------------------------------------

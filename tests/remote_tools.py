@@ -13,7 +13,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentcore import AbortSignal, AgentTool, AgentToolResult, TextContent, tool
+from agentcore import (
+    AbortSignal,
+    AgentTool,
+    AgentToolResult,
+    TextContent,
+    tool,
+    tool_idempotency_key,
+)
 
 
 @tool
@@ -34,6 +41,12 @@ weather = tool(forecast, name="weather", timeout=3)
 def whose(deps: Any) -> str:
     """Which deps the tool was given."""
     return f"deps={deps!r}"
+
+
+@tool
+def keyed(idempotency_key: str) -> str:
+    """The call's idempotency key, as injected and as `tool_idempotency_key()` tells it."""
+    return f"{idempotency_key} {tool_idempotency_key()}"
 
 
 @tool

@@ -148,6 +148,12 @@ class Agent:
     `message_end` is processed, before iterators and listeners see it. Assigning `messages`
     replaces the session's transcript, `reset()` clears it; a failed append is logged at ERROR on
     `agentcore.sessions`, the run goes on, and the next message rewrites the session whole.
+    Tool calls' idempotency keys derive from the session's identity (stable across processes;
+    without a session, random per run), and a session that keeps a journal (both stores do;
+    API §24) gets each call's start before it runs and its result as soon as it ends, so that
+    the repair after a crash keeps every finished call's real result and tells "did not run"
+    from "may have taken effect"; with a store that keeps none, such calls all get
+    `"interrupted: the process ended before this tool call finished"`.
     The agent never closes it. See the module docstring for the threading contract.
     """
 
@@ -522,7 +528,7 @@ class Agent:
 
     def _run_config(self, loop: AgentLoopConfig, skip_first_steering: bool,
                     output: Output) -> AgentLoopConfig:
-        """`loop` with the parts that belong to one run: queues, compaction, output."""
+        """`loop` with the parts of one run: queues, compaction, output, idempotency scope."""
         skip = [skip_first_steering]
 
         def steering() -> list[AgentMessage]:
@@ -536,10 +542,11 @@ class Agent:
 
         compact = None if self.auto_compact is None else auto_compactor(
             self.auto_compact, self.stream_fn, self._replace_transcript)
+        scope = loop.idempotency_scope if self._writer is None else self._writer.scope
         return attrs.evolve(loop, get_steering_messages=steering,
                             get_follow_up_messages=follow_ups, before_model_call=compact,
                             output_type=output.type, output_retries=output.retries,
-                            output_mode=output.mode)
+                            output_mode=output.mode, idempotency_scope=scope)
 
     def _replace_transcript(self, messages: list[AgentMessage]) -> None:
         """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
@@ -600,8 +607,8 @@ class Agent:
                     self._follow_up.accept(started)
                 if ended is not None:
                     self.messages.append(ended)
-            if ended is not None and self._writer is not None:
-                self._writer.save(ended, lambda: self.state.messages)  # durable before heard
+            if self._writer is not None:  # durable before heard: a message, a call's journal
+                self._writer.handle(event, ended, lambda: self.state.messages)
         run.publish(event)
         listeners = self._listeners
         if listeners:

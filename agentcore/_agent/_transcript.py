@@ -1,11 +1,30 @@
-"""An `Agent`'s session (API §13): its transcript loaded and repaired, each message saved."""
+"""An `Agent`'s session (API §13): its transcript loaded and repaired, each message saved.
+
+With a session that keeps a journal (`SessionJournal`; API §24) the start of each tool call
+is stored before the call runs and its result as soon as it ends, from the tool events the
+agent handles on the run's thread; the repair after a crash reads it back.
+"""
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
 
-from .._core import AgentMessage, AgentTool, Session, answer_interrupted, find_pause
+from .._core import (
+    AgentEvent,
+    AgentMessage,
+    AgentTool,
+    JournalEntry,
+    Session,
+    SessionJournal,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    answer_interrupted,
+    find_pause,
+    idempotency_key,
+    session_scope,
+    tool_result_message,
+)
 
 __all__ = ["SessionWriter", "load_transcript"]
 
@@ -16,8 +35,10 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
                     tools: Sequence[AgentTool]) -> list[AgentMessage]:
     """The session's transcript, checked by `check`, its interrupted tool calls answered.
 
-    The answers (error results saying the process ended) are stored in the session too, so
-    that the transcript it holds can be continued at once. Calls waiting for approval (by
+    The answers are stored in the session too, so that the transcript it holds can be
+    continued at once: from the session's journal when it keeps one (a finished call's real
+    result, else an error saying whether the call was running or never started), else the
+    error `INTERRUPTED_TEXT` (see `answer_interrupted`). Calls waiting for approval (by
     `tools`' rules; API §20) were never interrupted: none of their batch ran, and they stay
     pending.
     """
@@ -27,9 +48,14 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
         return loaded
     repaired = answer_interrupted(loaded)
     if len(repaired) != len(loaded):
-        _session_log.warning("%r: %d tool call(s) of the last run never got a result; they get "
-                             "an 'interrupted' error result (a denied one, its denial)", session,
-                             len(repaired) - len(loaded))
+        journal = _journal_of(session)
+        if journal is not None:
+            repaired = answer_interrupted(loaded, journal)
+        _session_log.warning("%r: %d tool call(s) of the last run never got a result in the "
+                             "transcript; they get %s", session, len(repaired) - len(loaded),
+                             "an 'interrupted' error result (a denied one, its denial)"
+                             if journal is None else "their journaled result, or an "
+                             "'interrupted' error result saying whether they ran")
         if repaired[:len(loaded)] == loaded:
             session.append(repaired[len(loaded):])
         else:
@@ -37,18 +63,42 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
     return repaired
 
 
-class SessionWriter:
-    """Appends each message of an agent's runs to its session; never raises.
+def _journal_of(session: Session) -> Sequence[JournalEntry] | None:
+    """The session's journal; None without one, or when it cannot be read (logged)."""
+    if not isinstance(session, SessionJournal):
+        return None
+    try:
+        return session.load_journal()
+    except Exception:
+        _session_log.exception("%r: could not read the journal of tool calls; the interrupted "
+                               "calls get the text of a session without one", session)
+        return None
 
-    A failed append is logged at ERROR on `agentcore.sessions` and leaves the session behind
-    the transcript: the next message then replaces the session's transcript with the whole of
-    it instead (until that succeeds), so the session never keeps a gap. Used on the run's
-    thread only, one run at a time.
+
+class SessionWriter:
+    """Appends each message of an agent's runs to its session, and journals its tool calls.
+
+    Never raises. A failed append is logged at ERROR on `agentcore.sessions` and leaves the
+    session behind the transcript: the next message then replaces the session's transcript
+    with the whole of it instead (until that succeeds), so the session never keeps a gap. A
+    failed journal write is logged the same way; the run goes on. Used on the run's thread
+    only, one run at a time. `scope` is the idempotency scope of the session's tool calls.
     """
 
     def __init__(self, session: Session) -> None:
         self.session = session
+        self.scope = session_scope(session)
+        self._journal = session if isinstance(session, SessionJournal) else None
         self._behind = False
+
+    def handle(self, event: AgentEvent, ended: AgentMessage | None,
+               transcript: Callable[[], list[AgentMessage]]) -> None:
+        """Store what `event` makes durable: its ended message, or its tool call's journal."""
+        if ended is not None:
+            self.save(ended, transcript)
+        elif self._journal is not None and isinstance(
+                event, (ToolExecutionStartEvent, ToolExecutionEndEvent)):
+            self._note(self._journal, event)
 
     def save(self, message: AgentMessage, transcript: Callable[[], list[AgentMessage]]) -> None:
         """Store `message`, the last of `transcript()` (called only to catch up after a failure)."""
@@ -66,3 +116,20 @@ class SessionWriter:
         """Replace the session's transcript by `messages` (raises what the session raises)."""
         self.session.replace(messages)
         self._behind = False
+
+    def _note(self, journal: SessionJournal,
+              event: ToolExecutionStartEvent | ToolExecutionEndEvent) -> None:
+        """Journal a call's start (before it runs) or its end (its result message)."""
+        try:
+            if isinstance(event, ToolExecutionStartEvent):
+                journal.journal_start(event.tool_call_id, event.tool_name,
+                                      idempotency_key(self.scope, event.tool_call_id))
+            else:
+                journal.journal_end(tool_result_message(event.tool_call_id, event.tool_name,
+                                                        event.result, event.is_error))
+        except Exception:
+            _session_log.exception("%r: could not journal the %s of tool call %r; the run goes "
+                                   "on (a crash now would leave the call 'interrupted')",
+                                   self.session, "start" if isinstance(
+                                       event, ToolExecutionStartEvent) else "end",
+                                   event.tool_call_id)

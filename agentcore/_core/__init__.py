@@ -28,7 +28,7 @@ from ._breaker import CircuitBreaker, CircuitState, Permit, default_breaker
 from ._budget import Budget
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context, unchecked_context
-from ._deps import enter_deps, leave_deps, tool_deps
+from ._deps import enter_deps, key_of, leave_deps, tool_deps, tool_idempotency_key
 from ._enums import (
     QueueMode,
     StopReason,
@@ -90,6 +90,13 @@ from ._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from ._journal import (
+    JournalEntry,
+    SessionJournal,
+    idempotency_key,
+    session_scope,
+    tool_result_message,
+)
 from ._json_ready import json_ready
 from ._limits import UsageLimits
 from ._messages import (
@@ -125,7 +132,13 @@ from ._options import (
 from ._overflow import is_context_overflow
 from ._render import message_markdown, run_markdown
 from ._serde import from_dict, from_json, to_dict, to_json
-from ._session import INTERRUPTED_TEXT, Session, answer_interrupted
+from ._session import (
+    INTERRUPTED_NOT_STARTED_TEXT,
+    INTERRUPTED_RUNNING_TEXT,
+    INTERRUPTED_TEXT,
+    Session,
+    answer_interrupted,
+)
 from ._stream import AssistantMessageEventStream, EventStream
 from ._tools import (
     AgentTool,
@@ -165,6 +178,8 @@ __all__ = [
     "DEFAULT_DENIAL",
     "DEFAULT_MAX_EVENT_BYTES",
     "FACTORY",
+    "INTERRUPTED_NOT_STARTED_TEXT",
+    "INTERRUPTED_RUNNING_TEXT",
     "INTERRUPTED_TEXT",
     "LLM_TYPES",
     "OPTION",
@@ -206,6 +221,7 @@ __all__ = [
     "FlatAlias",
     "HttpClientLike",
     "ImageContent",
+    "JournalEntry",
     "Message",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -225,6 +241,7 @@ __all__ = [
     "RunError",
     "SerializationError",
     "Session",
+    "SessionJournal",
     "StartEvent",
     "StopReason",
     "StreamOptions",
@@ -279,6 +296,7 @@ __all__ = [
     "flat_fields",
     "from_dict",
     "from_json",
+    "idempotency_key",
     "instance_of",
     "is_callable",
     "is_context_overflow",
@@ -286,6 +304,7 @@ __all__ = [
     "is_model",
     "is_optional_model",
     "json_ready",
+    "key_of",
     "leave_deps",
     "list_of",
     "list_of_messages",
@@ -302,6 +321,7 @@ __all__ = [
     "seconds",
     "secret_headers",
     "secret_str",
+    "session_scope",
     "strict_int",
     "string",
     "takes",
@@ -312,6 +332,8 @@ __all__ = [
     "to_tool_execution_mode",
     "tool_deps",
     "tool_hint",
+    "tool_idempotency_key",
+    "tool_result_message",
     "type_error",
     "unanswered_tool_calls",
     "unchecked_constructor",

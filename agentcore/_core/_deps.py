@@ -1,9 +1,11 @@
-"""The `deps` of the run whose tool call the current thread is running (API §12).
+"""What the thread running a tool call knows of it: the run's `deps`, the call's idempotency key.
 
-A run's configuration carries one `deps` object (a database handle, the user being served);
-the thread running a tool call holds it for the call's duration, and `@tool` functions with a
-parameter named `deps` receive it. Thread-local, not a global: runs with different `deps` run
-tools side by side, and a nested agent's tools see their own.
+A run's configuration carries one `deps` object (a database handle, the user being served;
+API §12) and one idempotency scope (API §24); the thread running a tool call holds both, and
+the call's id, for the call's duration. `@tool` functions with a parameter named `deps` or
+`idempotency_key` receive them; any tool may ask `tool_idempotency_key()`. Thread-local, not a
+global: runs with different `deps` run tools side by side, and a nested agent's tools see
+their own.
 """
 
 from __future__ import annotations
@@ -11,23 +13,59 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-__all__ = ["enter_deps", "leave_deps", "tool_deps"]
+from ._journal import idempotency_key
+
+__all__ = ["enter_deps", "key_of", "leave_deps", "tool_deps", "tool_idempotency_key"]
 
 _state = threading.local()
+
+_Held = tuple[Any, str, str]
+"""What a thread holds for its call: (deps, idempotency scope, tool call id)."""
 
 
 def tool_deps() -> Any:
     """The `deps` of the tool call running on this thread (None outside one, or if unset)."""
-    return getattr(_state, "deps", None)
+    held: _Held | None = getattr(_state, "held", None)
+    return None if held is None else held[0]
 
 
-def enter_deps(deps: Any) -> Any:
-    """Make `deps` this thread's; return the previous value for `leave_deps`."""
-    previous = getattr(_state, "deps", None)
-    _state.deps = deps
+def tool_idempotency_key() -> str | None:
+    """The idempotency key of the tool call running on this thread; None outside a tool call.
+
+    The key of a call is stable across process restarts when the run has a session (it is
+    derived from the session's identity and the call's id; without a session, from a random
+    value drawn per run and the call's id): pass it to an API that deduplicates requests
+    (payments, email), so that a call repeated after a crash takes effect once. `@tool`
+    functions get the same key through a parameter named `idempotency_key`; this function is
+    for tools written as plain `AgentTool`s, whose `execute` has no place for it. On an
+    executor running calls in another process, the key is set there too.
+    """
+    held: _Held | None = getattr(_state, "held", None)
+    if held is None or not held[2]:
+        return None
+    return idempotency_key(held[1], held[2])
+
+
+def key_of(tool_call_id: str) -> str:
+    """The idempotency key of call `tool_call_id` in the scope of the run this thread serves.
+
+    What `@tool` injects: the id is the one `execute` was given (a tool calling another's
+    `execute` gives its own id). Outside a run, the scope is empty: the key derives from the id.
+    """
+    held: _Held | None = getattr(_state, "held", None)
+    return idempotency_key("" if held is None else held[1], tool_call_id)
+
+
+def enter_deps(deps: Any, scope: str = "", tool_call_id: str = "") -> Any:
+    """Hold `deps` and the call `tool_call_id` of `scope` on this thread; return the previous.
+
+    `leave_deps` takes what this returns.
+    """
+    previous = getattr(_state, "held", None)
+    _state.held = (deps, scope, tool_call_id)
     return previous
 
 
 def leave_deps(previous: Any) -> None:
     """Restore what `enter_deps` returned."""
-    _state.deps = previous
+    _state.held = previous

@@ -43,6 +43,7 @@ from .._core import (
     ToolUpdate,
     is_callable,
     json_ready,
+    key_of,
     tool_deps,
 )
 from ._docstring import humanise, parse_docstring
@@ -59,9 +60,10 @@ __all__ = ["NO_OUTPUT", "FunctionTool", "tool"]
 P = ParamSpec("P")
 R = TypeVar("R")
 
-INJECTED = ("tool_call_id", "signal", "on_update", "deps")
-"""Parameter names the loop fills in: the call id, the run's signal, the update callback and
-the run's `deps` (`AgentLoopConfig(deps=...)`, `Agent(deps=...)`)."""
+INJECTED = ("tool_call_id", "signal", "on_update", "deps", "idempotency_key")
+"""Parameter names the loop fills in: the call id, the run's signal, the update callback, the
+run's `deps` (`AgentLoopConfig(deps=...)`, `Agent(deps=...)`) and the call's idempotency key
+(API §24)."""
 
 NO_OUTPUT = "(no output)"
 """The text of the result when the function returns `None` (providers reject empty text)."""
@@ -187,9 +189,11 @@ def tool(
     `Literal[...]`, `Enum` subclasses, attrs classes (nested, recursively) and `Any` (or no
     hint). `Annotated[T, "text"]` describes a parameter. Parameters with a default are optional
     and show the default when it has a JSON form. Parameters named `tool_call_id`, `signal`
-    (the run's `AbortSignal`), `on_update` (a callback taking an `AgentToolResult`) and `deps`
-    (the run's `deps`, say a database handle: `Agent(deps=...)`) are filled in by the loop and
-    hidden from the model.
+    (the run's `AbortSignal`), `on_update` (a callback taking an `AgentToolResult`), `deps`
+    (the run's `deps`, say a database handle: `Agent(deps=...)`) and `idempotency_key` (a str,
+    the same for this call in every process: with a session it is derived from the session's
+    identity and the call id, see `tool_idempotency_key`) are filled in by the loop and hidden
+    from the model.
 
     The docstring's summary (the text before its first section, whitespace-normalised) is the
     description, or the humanised function name (`get_weather` → `"Get weather"`) without one;
@@ -339,6 +343,8 @@ class _Invoke:
         if self.injected:
             loop_values = {"tool_call_id": tool_call_id, "signal": signal,
                            "on_update": on_update, "deps": tool_deps()}
+            if "idempotency_key" in self.injected:
+                loop_values["idempotency_key"] = key_of(tool_call_id)
             kwargs.update((name, loop_values[name]) for name in self.injected)
         return _to_result(self.fn(**kwargs))
 

@@ -231,7 +231,11 @@ class AgentLoopConfig:
     picklable work item (a tool or `deps` that cannot be pickled gives an error result), and
     such a tool's signal never aborts and its progress is dropped, though an abort or a
     timeout still ends the wait. `tool_timeout` (seconds) bounds every call whose tool sets no
-    `timeout`; `deps` reaches every `@tool` function with a `deps` parameter. With an
+    `timeout`; `deps` reaches every `@tool` function with a `deps` parameter. A tool call's
+    idempotency key (a `@tool` parameter `idempotency_key`, or `tool_idempotency_key()`; API
+    §24) is derived from `idempotency_scope` and the call's id: an `Agent` with a session sets
+    it from the session's identity, so that a call keeps its key across processes; None (the
+    default) draws a random scope for each run, so keys are unique but not stable. With an
     `output_type` the model answers through a `final_result` tool within `output_retries`
     retries (default 2: at most 3 attempts; API §14), every model call with `tool_choice`
     `"required"` unless one is set; `output_mode="native"` asks instead for a final reply whose
@@ -271,6 +275,8 @@ class AgentLoopConfig:
     tool_executor: Executor | None = attrs.field(default=None, validator=executor)
     tool_timeout: float | None = attrs.field(default=None, validator=seconds)
     deps: Any = None
+    idempotency_scope: str | None = attrs.field(default=None,
+                                                validator=optional_instance_of(str))
     output_type: Any = attrs.field(default=None, validator=_output_type)
     output_retries: int = attrs.field(default=2, validator=and_(strict_int, ge(0)))
     output_mode: OutputMode = attrs.field(default="tool", validator=_output_mode)

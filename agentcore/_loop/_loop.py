@@ -9,6 +9,7 @@ messages; only the caller's own sink raising propagates.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -98,6 +99,7 @@ class Run:
     _limits: LimitCounter | None = None  # with usage limits: what the run has used
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
     _trace: RunTrace | None = None  # what observes the run, when anything does
+    _scope: str | None = None  # the idempotency scope of its tool calls, once it has any
 
     def __attrs_post_init__(self) -> None:
         self.halt_signal = self.halt.signal
@@ -293,9 +295,13 @@ class Run:
         if self._inbox is None:
             self._inbox = tool_inbox(self.halt_signal)
         denied = {k: v for k, v in decisions.items() if v is not None} if decisions else None
+        if self._scope is None:  # without one configured, a random scope per run (API §24)
+            scope = self.config.idempotency_scope
+            self._scope = os.urandom(16).hex() if scope is None else scope
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._send,
                           self._get_executor, self.halt_signal, self._inbox,
-                          self._trace.tool_work if self._trace is not None else None, denied)
+                          self._trace.tool_work if self._trace is not None else None, denied,
+                          scope=self._scope)
         results, terminate = batch.run(calls, refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)

@@ -64,15 +64,16 @@ def check_update(partial: object) -> None:
 
 
 def run_tool(
-    name: str, execute: Execute, tool_call_id: str, args: Any, deps: Any
+    name: str, execute: Execute, tool_call_id: str, args: Any, deps: Any, scope: str = ""
 ) -> AgentToolResult | Failure:
     """Run one tool call on whatever worker the executor chose (the work item it pickles).
 
-    `deps` is the worker thread's for the call, as in this process. What the tool raises comes
-    back as a `Failure`, so that the future's own exception always means the executor could
-    not run the call (a pickling error, a dead worker).
+    `deps`, and the call's idempotency key (from the run's `scope` and the call's id), are the
+    worker thread's for the call, as in this process. What the tool raises comes back as a
+    `Failure`, so that the future's own exception always means the executor could not run the
+    call (a pickling error, a dead worker).
     """
-    previous = enter_deps(deps)
+    previous = enter_deps(deps, scope, tool_call_id)
     try:
         result = execute(tool_call_id, args, AbortController().signal, check_update)
         check_result(name, result)

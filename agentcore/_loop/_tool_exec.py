@@ -42,6 +42,7 @@ from .._core import (
     enter_deps,
     failure_text,
     leave_deps,
+    tool_result_message,
     validate_tool_arguments,
 )
 from ._config import (
@@ -105,6 +106,7 @@ class ToolBatch:
     # An observer's wrapper of each call's work (`RunTrace.tool_work`), when one watches the run
     wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
     denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
+    scope: str = ""  # the run's idempotency scope: a call's key derives from it (`enter_deps`)
 
     def run(self, tool_calls: list[ToolCall], refusal: str | None = None,
             ) -> tuple[list[ToolResultMessage], bool]:
@@ -211,6 +213,7 @@ class ToolBatch:
         """
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
+        scope = self.scope
         assert tool is not None
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         executor = self.get_executor()
@@ -235,7 +238,7 @@ class ToolBatch:
             except AttributeError:  # this thread's first call
                 runs = served.runs = []
             runs.append(owner)
-            previous = enter_deps(deps)
+            previous = enter_deps(deps, scope, c.call.id)
             message: NotStarted | Raised | Returned
             try:
                 if signal.aborted:
@@ -267,9 +270,10 @@ class ToolBatch:
         """Hand `c` to an executor that may run it in another process; wait on its future.
 
         The work item is `run_tool` with the tool's `execute` (not the `AgentTool`, whose
-        compiled validators need not pickle), the call's arguments and the run's `deps`; no
-        signal, `on_update` or observer of this run goes with it. An executor that refuses
-        or cannot pickle the work gives the call an error result saying so (`outcome`).
+        compiled validators need not pickle), the call's arguments, the run's `deps` and its
+        idempotency scope; no signal, `on_update` or observer of this run goes with it. An
+        executor that refuses or cannot pickle the work gives the call an error result saying
+        so (`outcome`).
         """
         tool, inbox = c.tool, self._inbox
         assert tool is not None
@@ -280,7 +284,7 @@ class ToolBatch:
             return
         try:
             future = executor.submit(run_tool, tool.name, tool.execute, c.call.id, c.args,
-                                     self.config.deps)
+                                     self.config.deps, self.scope)
         except Exception as exc:  # shut down, or (Dask) the work item does not pickle
             future = Future()
             future.set_exception(exc)
@@ -389,10 +393,7 @@ class ToolBatch:
         """Emit the result message of `c`, which has its result; return it."""
         result = c.result
         assert result is not None
-        message = ToolResultMessage(
-            c.call.id, c.call.name, list(result.content or []), details=result.details,
-            is_error=c.is_error, usage=result.usage,
-            added_tool_names=list(result.added_tool_names) if result.added_tool_names else None)
+        message = tool_result_message(c.call.id, c.call.name, result, c.is_error)
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
         return message

@@ -13,14 +13,22 @@ moment loses nothing that was appended. Surviving a power loss or an OS crash ta
 per append as well: `durable=True` (`synchronous=FULL` for SQLite), which costs a disk flush
 per message. Without it such a crash may lose the last messages, never the file.
 
+Side effects across a crash (API §24). Both stores also keep a journal of tool calls (the
+optional `SessionJournal` methods; a store of your own may have them too): the `Agent` stores
+the start of each call before it runs and its result as soon as it ends, so that after a
+crash a call that finished keeps its real result, and the repair tells a call that never
+started ("... it did not run") from one that was running ("... it may have taken effect
+(idempotency key <key>)"). The key is what a `@tool` parameter `idempotency_key` received:
+derived from the store's `identity` and the call's id, the same in every process.
+
 Layer 4, beside `testing` and `notebook`: builds on `_core` only. `sqlite3` is imported when
 the first `SqliteSession` is made, so `import agentcore` never loads it.
 """
 
 from __future__ import annotations
 
-from .._core import Session
+from .._core import JournalEntry, Session, SessionJournal
 from ._jsonl import JsonlSession
 from ._sqlite import SqliteSession
 
-__all__ = ["JsonlSession", "Session", "SqliteSession"]
+__all__ = ["JournalEntry", "JsonlSession", "Session", "SessionJournal", "SqliteSession"]

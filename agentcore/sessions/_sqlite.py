@@ -7,8 +7,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import quote
 
-from .._core import AgentMessage, from_json, type_error
+from .._core import (
+    AgentMessage,
+    JournalEntry,
+    ToolResultMessage,
+    from_json,
+    to_json,
+    type_error,
+    unanswered_tool_calls,
+)
 from ._encode import encode
 
 if TYPE_CHECKING:
@@ -25,10 +34,30 @@ CREATE TABLE IF NOT EXISTS agentcore_messages (
 );
 CREATE INDEX IF NOT EXISTS agentcore_messages_by_session
     ON agentcore_messages (session_id, seq);
+CREATE TABLE IF NOT EXISTS agentcore_journal (
+    session_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    tool_name TEXT NOT NULL,
+    idempotency_key TEXT NOT NULL,
+    result TEXT,
+    PRIMARY KEY (session_id, call_id)
+);
 """
 _INSERT = "INSERT INTO agentcore_messages (session_id, role, message) VALUES (?, ?, ?)"
 _SELECT = "SELECT message FROM agentcore_messages WHERE session_id = ? ORDER BY seq"
 _DELETE = "DELETE FROM agentcore_messages WHERE session_id = ?"
+_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'agentcore_%'"
+_START = ("INSERT OR REPLACE INTO agentcore_journal "
+          "(session_id, call_id, tool_name, idempotency_key, result) VALUES (?, ?, ?, ?, NULL)")
+_END = (  # one transaction; no UPSERT, which SQLite before 3.24 lacks
+    ("INSERT OR IGNORE INTO agentcore_journal "
+     "(session_id, call_id, tool_name, idempotency_key, result) VALUES (?, ?, ?, '', NULL)"),
+    "UPDATE agentcore_journal SET result = ? WHERE session_id = ? AND call_id = ?",
+)
+_JOURNAL = ("SELECT call_id, tool_name, idempotency_key, result FROM agentcore_journal "
+            "WHERE session_id = ?")
+_FORGET = "DELETE FROM agentcore_journal WHERE session_id = ? AND call_id = ?"
+_FORGET_ALL = "DELETE FROM agentcore_journal WHERE session_id = ?"
 _BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (primary codes)
 
 T = TypeVar("T")
@@ -52,6 +81,19 @@ class SqliteSession:
 
     Only agentcore's own message kinds are stored: `append` and `replace` raise
     `SerializationError` for an application's own message class, which would not load again.
+
+    Journal (`SessionJournal`; API §24): the table `agentcore_journal` holds a row per tool
+    call of the session that started and whose result the transcript does not hold yet,
+    keyed by (session_id, call_id): its tool name, idempotency key, and once the call has
+    ended its `ToolResultMessage` as JSON (NULL while it runs). Appending a call's result
+    message deletes its row in the same transaction; `replace` keeps only the rows of the
+    calls its transcript leaves unanswered, `clear` deletes them all. A file written before
+    the journal existed has no record of its calls: until this object writes one,
+    `load_journal()` returns None for it, and its interrupted calls get the old text. Each
+    journal write is a commit of its own (two per tool call, each flushed with `durable=True`).
+    `identity` (`"sqlite:<absolute path>#<session_id, %-quoted>"`) is the scope of the
+    session's idempotency keys: they stay the same for any object opening this file and
+    session id by any path (an in-memory database's identity is random).
 
     Threading: one connection, guarded by a lock; every method may be called from any
     thread. `close()` it when done (or use `with`); the `Agent` never closes a session.
@@ -81,6 +123,7 @@ class SqliteSession:
         """Whether every commit is flushed to the disk (`synchronous=FULL`)."""
         self._lock = threading.Lock()
         self._timeout = timeout
+        self._journaled = True  # whether the journal tells which calls started (see load_journal)
         connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
                                      check_same_thread=False)
 
@@ -88,6 +131,9 @@ class SqliteSession:
             if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
                 connection.execute("PRAGMA journal_mode=WAL")  # kept in the file
             connection.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            tables = {name for (name,) in connection.execute(_TABLES)}
+            # A file of messages written before the journal: it says nothing of their calls
+            self._journaled = "agentcore_journal" in tables or not tables
             connection.executescript(_SCHEMA)
 
         try:
@@ -96,6 +142,11 @@ class SqliteSession:
             connection.close()
             raise
         self._connection: sqlite3.Connection | None = connection
+        # A database of this connection alone (":memory:", "": a temporary file) is new each time
+        where = f":memory:{os.urandom(16).hex()}" if self.path in ("", ":memory:") \
+            else os.path.realpath(self.path)
+        self.identity = f"sqlite:{where}#{quote(session_id, safe='')}"
+        """The session's identity: its file's absolute path and its id (see the class)."""
 
     def __repr__(self) -> str:
         return f"SqliteSession({self.path!r}, session_id={self.session_id!r})"
@@ -109,18 +160,49 @@ class SqliteSession:
         return [from_json(AgentMessage, text) for (text,) in rows]
 
     def append(self, messages: Sequence[AgentMessage]) -> None:
-        """Add `messages` at the end, in one transaction: all of them are kept, or none."""
+        """Add `messages` at the end, in one transaction: all of them are kept, or none.
+
+        The journal rows of the calls whose results are among them go in the same transaction.
+        """
         rows = [(self.session_id, role, text) for role, text in encode(messages)]
+        answered = [(self.session_id, m.tool_call_id) for m in messages
+                    if isinstance(m, ToolResultMessage)]
         if rows:
-            self._write(None, rows)
+            self._write(None, rows, answered)
 
     def replace(self, messages: Sequence[AgentMessage]) -> None:
-        """Make `messages` the session's transcript, in one transaction."""
-        self._write(_DELETE, [(self.session_id, role, text) for role, text in encode(messages)])
+        """Make `messages` the session's transcript, in one transaction.
+
+        The journal keeps only the rows of the calls `messages` leaves without a result.
+        """
+        self._write(_DELETE, [(self.session_id, role, text) for role, text in encode(messages)],
+                    {call.id for call in unanswered_tool_calls(messages)})
 
     def clear(self) -> None:
-        """Delete the session's messages (other sessions in the file stay)."""
-        self._write(_DELETE, [])
+        """Delete the session's messages and journal (other sessions in the file stay)."""
+        self._write(_DELETE, [], set())
+
+    def journal_start(self, call_id: str, tool_name: str, idempotency_key: str) -> None:
+        """Record that the call is about to run: a journal row without a result (see the class)."""
+        self._journal([(_START, (self.session_id, call_id, tool_name, idempotency_key))])
+
+    def journal_end(self, result: ToolResultMessage) -> None:
+        """Record the ended call's result message in its journal row (see the class)."""
+        call_id = result.tool_call_id
+        self._journal([(_END[0], (self.session_id, call_id, result.tool_name)),
+                       (_END[1], (to_json(result), self.session_id, call_id))])
+
+    def load_journal(self) -> list[JournalEntry] | None:
+        """The session's journal rows (None for a file written before the journal existed)."""
+        with self._lock:
+            connection = self._open()
+            if not self._journaled:
+                return None
+            rows = self._retrying(
+                lambda: connection.execute(_JOURNAL, (self.session_id,)).fetchall())
+        return [JournalEntry(call_id, tool_name, key, None if result is None
+                             else from_json(ToolResultMessage, result))
+                for call_id, tool_name, key, result in rows]
 
     def session_ids(self) -> list[str]:
         """The ids of every session in the file that holds a message, sorted."""
@@ -149,9 +231,12 @@ class SqliteSession:
             raise ValueError(f"{self!r} is closed")
         return self._connection
 
-    def _write(self, delete: str | None, rows: list[tuple[str, str, str]]) -> None:
+    def _write(self, delete: str | None, rows: list[tuple[str, str, str]],
+               journal: list[tuple[str, str]] | set[str]) -> None:
         """One write transaction: `delete` (with the session id) first, then insert `rows`.
 
+        `journal` is the (session id, call id) of the rows to delete from the journal (an
+        append's answered calls), or the set of call ids whose rows to keep (a `replace`).
         `BEGIN IMMEDIATE` takes the write lock up front, so that a writer in another process
         makes this one wait (up to `timeout`) instead of failing halfway. A transaction that
         fails is rolled back whole, so trying it again never stores a message twice.
@@ -163,10 +248,38 @@ class SqliteSession:
                 if delete is not None:
                     connection.execute(delete, (self.session_id,))
                 connection.executemany(_INSERT, rows)
+                if isinstance(journal, list):
+                    if journal:
+                        connection.executemany(_FORGET, journal)
+                elif not journal:
+                    connection.execute(_FORGET_ALL, (self.session_id,))
+                else:
+                    marks = ", ".join("?" * len(journal))
+                    connection.execute(f"{_FORGET_ALL} AND call_id NOT IN ({marks})",
+                                       (self.session_id, *journal))
 
         with self._lock:
             connection = self._open()
             self._retrying(write)
+            if delete is not None:
+                self._journaled = True  # a new transcript: its calls will be journaled
+
+    def _journal(self, statements: list[tuple[str, tuple[str, ...]]]) -> None:
+        """One journal write, in a transaction of its own."""
+
+        def write() -> None:
+            if len(statements) == 1:  # autocommit: one statement, one transaction
+                connection.execute(*statements[0])
+                return
+            connection.execute("BEGIN IMMEDIATE")
+            with connection:
+                for statement in statements:
+                    connection.execute(*statement)
+
+        with self._lock:
+            connection = self._open()
+            self._retrying(write)
+            self._journaled = True
 
     def _retrying(self, action: Callable[[], T]) -> T:
         """`action()`, tried again while another connection holds the database, up to `timeout`.

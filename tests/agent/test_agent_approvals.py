@@ -16,7 +16,7 @@ from typing import Any
 import approval_tools
 import attrs
 import pytest
-from _internals import DEFAULT_DENIAL, INTERRUPTED_TEXT
+from _internals import DEFAULT_DENIAL, INTERRUPTED_NOT_STARTED_TEXT
 from approval_tools import Ran
 
 import agentcore as ac
@@ -341,7 +341,10 @@ def test_a_reloaded_pause_is_decided_by_the_new_agents_approve(
 def test_a_decided_batch_without_its_results_is_answered_interrupted(
         fake: ScriptedModel, ran: Ran, tools: list[ac.AgentTool], session_path: Path,
         answered: int) -> None:
-    """A process killed between the decision and the results: nothing runs twice."""
+    """A process killed between the decision and the results: nothing runs twice.
+
+    The session's journal holds no start of these calls: they are answered "did not run".
+    """
     reply = ac.AssistantMessage(list(CALLS), fake.model.api, "faux", fake.model.id,
                                 stop_reason=ac.StopReason.TOOL_USE)
     written: list[ac.AgentMessage] = [ac.UserMessage("go"), reply,
@@ -354,7 +357,7 @@ def test_a_decided_batch_without_its_results_is_answered_interrupted(
         assert agent.state.pending_approvals == []
         got = results(agent.messages)
         stored = store.load()
-    expected = dict.fromkeys(("c1", "c2", "c3"), (INTERRUPTED_TEXT, True))
+    expected = dict.fromkeys(("c1", "c2", "c3"), (INTERRUPTED_NOT_STARTED_TEXT, True))
     if answered:
         expected["c1"] = ("rm ok", False)
     assert got == expected

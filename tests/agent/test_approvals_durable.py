@@ -56,7 +56,9 @@ from agentcore import (
 posix = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
 
 CHILD = paths.TESTS / "approval_child.py"
-INTERRUPTED = "interrupted: the process ended before this tool call finished"
+NOT_STARTED = "interrupted: the process ended before this tool call started; it did not run"
+RUNNING = ("interrupted: the process ended while this tool call was running; it may have taken "
+           "effect (idempotency key ")
 ROLES = ["user", "assistant", "toolApproval", "toolResult", "toolResult", "toolResult",
          "assistant", "toolApproval", "toolResult", "assistant"]
 """The finished conversation, whatever happened to the processes that made it."""
@@ -215,11 +217,13 @@ def _check_finished(store: Path, log: Path) -> None:
         if call_id == "p2":  # denied: its denial, even when a kill cut its batch short
             assert text == f"denied: {DECIDE['p2']}"
             assert message.is_error
-        elif text == INTERRUPTED:
+        elif text == NOT_STARTED or text.startswith(RUNNING):
             # Only once its batch was decided: the batch's decisions precede its results.
             batch_decided = {"q1"} if call_id == "q1" else {"p1", "p2"}
             assert batch_decided <= seen_decision, (call_id, messages)
             assert message.is_error
+            if text == NOT_STARTED:  # the journal never saw it start: it did not
+                assert ran == 0, (call_id, runs)
         else:  # a real result: the call ran exactly once, to its end
             assert text == f"{call_id}: ok"
             assert not message.is_error
@@ -249,7 +253,8 @@ def _transcript(*extra: AgentMessage) -> list[AgentMessage]:
 
 def test_crash_repair_gives_a_denied_call_its_denial(tmp_path: Path) -> None:
     # Killed after the decisions were stored, before any result: the denied call never ran,
-    # and says so; the approved ones are "interrupted" (p1 may have run: it never runs again).
+    # and says so; the approved ones are "interrupted", and as the session's journal holds no
+    # start of theirs, they did not run (and never run again).
     decided = ToolApprovalMessage(["p1"], {"p2": "not b"})
     cases: list[tuple[list[AgentMessage], list[str]]] = [
         ([], []),  # paused: nothing to repair
@@ -267,7 +272,7 @@ def test_crash_repair_gives_a_denied_call_its_denial(tmp_path: Path) -> None:
             waiting = agent.state.pending_approvals
         assert [(m.tool_call_id, _text(m), m.is_error) for m in added
                 if isinstance(m, ToolResultMessage)] == [
-            (call_id, "denied: not b" if call_id == "p2" else INTERRUPTED, True)
+            (call_id, "denied: not b" if call_id == "p2" else NOT_STARTED, True)
             for call_id in results]
         assert [c.id for c in waiting] == ([] if before else ["p1", "p2"])
 

@@ -6,8 +6,9 @@ run (on its own clock, so the moment does not depend on how busy the machine is)
 children run at once to fit the time budget. For every sample the session must load as a
 prefix of the reference transcript (an un-killed run of the same script) ending at a message
 boundary, hold every message the child had reported durable, answer the calls left without a
-result with the "interrupted" error result, and continue at once without running any
-completed tool call again.
+result from the session's journal (a call that finished: its real result; one that never
+started: "did not run", and it did not; one that was running: "may have taken effect"), and
+continue at once without running any completed tool call again.
 """
 
 from __future__ import annotations
@@ -34,7 +35,6 @@ from agentcore import (
     AgentMessage,
     AssistantMessage,
     StopReason,
-    TextContent,
     ToolResultMessage,
     to_dict,
 )
@@ -49,7 +49,9 @@ pytestmark = [pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POS
 
 CHILD = paths.TESTS / "session_child.py"
 CONCURRENCY = 6
-INTERRUPTED = "interrupted: the process ended before this tool call finished"
+NOT_STARTED = "interrupted: the process ended before this tool call started; it did not run"
+RUNNING = ("interrupted: the process ended while this tool call was running; it may have taken "
+           "effect (idempotency key ")
 
 
 @attrs.define
@@ -148,14 +150,31 @@ def _executed(side: Path) -> list[str]:
     return text.split("\n")[:-1]
 
 
-def _interrupted_results(raw: list[AgentMessage]) -> list[dict[str, Any]]:
-    """What loading must add to `raw`: an error result per call of the last batch lacking one."""
+def _check_repair(raw: list[AgentMessage], loaded: list[AgentMessage],
+                  reference: list[dict[str, Any]], executed: list[str], where: str) -> bool:
+    """Check what loading added to `raw`: a result per call of the last batch lacking one, in
+    the calls' order, each as the journal allows; True when there were such calls."""
+    assert _plain(loaded[:len(raw)]) == _plain(raw), where
+    added = loaded[len(raw):]
     last = next((m for m in reversed(raw) if isinstance(m, AssistantMessage)), None)
-    if last is None or last.stop_reason is not StopReason.TOOL_USE:
-        return []
     answered = {m.tool_call_id for m in raw if isinstance(m, ToolResultMessage)}
-    return _plain([ToolResultMessage(c.id, c.name, [TextContent(INTERRUPTED)], is_error=True)
-                   for c in last.tool_calls if c.id not in answered])
+    lacking = [] if last is None or last.stop_reason is not StopReason.TOOL_USE else [
+        c.id for c in last.tool_calls if c.id not in answered]
+    assert [getattr(m, "tool_call_id", None) for m in added] == lacking, where
+    real = {d["toolCallId"]: d for d in reference if d["role"] == "toolResult"}
+    for message in added:
+        assert isinstance(message, ToolResultMessage)
+        call_id, text = message.tool_call_id, message.text
+        if text == NOT_STARTED:  # the journal never saw it start: it did not run
+            assert message.is_error, where
+            assert call_id not in executed, (where, call_id)
+        elif text.startswith(RUNNING):  # its key: 32 hex digits, then ")"
+            assert message.is_error, where
+            assert len(text) == len(RUNNING) + 33, (where, text)
+        else:  # it finished before the kill: its real result, from the journal
+            assert _plain([message]) == [real[call_id]], where
+            assert call_id in executed, (where, call_id)
+    return bool(added)
 
 
 def _assert_every_call_answered_once(messages: list[AgentMessage]) -> None:
@@ -196,10 +215,9 @@ def _check_sample(kind: str, child: Child, reference: list[dict[str, Any]],
         executed_before = _executed(child.side)
 
         agent = Agent(faux.get_model(), tools=[gauge_tool(child.side)], session=session)
-        # Calls left without a result are answered "interrupted", at once and in the store.
-        added = _interrupted_results(raw)
-        assert _plain(agent.messages) == plain + added, where
-        assert _plain(session.load()) == plain + added, where
+        # Calls left without a result are answered from the journal, at once and in the store.
+        added = _check_repair(raw, agent.messages, reference, executed_before, where)
+        assert _plain(session.load()) == _plain(agent.messages), where
 
         # The conversation goes on at once; no call that ran runs again.
         faux.set_responses([
@@ -218,7 +236,7 @@ def _check_sample(kind: str, child: Child, reference: list[dict[str, Any]],
         assert executed[:len(executed_before)] == executed_before
         assert executed[len(executed_before):] == [f"k{number}"], where
         assert [i for i, n in Counter(executed).items() if n > 1] == [], where
-    return bool(added)
+    return added
 
 
 def _crash_samples(forks: Forks, kind: str, kills: int, tmp_path: Path,

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import remote_tools
+from _internals import idempotency_key
 
 import agentcore as ac
 from agentcore.testing import record_events, scripted_model, tool_call
@@ -88,6 +89,15 @@ def test_remote_executor_hands_the_tool_the_runs_deps(executor: Executor) -> Non
     messages = _run(executor, [tool_call("whose")], [remote_tools.whose],
                     deps={"db": "prod"})
     assert _results(messages) == [("whose", "deps={'db': 'prod'}", False)]
+
+
+def test_remote_executor_gives_the_tool_its_idempotency_key(executor: Executor,
+                                                           tmp_path: Path) -> None:
+    with ac.SqliteSession(tmp_path / "chat.db") as session:
+        messages = _run(executor, [tool_call("keyed", id="c1")], [remote_tools.keyed],
+                        session=session)
+        key = idempotency_key(session.identity, "c1")
+    assert _results(messages) == [("keyed", f"{key} {key}", False)]
 
 
 def test_remote_tool_that_raises_gives_the_model_its_error(

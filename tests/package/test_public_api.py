@@ -188,6 +188,7 @@ EXPECTED_ALL = [
     "to_dict",
     "to_json",
     "tool",
+    "tool_idempotency_key",
     "unregister_provider",
     "validate_tool_arguments",
 ]
@@ -556,7 +557,8 @@ PUBLIC_SUBMODULE_NAMES = {
     "agentcore.notebook": {"display"},
     "agentcore.otel": {"instrument"},
     "agentcore.mcp": {"MCPServerError", "MCPServerHTTP", "MCPServerStdio", "MCPToolError"},
-    "agentcore.sessions": {"JsonlSession", "Session", "SqliteSession"},
+    "agentcore.sessions": {"JournalEntry", "JsonlSession", "Session", "SessionJournal",
+                           "SqliteSession"},
     "agentcore.web": {"APPROVAL_EVENT", "APPROVAL_REASON", "DEFAULT_MAX_BODY_BYTES",
                       "DEFAULT_MAX_THREADS", "ag_ui_events", "app"},
     "agentcore.providers.faux": set(FAUX_ALL),
