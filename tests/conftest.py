@@ -51,6 +51,17 @@ def pytest_configure(config: pytest.Config) -> None:
         compileall.compile_dir(paths.PACKAGE_DIR, quiet=1)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: one worker per core, and one more.
+
+    A good share of the suite waits rather than computes (on the processes it starts and
+    kills, on sockets, on a browser): with one worker per core those waits leave a core idle.
+    On the 2-core VM, 3 workers take the whole suite from 116 s to 100 s and the fast tier
+    from 30 s to 28 s.
+    """
+    return (os.cpu_count() or 1) + 1
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_collection(session: pytest.Session) -> Generator[None, None, None]:
     """Cache the assertion-rewritten test modules, even under PYTHONDONTWRITEBYTECODE.
