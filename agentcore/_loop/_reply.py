@@ -151,17 +151,21 @@ class ModelCall:
                     return self._finish(error_reply(model, _failed_text(tried)))
                 self.emit(ModelFallbackEvent(None, models[i + 1], reason))
                 continue
-            if context is None:
-                try:
-                    context = self._request_context()
-                except SinkError:
-                    raise
-                except Exception as exc:  # a conversion hook's
-                    _log.debug("building the model's context failed", exc_info=True)
-                    return self._finish(error_reply(model, describe(exc)))
-            final, shown = self._attempt(model, context)
-            if permit is not None:
-                permit.settle(health(final))
+            try:
+                if context is None:
+                    try:
+                        context = self._request_context()
+                    except SinkError:
+                        raise
+                    except Exception as exc:  # a conversion hook's
+                        _log.debug("building the model's context failed", exc_info=True)
+                        return self._finish(error_reply(model, describe(exc)))
+                final, shown = self._attempt(model, context)
+                if permit is not None:
+                    permit.settle(health(final))
+            finally:  # a permit never settled (the sink raised) gives back a trial
+                if permit is not None:
+                    permit.settle(None)
             if self.charge is not None:
                 self.charge(final.usage)
             if i == last or self.halt.aborted or not self._falls_back(final):

@@ -443,3 +443,37 @@ def test_model_fallback_event_round_trips_without_secrets() -> None:
     assert back.reason == event.reason
     assert ac.from_json(ac.AgentEvent, ac.to_json(ac.ModelFallbackEvent(None, model, "r"))
                         ).failed is None
+
+
+def test_breaker_trial_is_given_back_when_the_call_never_got_to_decide(servers) -> None:
+    first, second, _ = servers
+    breaker = ac.CircuitBreaker(failure_threshold=1, cooldown=0)
+    primary = model_at(first, "a")
+    first.status(503, "down")
+    run_loop(ac.AgentLoopConfig(model=primary, circuit_breaker=breaker, **NO_RETRIES))
+    assert breaker.state(primary) == "half_open"
+
+    def broken(messages: list[ac.AgentMessage], signal: ac.AbortSignal) -> list[ac.AgentMessage]:
+        raise RuntimeError("transform failed")
+
+    config = ac.AgentLoopConfig(model=primary, circuit_breaker=breaker, transform_context=broken,
+                                fallback_models=[model_at(second, "b")], **NO_RETRIES)
+    _, messages = run_loop(config)  # the trial's context could not be built: no verdict
+    assert messages[-1].error_message == "transform failed"  # type: ignore[union-attr]
+    trial = breaker.permit(primary)
+    assert trial is not None
+    assert trial.trial  # the next call may still try
+
+    def raising_sink(event: ac.AgentEvent) -> None:
+        if isinstance(event, ac.MessageStartEvent) and event.message.role == "assistant":
+            raise KeyError("listener bug")
+
+    trial.settle(None)
+    first.sse(completions_reply(text="ok"))
+    with pytest.raises(KeyError):
+        ac.run_agent_loop([ac.UserMessage("hi")], ac.AgentContext("", [], []),
+                          ac.AgentLoopConfig(model=primary, circuit_breaker=breaker,
+                                             **NO_RETRIES), raising_sink)
+    again = breaker.permit(primary)  # the sink's failure said nothing of the model
+    assert again is not None
+    assert again.trial
