@@ -82,7 +82,15 @@ from .._loop import (
 from ..providers import StreamFn, require_api_key, speaks_http
 from ._compact import CompactionSettings, auto_compactor
 from ._drive import NO_OUTPUT, Listener, Output, drive, notify, run_name
-from ._input import agent_tools, as_message, copy_list, message_list, prompt_messages, tool_list
+from ._input import (
+    agent_name,
+    agent_tools,
+    as_message,
+    copy_list,
+    message_list,
+    prompt_messages,
+    tool_list,
+)
 from ._live import AgentState, LiveState
 from ._queue import MessageQueue
 from ._run import MAX_EVENTS, AgentRun
@@ -159,6 +167,7 @@ class Agent:
 
     model: Model
     system_prompt: str = attrs.field(default="", validator=string, kw_only=True)
+    name: str = attrs.field(default="agent", validator=agent_name, kw_only=True)
     thinking_level: ThinkingLevel = _THINKING_LEVEL
     tools: list[AgentTool] = attrs.field(
         default=(), converter=tool_list, validator=agent_tools, kw_only=True,

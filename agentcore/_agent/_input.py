@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -23,6 +24,7 @@ from .._core import (
 from .._function_tools import tool
 
 __all__ = [
+    "agent_name",
     "agent_tools",
     "as_message",
     "copy_list",
@@ -33,6 +35,16 @@ __all__ = [
 
 
 _TOOLS = "a list of AgentTool or functions"
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def agent_name(_: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    """Attrs validator of `Agent.name`: letters, digits, `_` and `-` (tools are named by it)."""
+    if not isinstance(value, str):
+        raise type_error(attribute.name, "a str", value)
+    if not _NAME.fullmatch(value):
+        raise ValueError(f"'{attribute.name}' must be 1 to 64 letters, digits, '_' or '-' (it "
+                         f"names the agent's tool and events), got {value!r}")
 
 
 def as_message(value: Any, name: str) -> AgentMessage:

@@ -30,11 +30,13 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "EventSink",
+    "HandoffEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
     "ModelFallbackEvent",
     "StartEvent",
+    "SubagentEvent",
     "TextDeltaEvent",
     "TextEndEvent",
     "TextStartEvent",
@@ -339,6 +341,31 @@ class ModelFallbackEvent:
     reason: str
 
 
+@attrs.frozen
+class SubagentEvent:
+    """An event of a child agent's run, in its parent's run (API §25).
+
+    `tool_call_id` is the parent's call that runs the child (`agent.as_tool()`); `agent_name`
+    the child's name; `path` the names of the agents from the outermost run down to that
+    child; `event` the child's own event, itself a `SubagentEvent` for a grandchild's.
+    """
+
+    type: ClassVar[str] = "subagent"
+    tool_call_id: str
+    agent_name: str
+    path: list[str]
+    event: AgentEvent
+
+
+@attrs.frozen
+class HandoffEvent:
+    """The run goes on with another agent: its model, system prompt and tools (API §25)."""
+
+    type: ClassVar[str] = "handoff"
+    from_agent: str
+    to_agent: str
+
+
 AgentEvent = (
     AgentStartEvent
     | AgentEndEvent
@@ -354,6 +381,8 @@ AgentEvent = (
     | CompactionStartEvent
     | CompactionEndEvent
     | ModelFallbackEvent
+    | SubagentEvent
+    | HandoffEvent
 )
 """Everything a run emits."""
 

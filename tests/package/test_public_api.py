@@ -33,6 +33,7 @@ from agentcore import (
     CompactionSummaryMessage,
     DoneEvent,
     ErrorEvent,
+    HandoffEvent,
     ImageContent,
     MessageEndEvent,
     MessageStartEvent,
@@ -47,6 +48,7 @@ from agentcore import (
     SerializationError,
     StartEvent,
     StopReason,
+    SubagentEvent,
     TextContent,
     TextDeltaEvent,
     TextEndEvent,
@@ -117,6 +119,7 @@ EXPECTED_ALL = [
     "ErrorEvent",
     "EventSink",
     "EventStream",
+    "HandoffEvent",
     "ImageContent",
     "JsonlSession",
     "Message",
@@ -140,6 +143,7 @@ EXPECTED_ALL = [
     "StopReason",
     "StreamFn",
     "StreamOptions",
+    "SubagentEvent",
     "TextContent",
     "TextDeltaEvent",
     "TextEndEvent",
@@ -218,6 +222,8 @@ AGENT_EVENT_TYPES = {
     CompactionStartEvent: "compaction_start",
     CompactionEndEvent: "compaction_end",
     ModelFallbackEvent: "model_fallback",
+    SubagentEvent: "subagent",
+    HandoffEvent: "handoff",
 }
 
 ASSISTANT_MESSAGE_EVENT_TYPES = {
