@@ -21,6 +21,7 @@ import attrs
 from attrs.validators import and_, ge
 
 from .._core import (
+    NESTING,
     OPTION,
     AbortController,
     AbortSignal,
@@ -37,6 +38,7 @@ from .._core import (
     ImageContent,
     MessageUpdateEvent,
     Model,
+    Nesting,
     OnPayload,
     OnResponse,
     QueueMode,
@@ -94,6 +96,7 @@ from ._input import (
 from ._live import AgentState, LiveState
 from ._queue import MessageQueue
 from ._run import MAX_EVENTS, AgentRun
+from ._subagent import DEFAULT_MAX_DEPTH, agent_tool
 from ._transcript import SessionWriter, load_transcript
 
 if TYPE_CHECKING:
@@ -162,12 +165,12 @@ class Agent:
     the repair after a crash keeps every finished call's real result and tells "did not run"
     from "may have taken effect"; with a store that keeps none, such calls all get
     `"interrupted: the process ended before this tool call finished"`.
-    The agent never closes it. See the module docstring for the threading contract.
+    The agent never closes it. `name` names the agent in events, traces and as a tool of
+    another (`as_tool`; API §25). See the module docstring for the threading contract.
     """
 
     model: Model
     system_prompt: str = attrs.field(default="", validator=string, kw_only=True)
-    name: str = attrs.field(default="agent", validator=agent_name, kw_only=True)
     thinking_level: ThinkingLevel = _THINKING_LEVEL
     tools: list[AgentTool] = attrs.field(
         default=(), converter=tool_list, validator=agent_tools, kw_only=True,
@@ -195,6 +198,7 @@ class Agent:
         default=None, validator=optional_instance_of(
             Session, expected="a Session (load, append, replace, clear, session_ids)"),
         kw_only=True, on_setattr=attrs.setters.frozen)
+    name: str = attrs.field(default="agent", validator=agent_name, kw_only=True)
     convert_to_llm: ConvertToLlm = OPTION
     transform_context: TransformContext | None = OPTION
     get_api_key: GetApiKey | None = OPTION
@@ -452,6 +456,24 @@ class Agent:
         run = self._run
         return run is None or run.wait(timeout)
 
+    def as_tool(self, name: str | None = None, description: str | None = None, *,
+                output_type: Any = None, max_depth: int = DEFAULT_MAX_DEPTH) -> AgentTool:
+        """This agent as a tool (named `name`, by default the agent's) taking `input: str`.
+
+        Each call runs a fresh copy of this agent, with its settings at the call and an empty
+        transcript, on `input`; `agentcore._agent._subagent` says the rest (API §25).
+        """
+        def fresh() -> Agent:
+            with self._lock:
+                child = Agent(self.model, system_prompt=self.system_prompt, name=self.name,
+                              tools=list(self.tools), steering_mode=self.steering_mode,
+                              follow_up_mode=self.follow_up_mode, stream_fn=self.stream_fn,
+                              auto_compact=self.auto_compact, max_events=self.max_events)
+                child._loop = self._loop  # every loop setting: frozen, safely shared
+            return child
+
+        return agent_tool(fresh, self.name, name, description, output_type, max_depth)
+
     def reset(self) -> None:
         """Clear the transcript, the queues and the error; raises `AgentBusyError` if running."""
         with self._lock:
@@ -569,6 +591,8 @@ class Agent:
               approvals: dict[str, bool | str] | None) -> None:
         """The run's thread: the loop, then the agent idle and the run finished, come what may."""
         messages: list[AgentMessage] = []
+        if not NESTING.get().path:  # a run of its own: the first name of its children's paths
+            NESTING.set(Nesting((self.name,)))
         with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
             try:
                 messages = drive(prompts, context, config, functools.partial(self._handle, run),

@@ -1,10 +1,10 @@
 """A run's event log: bounded, with its end, waited on by threads and asyncio tasks alike.
 
-Only `message_update`s are dropped, oldest first. Consumers count events *published* (each
-kept event carries its sequence number), not list positions, so a drop never makes one skip or
-repeat an event it keeps. Asyncio tasks park futures that the producer resolves through
-`loop.call_soon_threadsafe`: no polling, no blocked event loop, and no asyncio import until a
-task waits.
+Only `message_update`s (a child agent's too, in a `subagent` event) are dropped, oldest first.
+Consumers count events *published* (each kept event carries its sequence number), not list
+positions, so a drop never makes one skip or repeat an event it keeps. Asyncio tasks park
+futures that the producer resolves through `loop.call_soon_threadsafe`: no polling, no blocked
+event loop, and no asyncio import until a task waits.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from array import array
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .._core import AgentEndEvent, AgentEvent, MessageUpdateEvent
+from .._core import AgentEndEvent, AgentEvent, MessageUpdateEvent, SubagentEvent
 
 if TYPE_CHECKING:
     import asyncio
@@ -65,7 +65,7 @@ class EventLog:
             events.append(event)
             self._seqs.append(self._published)
             self._published += 1
-            if event.__class__ is MessageUpdateEvent:
+            if _droppable(event):
                 self._updates += 1
             # A pass costs the log's length, so it runs only when it can drop a tenth of the
             # log: publishing stays O(1) amortized even in a log mostly of kinds never dropped.
@@ -171,7 +171,7 @@ class EventLog:
         for index, event in enumerate(self._events):
             if not excess:
                 break
-            if event.__class__ is MessageUpdateEvent:  # as `publish` counts them
+            if _droppable(event):  # as `publish` counts them
                 excess -= 1
             else:
                 events.append(event)
@@ -197,3 +197,14 @@ def _resolve(future: asyncio.Future[None]) -> None:
     """On the future's loop: wake its waiter, unless it was cancelled meanwhile."""
     if not future.done():
         future.set_result(None)
+
+
+def _droppable(event: AgentEvent) -> bool:
+    """Whether the log may drop `event`: a `message_update`, a child agent's one included."""
+    kind = event.__class__
+    if kind is MessageUpdateEvent:
+        return True
+    while kind is SubagentEvent:
+        event = event.event  # type: ignore[union-attr]
+        kind = event.__class__
+    return kind is MessageUpdateEvent

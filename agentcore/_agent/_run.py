@@ -26,9 +26,11 @@ from .._core import (
     AgentMessage,
     AgentTool,
     AssistantMessage,
+    MessageEndEvent,
     MessageUpdateEvent,
     ModelFallbackEvent,
     StopReason,
+    SubagentEvent,
     TextDeltaEvent,
     ToolCall,
     ToolResultMessage,
@@ -92,7 +94,8 @@ class AgentRun:
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
         self._native = native  # output_mode="native": what reads the answer
         self._pending: list[ToolCall] = []  # the calls the run left waiting for approval
-        self._discarded = Usage()  # of failed replies a fallback model took over (API §24)
+        # Of failed replies a fallback model took over (API §24), and of child agents (§25)
+        self._discarded = Usage()
 
     @property
     def signal(self) -> AbortSignal:
@@ -141,7 +144,9 @@ class AgentRun:
         """The tokens and cost of the run's model calls: its assistant messages' `usage` summed.
 
         Failed replies that a fallback model took over (`model_fallback` events) count too,
-        though they are not in the transcript. Blocks until the run has ended, like `result()`.
+        though they are not in the transcript, and so do the model calls of the child agents
+        its tools ran (`subagent` events; API §25). Blocks until the run has ended, like
+        `result()`.
         """
         return sum((reply.usage for reply in self._replies()), self._discarded)
 
@@ -335,8 +340,9 @@ class AgentRun:
 
     def publish(self, event: AgentEvent) -> None:
         """Producer: append `event` to the run's log and wake the consumers (O(1) amortized)."""
-        if event.__class__ is ModelFallbackEvent and event.failed is not None:
-            self._discarded += event.failed.usage
+        kind = event.__class__
+        if kind is ModelFallbackEvent or kind is SubagentEvent:  # usage outside the transcript
+            self._discarded += _usage_beside(event)
         self._log.publish(event)
 
     def finish(self, messages: list[AgentMessage], pending: list[ToolCall] | None = None,
@@ -411,3 +417,18 @@ class AgentRun:
         except KeyboardInterrupt:
             self.abort()
             raise
+
+
+def _usage_beside(event: AgentEvent) -> Usage:
+    """The usage `event` brings that the run's own replies do not hold.
+
+    A failed reply's, that a fallback took over; a child agent's reply's, or its failed
+    reply's (a `SubagentEvent` of its `message_end` or `model_fallback`).
+    """
+    while isinstance(event, SubagentEvent):
+        event = event.event
+    if isinstance(event, ModelFallbackEvent):
+        return event.failed.usage if event.failed is not None else Usage()
+    if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):
+        return event.message.usage
+    return Usage()

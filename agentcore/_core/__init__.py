@@ -28,7 +28,16 @@ from ._breaker import CircuitBreaker, CircuitState, Permit, default_breaker
 from ._budget import Budget
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context, unchecked_context
-from ._deps import enter_deps, key_of, leave_deps, tool_deps, tool_idempotency_key
+from ._deps import (
+    NESTING,
+    Nesting,
+    enter_deps,
+    key_of,
+    leave_deps,
+    tool_deps,
+    tool_idempotency_key,
+    tool_nesting,
+)
 from ._enums import (
     QueueMode,
     StopReason,
@@ -184,6 +193,7 @@ __all__ = [
     "INTERRUPTED_RUNNING_TEXT",
     "INTERRUPTED_TEXT",
     "LLM_TYPES",
+    "NESTING",
     "OPTION",
     "OUTPUT_FAILED_TEXT",
     "USAGE_LIMIT_TEXT",
@@ -234,6 +244,7 @@ __all__ = [
     "ModelCost",
     "ModelFallbackEvent",
     "ModelNotFoundError",
+    "Nesting",
     "OnPayload",
     "OnResponse",
     "OutputValidationError",
@@ -337,6 +348,7 @@ __all__ = [
     "tool_deps",
     "tool_hint",
     "tool_idempotency_key",
+    "tool_nesting",
     "tool_result_message",
     "type_error",
     "unanswered_tool_calls",

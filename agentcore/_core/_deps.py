@@ -10,17 +10,44 @@ their own.
 
 from __future__ import annotations
 
+import contextvars
 import threading
+from collections.abc import Callable
 from typing import Any
+
+import attrs
 
 from ._journal import idempotency_key
 
-__all__ = ["enter_deps", "key_of", "leave_deps", "tool_deps", "tool_idempotency_key"]
+__all__ = ["NESTING", "Nesting", "enter_deps", "key_of", "leave_deps", "tool_deps",
+           "tool_idempotency_key", "tool_nesting"]
 
 _state = threading.local()
 
-_Held = tuple[Any, str, str]
-"""What a thread holds for its call: (deps, idempotency scope, tool call id)."""
+
+@attrs.frozen
+class Nesting:
+    """Where a run sits among agents made of agents (API §25), and where its calls' events go.
+
+    `path` holds the names of the agents from the outermost run down to this one; `depth` is
+    how many `as_tool` runs it is nested in (0: a run of its own). On the thread of a tool
+    call, `emit` sends an event into the run that made the call (None where nothing listens,
+    as on another process).
+    """
+
+    path: tuple[str, ...] = ()
+    depth: int = 0
+    emit: Callable[[Any], None] | None = None
+
+
+_TOP = Nesting()
+NESTING: contextvars.ContextVar[Nesting] = contextvars.ContextVar(
+    "agentcore_nesting", default=_TOP)  # frozen: safe to share
+"""The nesting of the run the current context belongs to: a child agent's run is started in
+a context holding its own, which its thread carries (`carry_context`)."""
+
+_Held = tuple[Any, str, str, Nesting | None]
+"""What a thread holds for its call: (deps, idempotency scope, tool call id, nesting)."""
 
 
 def tool_deps() -> Any:
@@ -56,13 +83,20 @@ def key_of(tool_call_id: str) -> str:
     return idempotency_key("" if held is None else held[1], tool_call_id)
 
 
-def enter_deps(deps: Any, scope: str = "", tool_call_id: str = "") -> Any:
-    """Hold `deps` and the call `tool_call_id` of `scope` on this thread; return the previous.
+def tool_nesting() -> Nesting | None:
+    """The nesting of the run whose tool call this thread runs, with the call's `emit`."""
+    held: _Held | None = getattr(_state, "held", None)
+    return None if held is None else held[3]
 
-    `leave_deps` takes what this returns.
+
+def enter_deps(deps: Any, scope: str = "", tool_call_id: str = "",
+               nesting: Nesting | None = None) -> Any:
+    """Hold `deps`, the call `tool_call_id` of `scope` and the run's `nesting` on this thread.
+
+    Returns the previous holding, which `leave_deps` takes.
     """
     previous = getattr(_state, "held", None)
-    _state.held = (deps, scope, tool_call_id)
+    _state.held = (deps, scope, tool_call_id, nesting)
     return previous
 
 

@@ -17,6 +17,7 @@ import attrs
 
 from .._core import (
     LLM_TYPES,
+    NESTING,
     AbortController,
     AbortSignal,
     AgentContext,
@@ -30,6 +31,7 @@ from .._core import (
     MessageEndEvent,
     MessageStartEvent,
     Model,
+    Nesting,
     StopReason,
     StreamOptions,
     ThinkingLevel,
@@ -100,6 +102,7 @@ class Run:
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
     _trace: RunTrace | None = None  # what observes the run, when anything does
     _scope: str | None = None  # the idempotency scope of its tool calls, once it has any
+    _nesting: Nesting = attrs.field(init=False, factory=NESTING.get)  # among agents (§25)
 
     def __attrs_post_init__(self) -> None:
         self.halt_signal = self.halt.signal
@@ -301,7 +304,7 @@ class Run:
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._send,
                           self._get_executor, self.halt_signal, self._inbox,
                           self._trace.tool_work if self._trace is not None else None, denied,
-                          scope=self._scope)
+                          scope=self._scope, nesting=self._nesting)
         results, terminate = batch.run(calls, refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)

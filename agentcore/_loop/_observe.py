@@ -17,7 +17,7 @@ from typing import Protocol
 
 import attrs
 
-from .._core import AbortSignal, AgentContext, AgentEvent, AgentMessage, Context, Model
+from .._core import NESTING, AbortSignal, AgentContext, AgentEvent, AgentMessage, Context, Model
 
 __all__ = ["Observer", "RunStart", "RunTrace", "carry_context", "observe", "start_trace"]
 
@@ -85,8 +85,12 @@ def observe(observer: Observer) -> Callable[[], None]:
 
 
 def carry_context(target: Callable[[], None]) -> Callable[[], None]:
-    """`target` to run in a copy of this thread's context while anything observes runs."""
-    if not _observers:
+    """`target` to run in a copy of this thread's context, when it matters.
+
+    It does while anything observes runs (a span to nest under) and for a child agent's run
+    (its place among agents, `NESTING`; API §25).
+    """
+    if not _observers and not NESTING.get().path:
         return target
     context = contextvars.copy_context()  # here, on the caller's thread
     return lambda: context.run(target)

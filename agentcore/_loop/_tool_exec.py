@@ -29,6 +29,7 @@ from .._core import (
     AssistantMessage,
     MessageEndEvent,
     MessageStartEvent,
+    Nesting,
     StopReason,
     TextContent,
     ToolCall,
@@ -59,6 +60,7 @@ from ._tool_messages import (
     Aborted,
     Call,
     Inbox,
+    Nested,
     NotStarted,
     Raised,
     Returned,
@@ -107,6 +109,7 @@ class ToolBatch:
     wrap: Callable[[str, Callable[[], None]], Callable[[], None]] | None = None
     denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
     scope: str = ""  # the run's idempotency scope: a call's key derives from it (`enter_deps`)
+    nesting: Nesting = attrs.field(factory=Nesting)  # the run's place among agents (API §25)
 
     def run(self, tool_calls: list[ToolCall], refusal: str | None = None,
             ) -> tuple[list[ToolResultMessage], bool]:
@@ -213,7 +216,8 @@ class ToolBatch:
         """
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
-        scope = self.scope
+        scope, run = self.scope, self.nesting
+        nesting = Nesting(run.path, run.depth, functools.partial(_nested, inbox, c))
         assert tool is not None
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         executor = self.get_executor()
@@ -238,7 +242,7 @@ class ToolBatch:
             except AttributeError:  # this thread's first call
                 runs = served.runs = []
             runs.append(owner)
-            previous = enter_deps(deps, scope, c.call.id)
+            previous = enter_deps(deps, scope, c.call.id, nesting)
             message: NotStarted | Raised | Returned
             try:
                 if signal.aborted:
@@ -321,6 +325,9 @@ class ToolBatch:
                     if c.result is None:  # else a late update, behind its call's result
                         self.emit(ToolExecutionUpdateEvent(c.call.id, c.call.name,
                                                            c.call.arguments, partial))
+                case Nested(c, event):
+                    if c.result is None:  # else late, behind its call's result: dropped
+                        self.emit(event)
                 case NotStarted(c) if pending.pop(id(c), None) is not None:
                     self._finish(c, error_result(CALL_ABORTED_TEXT), True)
                 case Raised(c, exc) if pending.pop(id(c), None) is not None:
@@ -397,6 +404,11 @@ class ToolBatch:
         self.emit(MessageStartEvent(message))
         self.emit(MessageEndEvent(message))
         return message
+
+
+def _nested(inbox: Inbox, c: Call, event: AgentEvent) -> None:
+    """What a child agent run by the call `c` sends its parent's run (`Nesting.emit`)."""
+    inbox.put(Nested(c, event))
 
 
 class Submitter(Protocol):

@@ -16,8 +16,8 @@ import attrs
 
 from .._core import AbortController, AbortSignal, AgentTool, AgentToolResult, ToolCall
 
-__all__ = ["ABORTED", "Aborted", "Call", "Inbox", "NotStarted", "Raised", "Returned", "Settled",
-           "Update", "served", "serving", "tool_inbox"]
+__all__ = ["ABORTED", "Aborted", "Call", "Inbox", "Nested", "NotStarted", "Raised", "Returned",
+           "Settled", "Update", "served", "serving", "tool_inbox"]
 
 
 @attrs.define(eq=False)
@@ -45,6 +45,14 @@ class Update:
 
     c: Call
     partial: AgentToolResult
+
+
+@attrs.frozen
+class Nested:
+    """The tool of `c` runs a child agent, which sent `event` (a `SubagentEvent`; API §25)."""
+
+    c: Call
+    event: Any
 
 
 @attrs.frozen
@@ -84,7 +92,7 @@ class Aborted:
 
 ABORTED = Aborted()
 
-Inbox = queue.SimpleQueue[Update | NotStarted | Raised | Returned | Settled | Aborted]
+Inbox = queue.SimpleQueue[Update | Nested | NotStarted | Raised | Returned | Settled | Aborted]
 """Where a run's tool calls report to its thread."""
 
 
