@@ -689,3 +689,21 @@ def test_otel_fallbacks_and_open_circuits_are_recorded_on_the_model_spans(
         [False], [True]]
     assert events[0][0][1]["agentcore.fallback.reason"].startswith("openai/a failed: 503")
     assert all(r.status.status_code is not StatusCode.ERROR for r in runs)
+
+
+def test_otel_a_child_agent_s_run_span_is_a_child_of_the_parent_s_tool_span(
+        traced: Traced) -> None:
+    from agentcore.testing import scripted_model, tool_call
+
+    with scripted_model(["child answer"]) as child_model, scripted_model(
+            [tool_call("child", {"input": "hi"}), "parent answer"]) as parent_model:
+        child = ac.Agent(child_model.model, name="child")
+        parent = ac.Agent(parent_model.model, name="parent", tools=[child.as_tool()])
+        parent.prompt("go").raise_for_error()
+    runs = traced.named("invoke_agent")
+    tool_span = traced.one("execute_tool child")
+    (inner,) = [s for s in runs if parent_id(s) == span_id(tool_span)]
+    (outer,) = [s for s in runs if s is not inner]
+    assert parent_id(tool_span) == span_id(outer)
+    assert inner.context is not None and outer.context is not None
+    assert inner.context.trace_id == outer.context.trace_id  # one trace
