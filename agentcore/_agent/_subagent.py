@@ -80,6 +80,8 @@ def _run_child(child: Agent, agent_name: str, tool_call_id: str, prompt: str,
                              f"{max_depth} (an agent among its own tools?)")
     path = [*parent.path, agent_name]
     emit = parent.emit
+    if parent.approve is not None:  # the parent's `approve` decides its children's calls
+        child.approve = parent.approve
     if emit is not None:
         def forward(event: AgentEvent, _: AbortSignal) -> None:
             emit(SubagentEvent(tool_call_id, agent_name, path, event))
@@ -98,6 +100,11 @@ def _run_child(child: Agent, agent_name: str, tool_call_id: str, prompt: str,
             unlink()
     if run.error is not None:
         raise SubagentFailed(f"agent {agent_name!r} failed: {run.error}")
+    if run.pending_approvals:
+        names = ", ".join(sorted({call.name for call in run.pending_approvals}))
+        raise SubagentFailed(f"agent {agent_name!r} stopped: its calls of {names} wait for "
+                             "approval, and the run that called it has no `approve` to decide "
+                             "them")
     if output_type is None:
         return AgentToolResult([TextContent(run.text)])
     value = json_ready(run.output)

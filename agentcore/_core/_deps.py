@@ -32,12 +32,14 @@ class Nesting:
     `path` holds the names of the agents from the outermost run down to this one; `depth` is
     how many `as_tool` runs it is nested in (0: a run of its own). On the thread of a tool
     call, `emit` sends an event into the run that made the call (None where nothing listens,
-    as on another process).
+    as on another process), and `approve` is that run's `approve`, which decides its child
+    agents' calls too.
     """
 
     path: tuple[str, ...] = ()
     depth: int = 0
     emit: Callable[[Any], None] | None = None
+    approve: Callable[[Any, Any], Any] | None = None
 
 
 _TOP = Nesting()

@@ -217,7 +217,8 @@ class ToolBatch:
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
         scope, run = self.scope, self.nesting
-        nesting = Nesting(run.path, run.depth, functools.partial(_nested, inbox, c))
+        nesting = Nesting(run.path, run.depth, functools.partial(_nested, inbox, c),
+                          self.config.approve)
         assert tool is not None
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         executor = self.get_executor()

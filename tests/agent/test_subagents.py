@@ -238,3 +238,54 @@ def test_subagent_events_round_trip() -> None:
     text = ac.to_json(event)
     assert ac.from_json(ac.AgentEvent, text) == event
     assert ac.to_dict(event)["type"] == "subagent"
+
+
+def test_the_parent_s_approve_decides_a_child_s_calls() -> None:
+    ran: list[str] = []
+
+    @ac.tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        ran.append(f"pay {amount}")
+        return "paid"
+
+    decided: list[tuple[str, str]] = []
+
+    def approve(call: ac.ToolCall, tool: ac.AgentTool) -> bool | str:
+        decided.append((call.name, str(call.arguments)))
+        return call.arguments["amount"] < 100 or "too much"
+
+    def child_reply(context: ac.Context, options: Any, model: ac.Model) -> Any:
+        if context.messages[-1].role == "toolResult":
+            return context.messages[-1].content[0].text  # type: ignore[union-attr]
+        return tool_call("pay", {"amount": int(str(context.messages[-1].content))})
+
+    with scripted_model([child_reply] * 4) as child_model, scripted_model(
+            [[tool_call("cashier", {"input": "5"}), tool_call("cashier", {"input": "500"})],
+             "done"]) as parent_model:
+        cashier = ac.Agent(child_model.model, name="cashier", tools=[pay])
+        parent = ac.Agent(parent_model.model, tools=[cashier.as_tool()], approve=approve)
+        parent.prompt("go").raise_for_error()
+    assert set(decided) == {("pay", "{'amount': 5}"), ("pay", "{'amount': 500}")}
+    assert ran == ["pay 5"]
+    results = [m.text for m in parent.messages if isinstance(m, ac.ToolResultMessage)]
+    assert results == ["paid", "denied: too much"]
+
+
+def test_a_child_s_call_waiting_for_approval_without_an_approve_is_an_error_result() -> None:
+    @ac.tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        return "paid"
+
+    with scripted_model([tool_call("pay", {"amount": 5})]) as child_model, scripted_model(
+            [tool_call("cashier", {"input": "5"}), "done"]) as parent_model:
+        cashier = ac.Agent(child_model.model, name="cashier", tools=[pay])
+        parent = ac.Agent(parent_model.model, tools=[cashier.as_tool()])
+        parent.prompt("go").raise_for_error()
+    result = parent.messages[2]
+    assert isinstance(result, ac.ToolResultMessage)
+    assert result.is_error
+    assert result.text == ("SubagentFailed: agent 'cashier' stopped: its calls of pay wait for "
+                           "approval, and the run that called it has no `approve` to decide "
+                           "them")

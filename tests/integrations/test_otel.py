@@ -705,5 +705,6 @@ def test_otel_a_child_agent_s_run_span_is_a_child_of_the_parent_s_tool_span(
     (inner,) = [s for s in runs if parent_id(s) == span_id(tool_span)]
     (outer,) = [s for s in runs if s is not inner]
     assert parent_id(tool_span) == span_id(outer)
-    assert inner.context is not None and outer.context is not None
+    assert inner.context is not None
+    assert outer.context is not None
     assert inner.context.trace_id == outer.context.trace_id  # one trace
