@@ -10,7 +10,8 @@ AG-UI 1.0 names reasoning `REASONING_*` (its `THINKING_*` events were retired be
 a pause for approval (API §20) ends the run with an interrupt outcome, one `Interrupt` per
 waiting call, after one `CUSTOM` event `agentcore.tool_approval_request` per call. A fallback
 to another model (API §24) closes what the failed reply had opened and sends a `CUSTOM` event
-`agentcore.model_fallback` naming that reply's message, for the client to drop.
+`agentcore.model_fallback` naming that reply's message, for the client to drop. A child
+agent's events (API §25) are `CUSTOM` events `agentcore.subagent`, its text as deltas.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .._core import (
     MessageUpdateEvent,
     ModelFallbackEvent,
     StopReason,
+    SubagentEvent,
     TextContent,
     TextDeltaEvent,
     TextEndEvent,
@@ -49,13 +51,21 @@ from .._core import (
     ToolCallStartEvent,
     ToolExecutionStartEvent,
     ToolResultMessage,
+    to_dict,
 )
 
 if TYPE_CHECKING:
     from .._agent import AgentRun
 
-__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "FALLBACK_EVENT", "Translator", "ag_ui_events",
-           "interrupt_for", "tool_result_content"]
+__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "FALLBACK_EVENT", "SUBAGENT_EVENT", "Translator",
+           "ag_ui_events", "interrupt_for", "tool_result_content"]
+
+SUBAGENT_EVENT = "agentcore.subagent"
+"""The `CUSTOM` event's name for a child agent's event (API §25): `{"toolCallId", "agentName",
+"path", "event"}`. `toolCallId` is the call of this run that runs the child (the outermost, for
+a grandchild's); `agentName` and `path` are the innermost child's; `event` is its event as
+JSON, a `message_update` shortened to `{"type": "text_delta" | "thinking_delta", "delta"}`
+(other updates are not sent: `message_end` brings the whole message)."""
 
 FALLBACK_EVENT = "agentcore.model_fallback"
 """The `CUSTOM` event's name for a fallback (API §24): `{"messageId", "model", "reason",
@@ -172,6 +182,8 @@ class Translator:
                 "args": event.args})]
         if isinstance(event, ModelFallbackEvent):
             return self._fallback(event)
+        if isinstance(event, SubagentEvent):
+            return _subagent(event)
         if isinstance(event, CompactionStartEvent):
             return [ag.CustomEvent(name="agentcore.compaction_start",
                                    value={"reason": event.reason})]
@@ -295,6 +307,28 @@ class Translator:
                         else ag.RunFinishedCancelledOutcome())
         return [ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
                                     outcome=outcome)]
+
+
+def _subagent(event: SubagentEvent) -> list[ag.BaseEvent]:
+    """A child agent's event as one `CUSTOM` event (see `SUBAGENT_EVENT`), or none."""
+    call_id, inner = event.tool_call_id, event
+    while isinstance(inner.event, SubagentEvent):
+        inner = inner.event
+    child = inner.event
+    body: dict[str, Any]
+    if isinstance(child, MessageUpdateEvent):
+        update = child.assistant_message_event
+        if isinstance(update, TextDeltaEvent) and update.delta:
+            body = {"type": "text_delta", "delta": update.delta}
+        elif isinstance(update, ThinkingDeltaEvent) and update.delta:
+            body = {"type": "thinking_delta", "delta": update.delta}
+        else:
+            return []
+    else:
+        body = to_dict(child)
+    return [ag.CustomEvent(name=SUBAGENT_EVENT, value={
+        "toolCallId": call_id, "agentName": inner.agent_name, "path": list(inner.path),
+        "event": body})]
 
 
 def ag_ui_events(run: AgentRun, *, thread_id: str | None = None,

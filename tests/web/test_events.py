@@ -759,3 +759,28 @@ def test_a_fallback_closes_the_failed_reply_and_names_it_for_the_client_to_drop(
     assert events[-1]["type"] == T.RUN_FINISHED
     # usage counts the failed reply, under its own model
     assert [row["model"] for row in events[-1]["usage"]] == ["a", "b"]
+
+
+def test_a_child_agent_s_events_are_custom_events_with_its_text_as_deltas() -> None:
+    from agentcore.testing import scripted_model, tool_call
+
+    with scripted_model(["Paris is the capital."], token_size=(1, 1)) as child_model, \
+            scripted_model([tool_call("researcher", {"input": "capital?"}, id="c1"),
+                            "Paris."]) as parent_model:
+        researcher = ac.Agent(child_model.model, name="researcher")
+        parent = ac.Agent(parent_model.model, name="lead", tools=[researcher.as_tool()])
+        events = collect(ag_ui_events(parent.prompt("go")))
+    subs = [e for e in events if e["type"] == T.CUSTOM and e["name"] == "agentcore.subagent"]
+    assert {(e["value"]["toolCallId"], e["value"]["agentName"], tuple(e["value"]["path"]))
+            for e in subs} == {("c1", "researcher", ("lead", "researcher"))}
+    kinds = [e["value"]["event"]["type"] for e in subs]
+    assert kinds[0] == "agent_start"
+    assert kinds[-1] == "agent_end"
+    assert "message_update" not in kinds
+    text = "".join(e["value"]["event"]["delta"] for e in subs
+                   if e["value"]["event"]["type"] == "text_delta")
+    assert text == "Paris is the capital."
+    # the child's events come between its call's start and its result
+    call_start = next(i for i, e in enumerate(events) if e["type"] == T.TOOL_CALL_START)
+    call_result = next(i for i, e in enumerate(events) if e["type"] == T.TOOL_CALL_RESULT)
+    assert all(call_start < events.index(e) < call_result for e in subs)
