@@ -30,6 +30,7 @@ from .._core import (
     Model,
     ModelCost,
     ModelFallbackEvent,
+    SubagentEvent,
     TextDeltaEvent,
     TextEndEvent,
     TextStartEvent,
@@ -168,6 +169,9 @@ class EventPrinter:
 
         A tool's progress goes to the live line when there is one, else on a line of its own.
         """
+        if isinstance(event, SubagentEvent):  # a child agent at work, under its tool's line
+            self.child(event)
+            return
         if self.live is not None:
             with self._lock:
                 self.live.update(event)
@@ -215,6 +219,27 @@ class EventPrinter:
                 event.failed.content else ""
             self.line(f"[{_shorten(event.reason, self.max_chars)}; trying "
                       f"{event.model.provider}/{event.model.id}{dropped}]", dim=True)
+
+    def child(self, event: SubagentEvent) -> None:
+        """A child agent's tool calls and replies (API §25), indented one step per level."""
+        depth, name = 0, event.agent_name
+        inner: AgentEvent = event
+        while isinstance(inner, SubagentEvent):
+            depth, name, inner = depth + 1, inner.agent_name, inner.event
+        pad = "  " * (depth + 1)
+        if isinstance(inner, ToolExecutionStartEvent):
+            self.end_line()
+            self.line(f"{pad}-> {inner.tool_name}({format_args(inner.args, self.max_chars)})")
+        elif isinstance(inner, ToolExecutionEndEvent):
+            text = " ".join(getattr(b, "text", "[image]") for b in inner.result.content)
+            status = "error" if inner.is_error else "ok"
+            self.line(f"{pad}<- {inner.tool_name}: {_shorten(text, self.max_chars)}  [{status}]")
+        elif isinstance(inner, MessageEndEvent) and isinstance(inner.message, AssistantMessage):
+            message = inner.message
+            said = failure_text(message) if message.error_message else message.text
+            if said:
+                self.end_line()
+                self.line(f"{pad}{name}: {_shorten(said.strip(), self.max_chars)}", dim=True)
 
     def asked(self, event: ToolApprovalRequestEvent) -> None:
         """Note the tool a waiting call is of, for the line its decision gets."""

@@ -106,3 +106,35 @@ def test_the_printer_shows_a_fallback_and_that_the_partial_text_is_dropped() -> 
         "[openai/a failed: 503 down; trying openai/b (the text above is dropped)]",
         "[circuit open for openai/a; trying openai/b]",
     ]
+
+
+def test_the_printer_shows_a_child_agent_s_work_under_its_tool_line() -> None:
+    import io
+
+    from _internals import EventPrinter
+
+    import agentcore as ac
+
+    out = io.StringIO()
+    printer = EventPrinter(out, color=False)
+    reply = ac.AssistantMessage([ac.TextContent("Paris.")], "x", "x", "m")
+
+    def sub(event: ac.AgentEvent, *names: str) -> ac.AgentEvent:
+        for depth in range(len(names), 0, -1):
+            event = ac.SubagentEvent("c1", names[depth - 1], list(names[:depth]), event)
+        return event
+
+    printer.show(ac.ToolExecutionStartEvent("c1", "researcher", {"input": "capital?"}))
+    printer.show(sub(ac.ToolExecutionStartEvent("c2", "search", {"q": "France"}),
+                     "researcher"))
+    printer.show(sub(ac.ToolExecutionEndEvent(
+        "c2", "search", ac.AgentToolResult([ac.TextContent("Paris")]), False), "researcher"))
+    printer.show(sub(ac.MessageEndEvent(reply), "researcher", "checker"))
+    printer.show(sub(ac.MessageEndEvent(reply), "researcher"))
+    assert out.getvalue().splitlines() == [
+        '  -> researcher({"input": "capital?"})',
+        '    -> search({"q": "France"})',
+        "    <- search: Paris  [ok]",
+        "      checker: Paris.",
+        "    researcher: Paris.",
+    ]
