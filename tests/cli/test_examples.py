@@ -31,7 +31,7 @@ ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.p
                 "local_server.py",
                 "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
-                "structured_output.py", "tools.py", "vertex.py"]
+                "structured_output.py", "subagents.py", "tools.py", "vertex.py"]
 
 
 def _env(**changes: str) -> dict[str, str]:
@@ -121,6 +121,20 @@ def test_fallback_example_falls_back_opens_the_circuit_and_stops_at_the_budget()
         "Capital of Chile?",
         "  usage limit reached: budget max_cost=0.003 (by big-model; primary's circuit: open)",
         "spent $0.0042 of $0.003",
+    ]
+
+
+@pytest.mark.slow
+def test_subagents_example_shows_each_child_s_work_under_its_call() -> None:
+    facts = "Tides follow the moon: two highs a day, about 12 h 25 min apart."
+    assert run_example("subagents.py").splitlines() == [
+        "-> researcher({'input': 'What do we know about tides?'})",
+        "    -> search({'query': 'tides'})",
+        f"    researcher: Found: {facts}",
+        f"-> writer({{'input': 'Found: {facts}'}})",
+        f"    writer: Twice a day the sea comes in. ({facts})",
+        f"coordinator: Done: Twice a day the sea comes in. ({facts})",
+        "tokens, all three agents: 886",
     ]
 
 
