@@ -591,13 +591,16 @@ class Agent:
               approvals: dict[str, bool | str] | None) -> None:
         """The run's thread: the loop, then the agent idle and the run finished, come what may."""
         messages: list[AgentMessage] = []
-        if not NESTING.get().path:  # a run of its own: the first name of its children's paths
-            NESTING.set(Nesting((self.name,)))
+        # A run of its own: its name comes first in its children's paths (a thread may serve
+        # other runs later, so it is set for this one only)
+        top = None if NESTING.get().path else NESTING.set(Nesting((self.name,)))
         with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
             try:
                 messages = drive(prompts, context, config, functools.partial(self._handle, run),
                                  run.signal, stream_fn, approvals, self._unanswered)
             finally:
+                if top is not None:
+                    NESTING.reset(top)
                 self._end(run, config, context.tools, messages)
 
     def _unanswered(self) -> list[ToolCall]:

@@ -48,8 +48,9 @@ NESTING: contextvars.ContextVar[Nesting] = contextvars.ContextVar(
 """The nesting of the run the current context belongs to: a child agent's run is started in
 a context holding its own, which its thread carries (`carry_context`)."""
 
-_Held = tuple[Any, str, str, Nesting | None]
-"""What a thread holds for its call: (deps, idempotency scope, tool call id, nesting)."""
+_Held = tuple[Any, str, str, Nesting | None, Callable[[Any], None] | None]
+"""What a thread holds for its call: (deps, idempotency scope, tool call id, the run's nesting,
+the call's `emit`)."""
 
 
 def tool_deps() -> Any:
@@ -88,17 +89,22 @@ def key_of(tool_call_id: str) -> str:
 def tool_nesting() -> Nesting | None:
     """The nesting of the run whose tool call this thread runs, with the call's `emit`."""
     held: _Held | None = getattr(_state, "held", None)
-    return None if held is None else held[3]
+    if held is None or held[3] is None:
+        return None
+    run = held[3]
+    return Nesting(run.path, run.depth, held[4], run.approve)
 
 
 def enter_deps(deps: Any, scope: str = "", tool_call_id: str = "",
-               nesting: Nesting | None = None) -> Any:
-    """Hold `deps`, the call `tool_call_id` of `scope` and the run's `nesting` on this thread.
+               nesting: Nesting | None = None, emit: Callable[[Any], None] | None = None,
+               ) -> Any:
+    """Hold a tool call's `deps`, id, idempotency `scope`, run `nesting` and `emit` here.
 
-    Returns the previous holding, which `leave_deps` takes.
+    Nothing is built per call (`tool_nesting` puts the last two together when asked). Returns
+    the previous holding, which `leave_deps` takes.
     """
     previous = getattr(_state, "held", None)
-    _state.held = (deps, scope, tool_call_id, nesting)
+    _state.held = (deps, scope, tool_call_id, nesting, emit)
     return previous
 
 

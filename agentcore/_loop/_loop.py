@@ -304,11 +304,18 @@ class Run:
         batch = ToolBatch(reply, self.context, self.config, self.signal, self._send,
                           self._get_executor, self.halt_signal, self._inbox,
                           self._trace.tool_work if self._trace is not None else None, denied,
-                          scope=self._scope, nesting=self._nesting)
+                          scope=self._scope, nesting=self._tool_nesting())
         results, terminate = batch.run(calls, refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)
         return results, terminate
+
+    def _tool_nesting(self) -> Nesting:
+        """The run's nesting as its tools see it: with the run's `approve` (API §25)."""
+        nesting, approve = self._nesting, self.config.approve
+        if approve is not None and nesting.approve is not approve:
+            self._nesting = nesting = attrs.evolve(nesting, approve=approve)
+        return nesting
 
     def _between_turns(self, reply: AssistantMessage, results: list[ToolResultMessage]) -> bool:
         """Run the between-turn hooks; True when the run should stop now."""

@@ -216,9 +216,7 @@ class ToolBatch:
         """
         tool, inbox, signal, owner, deps = c.tool, self._inbox, self.halt, self.signal, \
             self.config.deps
-        scope, run = self.scope, self.nesting
-        nesting = Nesting(run.path, run.depth, functools.partial(_nested, inbox, c),
-                          self.config.approve)
+        scope, nesting, emit = self.scope, self.nesting, functools.partial(_nested, inbox, c)
         assert tool is not None
         timeout = tool.timeout if tool.timeout is not None else self.config.tool_timeout
         executor = self.get_executor()
@@ -243,7 +241,7 @@ class ToolBatch:
             except AttributeError:  # this thread's first call
                 runs = served.runs = []
             runs.append(owner)
-            previous = enter_deps(deps, scope, c.call.id, nesting)
+            previous = enter_deps(deps, scope, c.call.id, nesting, emit)
             message: NotStarted | Raised | Returned
             try:
                 if signal.aborted:
