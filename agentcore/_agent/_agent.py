@@ -34,6 +34,7 @@ from .._core import (
     CacheRetention,
     CircuitBreaker,
     FlatAlias,
+    HandoffEvent,
     ImageContent,
     MessageUpdateEvent,
     Model,
@@ -82,6 +83,7 @@ from .._loop import (
 from ..providers import StreamFn, require_api_key, speaks_http
 from ._compact import CompactionSettings, auto_compactor
 from ._drive import NO_OUTPUT, Listener, Output, drive, notify, run_name
+from ._handoff import handed_to, persona
 from ._input import (
     agent_name,
     agent_tools,
@@ -247,6 +249,7 @@ class Agent:
     # calls (API §20) answers in the same type
     _paused_output: tuple[AgentMessage, Output] | None = attrs.field(
         init=False, default=None, on_setattr=_KEEP)
+    _active: Agent | None = attrs.field(init=False, default=None, on_setattr=_KEEP)  # handoffs
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
@@ -281,6 +284,23 @@ class Agent:
         """The active run's abort signal, or None when idle."""
         run = self._run
         return run.signal if run is not None else None
+
+    @property
+    def active_agent(self) -> Agent:
+        """The agent that answers the next prompt: this one until a run hands off (`handoff`).
+
+        Assignable (this agent: go back) while idle; `reset()` goes back. See `_handoff`.
+        """
+        return self._active or self
+
+    @active_agent.setter
+    def active_agent(self, agent: Agent) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"'active_agent' must be an Agent, got {agent!r}")
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("cannot set 'active_agent' while the agent is running")
+            self._active = None if agent is self else agent
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(event, signal)` for every event of every run; returns unsubscribe.
@@ -463,6 +483,7 @@ class Agent:
             self.messages.clear()  # in place: assigning would replace the session's transcript
             self.clear_all_queues()
             self._live = LiveState()
+            self._active = None
 
     def _resume_output(self) -> Output:
         """The output a resumed batch answers in: its run's, if that run ended on it."""
@@ -515,14 +536,15 @@ class Agent:
         Everything that can fail comes before. `adjust` (a batch's) changes the run's config.
         """
         self._check_open()
-        loop, stream_fn = self._loop, self.stream_fn
-        http = stream_fn is None and speaks_http(loop.model.api)
+        loop, stream_fn, active = self._loop, self.stream_fn, self.active_agent
+        model = active.model
+        http = stream_fn is None and speaks_http(model.api)
         if http and loop.get_api_key is None:  # a missing key raises here, not in the run
-            require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
+            require_api_key(model.provider, loop.api_key, base_url=model.base_url)
         config = self._run_config(loop, skip_first_steering, output)
         if adjust is not None:
             config = adjust(config)
-        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
+        context = AgentContext(active.system_prompt, list(self.messages), list(active.tools))
         check_run(config, config.model, context.tools)  # raises here, not in the run
         if prompts is None:  # calls waiting for approval: decided by `approvals` or `approve`
             plan_resume(context, config.approve, approvals)
@@ -555,7 +577,8 @@ class Agent:
         return attrs.evolve(loop, get_steering_messages=steering,
                             get_follow_up_messages=follow_ups, before_model_call=compact,
                             output_type=output.type, output_retries=output.retries,
-                            output_mode=output.mode, idempotency_scope=scope)
+                            output_mode=output.mode, idempotency_scope=scope,
+                            **persona(self.active_agent))
 
     def _replace_transcript(self, messages: list[AgentMessage]) -> None:
         """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
@@ -616,6 +639,8 @@ class Agent:
                     self._follow_up.accept(started)
                 if ended is not None:
                     self.messages.append(ended)
+                elif event.__class__ is HandoffEvent:  # the run goes on as another agent
+                    self._active = handed_to(self.messages)
             if self._writer is not None:  # durable before heard: a message, a call's journal
                 self._writer.handle(event, ended, lambda: self.state.messages)
         run.publish(event)
