@@ -77,13 +77,13 @@ from .._loop import (
     carry_context,
     check_no_pause,
     check_run,
+    handed_to,
     in_flight,
     plan_resume,
 )
 from ..providers import StreamFn, require_api_key, speaks_http
 from ._compact import CompactionSettings, auto_compactor
 from ._drive import NO_OUTPUT, Listener, Output, drive, notify, run_name
-from ._handoff import handed_to, persona
 from ._input import (
     agent_name,
     agent_tools,
@@ -287,10 +287,7 @@ class Agent:
 
     @property
     def active_agent(self) -> Agent:
-        """The agent that answers the next prompt: this one until a run hands off (`handoff`).
-
-        Assignable (this agent: go back) while idle; `reset()` goes back. See `_handoff`.
-        """
+        """The agent answering the next prompt: this one until a run hands off (see `_handoff`)."""
         return self._active or self
 
     @active_agent.setter
@@ -559,8 +556,8 @@ class Agent:
 
     def _run_config(self, loop: AgentLoopConfig, skip_first_steering: bool,
                     output: Output) -> AgentLoopConfig:
-        """`loop` with the parts of one run: queues, compaction, output, idempotency scope."""
-        skip = [skip_first_steering]
+        """`loop` with a run's queues, compaction, output, scope and active agent (API §25)."""
+        skip, active = [skip_first_steering], self.active_agent
 
         def steering() -> list[AgentMessage]:
             if skip[0]:
@@ -578,7 +575,8 @@ class Agent:
                             get_follow_up_messages=follow_ups, before_model_call=compact,
                             output_type=output.type, output_retries=output.retries,
                             output_mode=output.mode, idempotency_scope=scope,
-                            **persona(self.active_agent))
+                            agent_name=active.name, model=active.model,
+                            reasoning=active.thinking_level)
 
     def _replace_transcript(self, messages: list[AgentMessage]) -> None:
         """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
@@ -640,7 +638,7 @@ class Agent:
                 if ended is not None:
                     self.messages.append(ended)
                 elif event.__class__ is HandoffEvent:  # the run goes on as another agent
-                    self._active = handed_to(self.messages)
+                    self._active = handed_to(self.messages)  # the target (`handoff` made it)
             if self._writer is not None:  # durable before heard: a message, a call's journal
                 self._writer.handle(event, ended, lambda: self.state.messages)
         run.publish(event)

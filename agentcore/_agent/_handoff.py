@@ -6,23 +6,29 @@ target agent's model, system prompt, tools and thinking level, on the same trans
 provider options (API key included), output settings, stream function and queues. The loop's
 side (which calls count, the depth limit) is `agentcore._loop._handoff`.
 
-An `Agent` whose run handed off answers its later prompts as the target
-(`Agent.active_agent`): this module gives it the target found in the transcript
-(`handed_to`) and the config of a run as that agent (`persona`).
+`Agent.active_agent` is the agent that answers the next prompt: the agent itself until one of
+its runs hands off, then the target (the last handoff of the run). Its later prompts and
+`continue_` run as that agent: its name, model, system prompt, tools and thinking level, on
+the original agent's transcript (the conversation goes on where the handoff left it), with
+the original agent's hooks, options, limits, stream function, session and queues. The target's
+own transcript and settings are untouched. `agent.state` keeps showing the agent's own
+settings (`state.model` is its own model); `active_agent.model` is the one its runs use.
+`agent.active_agent = agent` (while idle) goes back, as does `reset()`; assigning another
+`Agent` makes runs answer as that one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .._core import AgentMessage, AgentTool, AssistantMessage, ToolResultMessage
-from .._loop._handoff import DEFAULT_MAX_DEPTH, Handoff, HandoffCall, HandoffTarget
+from .._core import AgentTool
+from .._loop import HandoffCall, HandoffTarget
+from ._agent import Agent
 
-if TYPE_CHECKING:
-    from ._agent import Agent
+__all__ = ["DEFAULT_MAX_DEPTH", "handoff"]
 
-__all__ = ["handed_to", "handoff", "persona"]
+DEFAULT_MAX_DEPTH = 5
+"""How many handoffs one run may make through a handoff tool, unless it says otherwise."""
 
 _NO_PARAMETERS: dict[str, Any] = {"type": "object", "properties": {}}
 
@@ -48,8 +54,6 @@ def handoff(agent: Agent, description: str | None = None, *,
     to use it. Raises `TypeError` when `agent` is not an `Agent` or `description` not a str,
     and `ValueError` when `max_depth` is below 1.
     """
-    from ._agent import Agent
-
     if not isinstance(agent, Agent):
         raise TypeError(f"handoff: 'agent' must be an Agent (the agent to hand over to, with "
                         f"its model), got {agent!r}")
@@ -71,25 +75,3 @@ def handoff(agent: Agent, description: str | None = None, *,
                      HandoffCall(name, target, max_depth, owner=agent),
                      label=f"Transfer to {name}")
 
-
-def handed_to(messages: Sequence[AgentMessage]) -> Agent | None:
-    """The agent the last batch of `messages` handed off to (at a `handoff` event).
-
-    The loop lets at most one handoff call of a reply succeed: its result (not an error)
-    carries a `Handoff` whose owner is the target.
-    """
-    from ._agent import Agent
-
-    for message in reversed(messages):
-        if isinstance(message, AssistantMessage):
-            break
-        if isinstance(message, ToolResultMessage) and not message.is_error \
-                and isinstance(message.details, Handoff) \
-                and isinstance(message.details.owner, Agent):
-            return message.details.owner
-    return None
-
-
-def persona(agent: Agent) -> dict[str, Any]:
-    """The config fields of a run answering as `agent`: its name, model and thinking level."""
-    return {"agent_name": agent.name, "model": agent.model, "reasoning": agent.thinking_level}

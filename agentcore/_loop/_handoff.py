@@ -27,21 +27,20 @@ import attrs
 
 from .._core import (
     AbortSignal,
+    AgentMessage,
     AgentTool,
     AgentToolResult,
+    AssistantMessage,
     Model,
     TextContent,
     ThinkingLevel,
     ToolCall,
+    ToolResultMessage,
     describe,
 )
 from ._config import BeforeToolCall, BeforeToolCallContext, BeforeToolCallResult
 
-__all__ = ["DEFAULT_MAX_DEPTH", "Handoff", "HandoffCall", "HandoffTarget", "Screen", "refusing",
-           "screen"]
-
-DEFAULT_MAX_DEPTH = 5
-"""How many handoffs one run may make unless the tool says otherwise."""
+__all__ = ["Handoff", "HandoffCall", "HandoffTarget", "Screen", "handed_to", "refusing", "screen"]
 
 
 @attrs.frozen
@@ -79,7 +78,7 @@ class HandoffCall:
 
     name: str
     target: Callable[[], HandoffTarget] = attrs.field(repr=False)
-    max_depth: int = DEFAULT_MAX_DEPTH
+    max_depth: int
     owner: Any = attrs.field(default=None, repr=False, eq=False)
 
     def __call__(self, tool_call_id: str, args: Any, signal: AbortSignal,
@@ -137,6 +136,21 @@ def screen(calls: Sequence[ToolCall], tools: Sequence[AgentTool], done: int, cur
             continue
         chosen = (call.id, target)
     return Screen(refused, chosen)
+
+
+def handed_to(messages: Sequence[AgentMessage]) -> Any:
+    """The owner of the handoff the last batch of `messages` made (None: none made).
+
+    At most one handoff call of a reply succeeds (`screen`): its result, not an error,
+    carries a `Handoff`. An `Agent` reads it at the `handoff` event.
+    """
+    for message in reversed(messages):
+        if isinstance(message, AssistantMessage):
+            break
+        if isinstance(message, ToolResultMessage) and not message.is_error \
+                and isinstance(message.details, Handoff):
+            return message.details.owner
+    return None
 
 
 def refusing(hook: BeforeToolCall | None, refused: dict[str, str]) -> BeforeToolCall:
