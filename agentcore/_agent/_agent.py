@@ -273,10 +273,11 @@ class Agent:
         with self._lock:
             live = self._live
             tools, messages = list(self.tools), list(self.messages)
+            judge = tools if self._active is None else list(self._active.tools)  # its calls
             state = AgentState(self.system_prompt, self.model, self.thinking_level, tools,
                                messages, live.is_streaming, live.snapshot_message(),
                                live.pending, live.error_message)
-        pause = find_pause(messages, tools)  # outside the lock: it runs requires_approval
+        pause = find_pause(messages, judge)  # outside the lock: it runs requires_approval
         return state if pause is None else attrs.evolve(state, pending_approvals=pause.calls)
 
     @property
@@ -419,7 +420,7 @@ class Agent:
                                      "before continuing")
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
-            if approvals is not None or find_pause(self.messages, self.tools) is not None:
+            if approvals is not None or find_pause(self.messages, self.active_agent.tools):
                 return self._start(None, False, self._resume_output(), approvals=approvals)
             if not isinstance(self.messages[-1], AssistantMessage):
                 return self._start(None, False)
@@ -615,6 +616,7 @@ class Agent:
             self._live.end()
             self._run = None
             transcript = list(self.messages)
+            tools = tools if self._active is None else list(self._active.tools)  # handed off
             self._paused_output = None if config.output_type is None or not transcript \
                 else (transcript[-1], Output(config.output_type, config.output_retries,
                                              config.output_mode))

@@ -346,3 +346,25 @@ def test_a_handoff_over_http_sends_the_next_request_to_the_targets_model() -> No
         second.close()
     assert not first.errors
     assert not second.errors
+
+
+@ac.tool(requires_approval=True)
+def pay(amount: int) -> str:
+    """Pay an amount."""
+    return f"paid {amount}"
+
+
+def test_a_call_of_the_targets_tool_waits_for_approval_and_resumes_as_the_target(
+        models) -> None:
+    a, b = models
+    billing = ac.Agent(b.model, name="billing", tools=[pay])
+    triage = ac.Agent(a.model, name="triage", tools=[ac.handoff(billing)])
+    a.add_replies([tool_call("transfer_to_billing")])
+    b.add_replies([tool_call("pay", {"amount": 3}, id="p1"), "Paid."])
+    run = triage.prompt("pay 3")
+    run.wait()
+    assert [c.id for c in run.pending_approvals] == ["p1"]
+    assert [c.id for c in triage.state.pending_approvals] == ["p1"]
+    resumed = triage.continue_(approvals={"p1": True})
+    assert resumed.text == "Paid."
+    assert b.sent_tool_results()[-1].text == "paid 3"
