@@ -24,6 +24,7 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AgentStartEvent,
+    AgentTool,
     AssistantMessage,
     Decisions,
     EventSink,
@@ -340,7 +341,7 @@ class Run:
                 self._hand_off(target)
         return ran
 
-    def _own_tools(self, tools: list[Any]) -> list[Any]:
+    def _own_tools(self, tools: list[AgentTool]) -> list[AgentTool]:
         """`tools` and, in a run answering through `final_result`, that tool (API §14)."""
         own = None if self.output is None or self.output.native else self.output.tool
         return tools if own is None else [*tools, own]
