@@ -27,7 +27,7 @@ One exception points up: `AgentRun.display()` imports `notebook` when called.
 
 from __future__ import annotations
 
-from ._agent import Agent, AgentRun, AgentState, CompactionSettings
+from ._agent import Agent, AgentRun, AgentState, CompactionSettings, handoff
 from ._core import (
     AbortController,
     AbortError,
@@ -249,6 +249,7 @@ __all__ = [
     "get_model",
     "get_models",
     "get_providers",
+    "handoff",
     "is_context_overflow",
     "register_provider",
     "run_agent_loop",

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ._agent import Agent, continue_here, prompt_here
 from ._compact import CompactionSettings, compact
 from ._cut import estimate_tokens
+from ._handoff import handoff
 from ._live import AgentState
 from ._run import AgentRun
 
@@ -19,5 +20,6 @@ __all__ = [
     "compact",
     "continue_here",
     "estimate_tokens",
+    "handoff",
     "prompt_here",
 ]

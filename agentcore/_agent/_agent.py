@@ -35,6 +35,7 @@ from .._core import (
     CacheRetention,
     CircuitBreaker,
     FlatAlias,
+    HandoffEvent,
     ImageContent,
     MessageUpdateEvent,
     Model,
@@ -78,6 +79,7 @@ from .._loop import (
     carry_context,
     check_no_pause,
     check_run,
+    handed_to,
     in_flight,
     plan_resume,
 )
@@ -159,14 +161,9 @@ class Agent:
     `message_end` is processed, before iterators and listeners see it. Assigning `messages`
     replaces the session's transcript, `reset()` clears it; a failed append is logged at ERROR on
     `agentcore.sessions`, the run goes on, and the next message rewrites the session whole.
-    Tool calls' idempotency keys derive from the session's identity (stable across processes;
-    without a session, random per run), and a session that keeps a journal (both stores do;
-    API §24) gets each call's start before it runs and its result as soon as it ends, so that
-    the repair after a crash keeps every finished call's real result and tells "did not run"
-    from "may have taken effect"; with a store that keeps none, such calls all get
-    `"interrupted: the process ended before this tool call finished"`.
-    The agent never closes it. `name` names the agent in events, traces and as a tool of
-    another (`as_tool`; API §25). See the module docstring for the threading contract.
+    Tool calls' idempotency keys derive from the session's identity, and its journal (API §24;
+    `_transcript`) tells the repair which calls finished. The agent never closes it. `name`
+    names it in events, traces and as a tool (`as_tool`; API §25). Threading: see above.
     """
 
     model: Model
@@ -251,6 +248,7 @@ class Agent:
     # calls (API §20) answers in the same type
     _paused_output: tuple[AgentMessage, Output] | None = attrs.field(
         init=False, default=None, on_setattr=_KEEP)
+    _active: Agent | None = attrs.field(init=False, default=None, on_setattr=_KEEP)  # handoffs
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
@@ -274,10 +272,11 @@ class Agent:
         with self._lock:
             live = self._live
             tools, messages = list(self.tools), list(self.messages)
+            judge = tools if self._active is None else list(self._active.tools)  # its calls
             state = AgentState(self.system_prompt, self.model, self.thinking_level, tools,
                                messages, live.is_streaming, live.snapshot_message(),
                                live.pending, live.error_message)
-        pause = find_pause(messages, tools)  # outside the lock: it runs requires_approval
+        pause = find_pause(messages, judge)  # outside the lock: it runs requires_approval
         return state if pause is None else attrs.evolve(state, pending_approvals=pause.calls)
 
     @property
@@ -285,6 +284,20 @@ class Agent:
         """The active run's abort signal, or None when idle."""
         run = self._run
         return run.signal if run is not None else None
+
+    @property
+    def active_agent(self) -> Agent:
+        """The agent answering the next prompt: this one until a run hands off (see `_handoff`)."""
+        return self._active or self
+
+    @active_agent.setter
+    def active_agent(self, agent: Agent) -> None:
+        if not isinstance(agent, Agent):
+            raise TypeError(f"'active_agent' must be an Agent, got {agent!r}")
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("cannot set 'active_agent' while the agent is running")
+            self._active = None if agent is self else agent
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """Call `listener(event, signal)` for every event of every run; returns unsubscribe.
@@ -406,7 +419,7 @@ class Agent:
                                      "before continuing")
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
-            if approvals is not None or find_pause(self.messages, self.tools) is not None:
+            if approvals is not None or find_pause(self.messages, self.active_agent.tools):
                 return self._start(None, False, self._resume_output(), approvals=approvals)
             if not isinstance(self.messages[-1], AssistantMessage):
                 return self._start(None, False)
@@ -425,11 +438,10 @@ class Agent:
     def close(self) -> None:
         """Abort the active run, wait for it to end, and close the agent.
 
-        HTTP connections are not the agent's: its runs share the process's `HttpClient` (or
-        the `http_client`/`http_session` you passed, which stay open). A closed agent raises
-        `AgentClosedError` from every call that would start or queue work (`prompt`,
-        `prompt_async`, `continue_`, `steer`, `follow_up`); closing again does nothing.
-        `with Agent(...) as agent:` closes on exit.
+        HTTP connections are the process's (or yours: `http_client`, `http_session`) and stay
+        open. A closed agent raises `AgentClosedError` from every call that would start or
+        queue work (`prompt`, `prompt_async`, `continue_`, `steer`, `follow_up`); closing
+        again does nothing. `with Agent(...) as agent:` closes on exit.
         """
         with self._lock:
             self._closed = True
@@ -458,12 +470,8 @@ class Agent:
 
     def as_tool(self, name: str | None = None, description: str | None = None, *,
                 output_type: Any = None, max_depth: int = DEFAULT_MAX_DEPTH) -> AgentTool:
-        """This agent as a tool (named `name`, by default the agent's) taking `input: str`.
-
-        Each call runs a fresh copy of this agent, with its settings at the call and an empty
-        transcript, on `input`; `agentcore._agent._subagent` says the rest (API §25).
-        """
-        def fresh() -> Agent:
+        """This agent as a tool taking `input: str`, each call a fresh copy's run (`_subagent`)."""
+        def fresh() -> Agent:  # its settings as they are at the call, an empty transcript
             with self._lock:
                 child = Agent(self.model, system_prompt=self.system_prompt, name=self.name,
                               tools=list(self.tools), steering_mode=self.steering_mode,
@@ -471,7 +479,6 @@ class Agent:
                               auto_compact=self.auto_compact, max_events=self.max_events)
                 child._loop = self._loop  # every loop setting: frozen, safely shared
             return child
-
         return agent_tool(fresh, self.name, name, description, output_type, max_depth)
 
     def reset(self) -> None:
@@ -485,6 +492,7 @@ class Agent:
             self.messages.clear()  # in place: assigning would replace the session's transcript
             self.clear_all_queues()
             self._live = LiveState()
+            self._active = None
 
     def _resume_output(self) -> Output:
         """The output a resumed batch answers in: its run's, if that run ended on it."""
@@ -537,14 +545,15 @@ class Agent:
         Everything that can fail comes before. `adjust` (a batch's) changes the run's config.
         """
         self._check_open()
-        loop, stream_fn = self._loop, self.stream_fn
-        http = stream_fn is None and speaks_http(loop.model.api)
+        loop, stream_fn, active = self._loop, self.stream_fn, self.active_agent
+        model = active.model
+        http = stream_fn is None and speaks_http(model.api)
         if http and loop.get_api_key is None:  # a missing key raises here, not in the run
-            require_api_key(loop.model.provider, loop.api_key, base_url=loop.model.base_url)
+            require_api_key(model.provider, loop.api_key, base_url=model.base_url)
         config = self._run_config(loop, skip_first_steering, output)
         if adjust is not None:
             config = adjust(config)
-        context = AgentContext(self.system_prompt, list(self.messages), list(self.tools))
+        context = AgentContext(active.system_prompt, list(self.messages), list(active.tools))
         check_run(config, config.model, context.tools)  # raises here, not in the run
         if prompts is None:  # calls waiting for approval: decided by `approvals` or `approve`
             plan_resume(context, config.approve, approvals)
@@ -559,8 +568,8 @@ class Agent:
 
     def _run_config(self, loop: AgentLoopConfig, skip_first_steering: bool,
                     output: Output) -> AgentLoopConfig:
-        """`loop` with the parts of one run: queues, compaction, output, idempotency scope."""
-        skip = [skip_first_steering]
+        """`loop` with a run's queues, compaction, output, scope and active agent (API §25)."""
+        skip, active = [skip_first_steering], self.active_agent
 
         def steering() -> list[AgentMessage]:
             if skip[0]:
@@ -577,7 +586,9 @@ class Agent:
         return attrs.evolve(loop, get_steering_messages=steering,
                             get_follow_up_messages=follow_ups, before_model_call=compact,
                             output_type=output.type, output_retries=output.retries,
-                            output_mode=output.mode, idempotency_scope=scope)
+                            output_mode=output.mode, idempotency_scope=scope,
+                            agent_name=active.name, model=active.model,
+                            reasoning=active.thinking_level)
 
     def _replace_transcript(self, messages: list[AgentMessage]) -> None:
         """Compaction's write, on the run's thread: the session first, so a failure keeps both."""
@@ -621,6 +632,7 @@ class Agent:
             self._live.end()
             self._run = None
             transcript = list(self.messages)
+            tools = tools if self._active is None else list(self._active.tools)  # handed off
             self._paused_output = None if config.output_type is None or not transcript \
                 else (transcript[-1], Output(config.output_type, config.output_retries,
                                              config.output_mode))
@@ -631,8 +643,7 @@ class Agent:
         """Apply `event` to the state, log it on the run, then call the listeners.
 
         A `message_update` (most events by far) changes only the streaming message: one
-        reference, written without the lock (a snapshot sees it before or after, both states
-        the run went through).
+        reference, written without the lock (a snapshot sees it before or after it).
         """
         if event.__class__ is MessageUpdateEvent:
             self._live.streaming_message = event.message
@@ -643,6 +654,8 @@ class Agent:
                     self._follow_up.accept(started)
                 if ended is not None:
                     self.messages.append(ended)
+                elif event.__class__ is HandoffEvent:  # the run goes on as another agent
+                    self._active = handed_to(self.messages)  # the target (`handoff` made it)
             if self._writer is not None:  # durable before heard: a message, a call's journal
                 self._writer.handle(event, ended, lambda: self.state.messages)
         run.publish(event)

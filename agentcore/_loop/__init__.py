@@ -32,6 +32,7 @@ from ._config import (
 from ._entry import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._exit import in_flight
 from ._fallback import FallbackOn, model_list
+from ._handoff import Handoff, HandoffCall, HandoffTarget, handed_to
 from ._observe import Observer, RunStart, RunTrace, carry_context, observe
 from ._output import check_run, native_output
 from ._tool_messages import serving
@@ -51,6 +52,9 @@ __all__ = [
     "ConvertToLlm",
     "FallbackOn",
     "GetApiKey",
+    "Handoff",
+    "HandoffCall",
+    "HandoffTarget",
     "Observer",
     "OutputMode",
     "PrepareNextTurn",
@@ -66,6 +70,7 @@ __all__ = [
     "check_output_mode",
     "check_run",
     "executor",
+    "handed_to",
     "hook",
     "in_flight",
     "model_list",

@@ -252,6 +252,8 @@ class AgentLoopConfig:
     `fallback_models` take over a turn whose model call failed (API §24): the same turn is
     tried on each in order (`fallback_on(message)`, when set, decides which failures), and
     `circuit_breaker` (by default the process's) skips a model that keeps failing.
+    `agent_name` is the name the run starts as (a `handoff` event's `from_agent`; an `Agent`
+    sets its own; API §25).
     """
 
     model: Model = attrs.field(validator=is_model)
@@ -277,6 +279,7 @@ class AgentLoopConfig:
     deps: Any = None
     idempotency_scope: str | None = attrs.field(default=None,
                                                 validator=optional_instance_of(str))
+    agent_name: str = attrs.field(default="agent", validator=instance_of(str))
     output_type: Any = attrs.field(default=None, validator=_output_type)
     output_retries: int = attrs.field(default=2, validator=and_(strict_int, ge(0)))
     output_mode: OutputMode = attrs.field(default="tool", validator=_output_mode)

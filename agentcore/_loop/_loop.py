@@ -25,9 +25,11 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AgentStartEvent,
+    AgentTool,
     AssistantMessage,
     Decisions,
     EventSink,
+    HandoffEvent,
     MessageEndEvent,
     MessageStartEvent,
     Model,
@@ -51,6 +53,7 @@ from ._approvals import Resume, ask
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._exit import ABORT_GRACE_S, in_flight
 from ._fallback import options_for
+from ._handoff import HandoffTarget, Screen, refusing, screen
 from ._limits import LimitCounter
 from ._observe import RunStart, RunTrace, start_trace
 from ._output import OutputState, Verdict, check_run
@@ -103,12 +106,15 @@ class Run:
     _trace: RunTrace | None = None  # what observes the run, when anything does
     _scope: str | None = None  # the idempotency scope of its tool calls, once it has any
     _nesting: Nesting = attrs.field(init=False, factory=NESTING.get)  # among agents (§25)
+    agent_name: str = attrs.field(init=False)  # the agent it runs as (API §25: handoffs)
+    handoffs: int = attrs.field(init=False, default=0)  # handoffs made so far
 
     def __attrs_post_init__(self) -> None:
         self.halt_signal = self.halt.signal
         self.signal = self.halt_signal if self.detached else self.caller
         self.model = self.config.model
         self.reasoning = self.config.reasoning
+        self.agent_name = self.config.agent_name
         config = self.config
         # With none of the hooks that see the live context, the loop alone writes its
         # messages: it can then know, at O(1) a message, that all of them are plain LLM
@@ -197,7 +203,7 @@ class Run:
                     if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
                         self._emit(TurnEndEvent(reply, []))
                         return self._end()
-                ran = self._run_tools(reply, decisions)
+                ran = self._tools_and_handoff(reply, decisions)
                 if ran is None:  # calls wait for approval: the run ends, they stay pending
                     self._emit(TurnEndEvent(reply, []))
                     return self._end()
@@ -316,6 +322,56 @@ class Run:
         if approve is not None and nesting.approve is not approve:
             self._nesting = nesting = attrs.evolve(nesting, approve=approve)
         return nesting
+
+    def _tools_and_handoff(self, reply: AssistantMessage, decisions: Decisions | None,
+                           ) -> tuple[list[ToolResultMessage], bool] | None:
+        """`_run_tools`, and the handoff the reply makes, if any (see `_handoff`).
+
+        The reply's handoff calls are judged first (`screen`); for the batch, the config's
+        `before_tool_call` blocks the refused ones. After it, a chosen call that got a result
+        which is not an error switches the run to its target (`_hand_off`).
+        """
+        judged: Screen | None = None
+        if reply.tool_calls:
+            judged = screen(reply.tool_calls, self.context.tools, self.handoffs,
+                            self.agent_name, self._check_target)
+        if judged is None:
+            return self._run_tools(reply, decisions)
+        config = self.config
+        if judged.refused:  # the run's config, for this batch only
+            self.config = attrs.evolve(config, before_tool_call=refusing(
+                config.before_tool_call, judged.refused))
+        try:
+            ran = self._run_tools(reply, decisions)
+        finally:
+            self.config = config
+        if ran is not None and judged.chosen is not None:
+            call_id, target = judged.chosen
+            if any(r.tool_call_id == call_id and not r.is_error for r in ran[0]):
+                self._hand_off(target)
+        return ran
+
+    def _own_tools(self, tools: list[AgentTool]) -> list[AgentTool]:
+        """`tools` and, in a run answering through `final_result`, that tool (API §14)."""
+        own = None if self.output is None or self.output.native else self.output.tool
+        return tools if own is None else [*tools, own]
+
+    def _check_target(self, target: HandoffTarget) -> None:
+        """Raise `ValueError` if the run cannot go on with `target` (as `check_run` says)."""
+        check_run(self.config, target.model, target.tools)
+
+    def _hand_off(self, target: HandoffTarget) -> None:
+        """Go on as `target`: its model, system prompt, tools and thinking level.
+
+        The transcript, the config (hooks, limits, options, output settings) and the stream
+        function stay the run's; the context is the run's own snapshot, changed in place.
+        """
+        self._send(HandoffEvent(self.agent_name, target.name))
+        self.handoffs += 1
+        self.agent_name = target.name
+        self.model, self.reasoning = target.model, target.reasoning
+        self.context.system_prompt = target.system_prompt
+        self.context.tools = self._own_tools(list(target.tools))
 
     def _between_turns(self, reply: AssistantMessage, results: list[ToolResultMessage]) -> bool:
         """Run the between-turn hooks; True when the run should stop now."""

@@ -184,6 +184,7 @@ EXPECTED_ALL = [
     "get_model",
     "get_models",
     "get_providers",
+    "handoff",
     "is_context_overflow",
     "register_provider",
     "run_agent_loop",
