@@ -289,3 +289,31 @@ def test_a_child_s_call_waiting_for_approval_without_an_approve_is_an_error_resu
     assert result.text == ("SubagentFailed: agent 'cashier' stopped: its calls of pay wait for "
                            "approval, and the run that called it has no `approve` to decide "
                            "them")
+
+
+def test_run_batch_runs_agents_with_children_as_any_runs() -> None:
+    from agentcore.batch import run_batch
+
+    def child_reply(context: ac.Context, options: Any, model: ac.Model) -> Any:
+        return f"child saw {context.messages[-1].content}"
+
+    def parent_reply(context: ac.Context, options: Any, model: ac.Model) -> Any:
+        last = context.messages[-1]
+        if last.role == "toolResult":
+            return f"parent relays: {last.content[0].text}"  # type: ignore[union-attr]
+        return tool_call("child", {"input": str(last.content)})
+
+    with scripted_model([child_reply] * 3) as child_model, \
+            scripted_model([parent_reply] * 6) as parent_model:
+        child = ac.Agent(child_model.model, name="child")
+
+        def make_agent() -> ac.Agent:
+            return ac.Agent(parent_model.model, name="parent", tools=[child.as_tool()])
+
+        results = sorted(run_batch(make_agent, ["a", "b", "c"], max_concurrency=3),
+                         key=lambda r: r.index)
+    assert [r.text for r in results] == [f"parent relays: child saw {x}" for x in "abc"]
+    for result in results:
+        own = sum((m.usage for m in result.messages if isinstance(m, ac.AssistantMessage)),
+                  ac.Usage())
+        assert result.usage.total_tokens > own.total_tokens  # the child's call counts too
