@@ -637,7 +637,7 @@ class Agent:
                 else (transcript[-1], Output(config.output_type, config.output_retries,
                                              config.output_mode))
         pause = find_pause(transcript, tools)  # outside the lock: user rules run
-        run.finish(messages, None if pause is None else pause.calls)
+        run.finish(messages, None if pause is None else pause.calls, config.agent_name)
 
     def _handle(self, run: AgentRun, event: AgentEvent) -> None:
         """Apply `event` to the state, log it on the run, then call the listeners.

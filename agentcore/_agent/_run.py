@@ -94,6 +94,7 @@ class AgentRun:
         self._aborted_at_end = False  # the signal, when the run finished (abort() later is moot)
         self._native = native  # output_mode="native": what reads the answer
         self._pending: list[ToolCall] = []  # the calls the run left waiting for approval
+        self._paths: dict[str, tuple[str, ...]] = {}  # their agents' paths (API §25)
         # Of failed replies a fallback model took over (API §24), and of child agents (§25)
         self._discarded = Usage()
 
@@ -184,6 +185,15 @@ class AgentRun:
         """
         self.result()
         return list(self._pending)
+
+    @property
+    def pending_paths(self) -> dict[str, list[str]]:
+        """Each pending call's path: the agents' names, outermost first (API §25).
+
+        The run's own calls have the path `[<the agent's name>]`; waits like `result()`.
+        """
+        self.result()
+        return {call_id: list(path) for call_id, path in self._paths.items()}
 
     @property
     def output(self) -> Any:
@@ -346,10 +356,11 @@ class AgentRun:
         self._log.publish(event)
 
     def finish(self, messages: list[AgentMessage], pending: list[ToolCall] | None = None,
-               ) -> None:
+               agent_name: str = "agent") -> None:
         """Producer: run the finishers, then end the run with `messages` as its result.
 
-        `pending` are the calls it left waiting for approval.
+        `pending` are the calls it left waiting for approval, calls of the agent named
+        `agent_name` (the one the run ended as).
         """
         with self._lock:
             self._finishing = True
@@ -361,6 +372,7 @@ class AgentRun:
                 _log.exception("a finisher of %r raised", self)
         self._messages = messages  # before the log finishes: its lock publishes them
         self._pending = list(pending or ())
+        self._paths = {call.id: (agent_name,) for call in self._pending}
         self._aborted_at_end = self._controller.signal.aborted
         self._log.finish()
 

@@ -317,3 +317,16 @@ def test_run_batch_runs_agents_with_children_as_any_runs() -> None:
         own = sum((m.usage for m in result.messages if isinstance(m, ac.AssistantMessage)),
                   ac.Usage())
         assert result.usage.total_tokens > own.total_tokens  # the child's call counts too
+
+
+def test_pending_paths_name_the_agent_whose_calls_wait() -> None:
+    @ac.tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        return "paid"
+
+    with scripted_model([tool_call("pay", {"amount": 5}, id="p1")]) as model:
+        cashier = ac.Agent(model.model, name="cashier", tools=[pay])
+        run = cashier.prompt("pay 5")
+        assert [c.id for c in run.pending_approvals] == ["p1"]
+        assert run.pending_paths == {"p1": ["cashier"]}
