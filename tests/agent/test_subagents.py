@@ -330,3 +330,19 @@ def test_pending_paths_name_the_agent_whose_calls_wait() -> None:
         run = cashier.prompt("pay 5")
         assert [c.id for c in run.pending_approvals] == ["p1"]
         assert run.pending_paths == {"p1": ["cashier"]}
+
+
+def test_a_hanging_child_ends_at_the_parent_s_tool_timeout(server: SSEServer) -> None:
+    gone = server.hang_headers(HOLD)  # the child's model never answers
+    child_model = ac.Model("child", "child", "openai-completions", "openai",
+                           f"{server.url}/v1")
+    with scripted_model([tool_call("stuck", {"input": "wait"}), "gave up"]) as parent_model:
+        parent = ac.Agent(parent_model.model, tools=[ac.Agent(child_model, name="stuck")
+                                                     .as_tool()], tool_timeout=0.2)
+        run = parent.prompt("go")
+        assert run.text == "gave up"
+        assert gone.seen.wait(10)  # the child's request was cut when the call timed out
+    result = parent.messages[2]
+    assert isinstance(result, ac.ToolResultMessage)
+    assert result.is_error
+    assert result.text == "tool 'stuck' timed out after 0.2 s"
