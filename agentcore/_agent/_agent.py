@@ -33,6 +33,7 @@ from .._core import (
     AgentTool,
     AssistantMessage,
     CacheRetention,
+    ChildPauses,
     CircuitBreaker,
     FlatAlias,
     HandoffEvent,
@@ -249,6 +250,7 @@ class Agent:
     _paused_output: tuple[AgentMessage, Output] | None = attrs.field(
         init=False, default=None, on_setattr=_KEEP)
     _active: Agent | None = attrs.field(init=False, default=None, on_setattr=_KEEP)  # handoffs
+    _children: ChildPauses = attrs.field(init=False, factory=ChildPauses, on_setattr=_KEEP)
 
     def __attrs_post_init__(self) -> None:
         self._steering = MessageQueue(self._lock)
@@ -258,7 +260,9 @@ class Agent:
                 raise ValueError("give 'messages' or 'session', not both: the agent loads its "
                                  "transcript from the session")
             check = functools.partial(list_of_messages, self, attrs.fields(Agent).messages)
-            self.messages.extend(load_transcript(self.session, check, self.tools))
+            self._children = ChildPauses(getattr(self.session, "child", None))
+            self.messages.extend(load_transcript(self.session, check, self.tools,
+                                                 self._children, self.name))
             self._writer = SessionWriter(self.session)
 
     def __repr__(self) -> str:
@@ -277,7 +281,8 @@ class Agent:
                                messages, live.is_streaming, live.snapshot_message(),
                                live.pending, live.error_message)
         pause = find_pause(messages, judge)  # outside the lock: it runs requires_approval
-        return state if pause is None else attrs.evolve(state, pending_approvals=pause.calls)
+        waiting = [*(pause.calls if pause else ()), *self._children.pending()]
+        return attrs.evolve(state, pending_approvals=waiting) if waiting else state
 
     @property
     def signal(self) -> AbortSignal | None:
@@ -419,7 +424,9 @@ class Agent:
                                      "before continuing")
             if not self.messages:
                 raise ValueError("cannot continue: the agent has no messages")
-            if approvals is not None or find_pause(self.messages, self.active_agent.tools):
+            approvals = self._children.decide(approvals)  # a child agent's calls (API §25)
+            if approvals is not None or self._children.ready() or \
+                    find_pause(self.messages, self.active_agent.tools):
                 return self._start(None, False, self._resume_output(), approvals=approvals)
             if not isinstance(self.messages[-1], AssistantMessage):
                 return self._start(None, False)
@@ -471,12 +478,13 @@ class Agent:
     def as_tool(self, name: str | None = None, description: str | None = None, *,
                 output_type: Any = None, max_depth: int = DEFAULT_MAX_DEPTH) -> AgentTool:
         """This agent as a tool taking `input: str`, each call a fresh copy's run (`_subagent`)."""
-        def fresh() -> Agent:  # its settings as they are at the call, an empty transcript
+        def fresh(session: Session | None) -> Agent:  # its settings as they are at the call
             with self._lock:
                 child = Agent(self.model, system_prompt=self.system_prompt, name=self.name,
                               tools=list(self.tools), steering_mode=self.steering_mode,
                               follow_up_mode=self.follow_up_mode, stream_fn=self.stream_fn,
-                              auto_compact=self.auto_compact, max_events=self.max_events)
+                              auto_compact=self.auto_compact, max_events=self.max_events,
+                              session=session)
                 child._loop = self._loop  # every loop setting: frozen, safely shared
             return child
         return agent_tool(fresh, self.name, name, description, output_type, max_depth)
@@ -493,6 +501,7 @@ class Agent:
             self.clear_all_queues()
             self._live = LiveState()
             self._active = None
+            self._children.clear()
 
     def _resume_output(self) -> Output:
         """The output a resumed batch answers in: its run's, if that run ended on it."""
@@ -559,6 +568,9 @@ class Agent:
             plan_resume(context, config.approve, approvals)
         else:
             check_no_pause(context)
+            if self._children:  # a child agent's calls wait (API §25)
+                raise ValueError("cannot prompt: a child agent's tool calls wait for approval: "
+                                 "continue with approvals={call_id: ...} first")
         native = output_tool(config.output_type) if config.output_mode == "native" else None
         run = AgentRun(AbortController(), max_events=self.max_events, native=native)
         self._run = run
@@ -602,16 +614,17 @@ class Agent:
               approvals: dict[str, bool | str] | None) -> None:
         """The run's thread: the loop, then the agent idle and the run finished, come what may."""
         messages: list[AgentMessage] = []
-        # A run of its own: its name comes first in its children's paths (a thread may serve
-        # other runs later, so it is set for this one only)
-        top = None if NESTING.get().path else NESTING.set(Nesting((self.name,)))
+        # Its place among agents (a run of its own: first in its children's paths), where its
+        # paused children are kept; for this run only (a thread may serve others later)
+        here = NESTING.get()
+        token = NESTING.set(attrs.evolve(here if here.path else Nesting((self.name,)),
+                                         pauses=self._children))
         with in_flight(lambda _reason: run.abort()):  # Ctrl-C at exit aborts it (API §11)
             try:
                 messages = drive(prompts, context, config, functools.partial(self._handle, run),
                                  run.signal, stream_fn, approvals, self._unanswered)
             finally:
-                if top is not None:
-                    NESTING.reset(top)
+                NESTING.reset(token)
                 self._end(run, config, context.tools, messages)
 
     def _unanswered(self) -> list[ToolCall]:
@@ -637,7 +650,8 @@ class Agent:
                 else (transcript[-1], Output(config.output_type, config.output_retries,
                                              config.output_mode))
         pause = find_pause(transcript, tools)  # outside the lock: user rules run
-        run.finish(messages, None if pause is None else pause.calls, config.agent_name)
+        run.finish(messages, [*(pause.calls if pause else ()), *self._children.pending()],
+                   config.agent_name, self._children.paths())
 
     def _handle(self, run: AgentRun, event: AgentEvent) -> None:
         """Apply `event` to the state, log it on the run, then call the listeners.

@@ -356,11 +356,11 @@ class AgentRun:
         self._log.publish(event)
 
     def finish(self, messages: list[AgentMessage], pending: list[ToolCall] | None = None,
-               agent_name: str = "agent") -> None:
+               agent_name: str = "agent", paths: dict[str, list[str]] | None = None) -> None:
         """Producer: run the finishers, then end the run with `messages` as its result.
 
         `pending` are the calls it left waiting for approval, calls of the agent named
-        `agent_name` (the one the run ended as).
+        `agent_name` (the one the run ended as) unless `paths` names another (a child's).
         """
         with self._lock:
             self._finishing = True
@@ -372,7 +372,8 @@ class AgentRun:
                 _log.exception("a finisher of %r raised", self)
         self._messages = messages  # before the log finishes: its lock publishes them
         self._pending = list(pending or ())
-        self._paths = {call.id: (agent_name,) for call in self._pending}
+        given = paths or {}
+        self._paths = {c.id: tuple(given.get(c.id, (agent_name,))) for c in self._pending}
         self._aborted_at_end = self._controller.signal.aborted
         self._log.finish()
 

@@ -14,6 +14,7 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AgentTool,
+    ChildPauses,
     JournalEntry,
     Session,
     SessionJournal,
@@ -25,6 +26,7 @@ from .._core import (
     session_scope,
     tool_result_message,
 )
+from ._subagent import load_paused_children
 
 __all__ = ["SessionWriter", "load_transcript"]
 
@@ -32,7 +34,8 @@ _session_log = logging.getLogger("agentcore.sessions")
 
 
 def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None],
-                    tools: Sequence[AgentTool]) -> list[AgentMessage]:
+                    tools: Sequence[AgentTool], children: ChildPauses | None = None,
+                    name: str = "agent") -> list[AgentMessage]:
     """The session's transcript, checked by `check`, its interrupted tool calls answered.
 
     The answers are stored in the session too, so that the transcript it holds can be
@@ -40,17 +43,20 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
     result, else an error saying whether the call was running or never started), else the
     error `INTERRUPTED_TEXT` (see `answer_interrupted`). Calls waiting for approval (by
     `tools`' rules; API §20) were never interrupted: none of their batch ran, and they stay
-    pending.
+    pending; so do the calls whose child agents wait for approval in their own sessions
+    (recorded in `children`; API §25), for the agent named `name`.
     """
     loaded = session.load()
     check(loaded)
     if find_pause(loaded, tools) is not None:
         return loaded
-    repaired = answer_interrupted(loaded)
+    waiting = set() if children is None else load_paused_children(children, loaded, tools,
+                                                                   name)
+    repaired = answer_interrupted(loaded, None, waiting)
     if len(repaired) != len(loaded):
         journal = _journal_of(session)
         if journal is not None:
-            repaired = answer_interrupted(loaded, journal)
+            repaired = answer_interrupted(loaded, journal, waiting)
         _session_log.warning("%r: %d tool call(s) of the last run never got a result in the "
                              "transcript; they get %s", session, len(repaired) - len(loaded),
                              "an 'interrupted' error result (a denied one, its denial)"

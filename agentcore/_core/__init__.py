@@ -26,6 +26,7 @@ from ._approval import (
 )
 from ._breaker import CircuitBreaker, CircuitState, Permit, default_breaker
 from ._budget import Budget
+from ._children import ChildPause, ChildPaused, ChildPauses
 from ._content import AssistantContent, ImageContent, TextContent, ThinkingContent, ToolCall
 from ._context import AgentContext, Context, unchecked_context
 from ._deps import (
@@ -218,6 +219,9 @@ __all__ = [
     "BranchSummaryMessage",
     "Budget",
     "CacheRetention",
+    "ChildPause",
+    "ChildPaused",
+    "ChildPauses",
     "CircuitBreaker",
     "CircuitState",
     "CompactionEndEvent",

@@ -40,6 +40,7 @@ class Nesting:
     depth: int = 0
     emit: Callable[[Any], None] | None = None
     approve: Callable[[Any, Any], Any] | None = None
+    pauses: Any = None  # the `ChildPauses` of the agent whose run it is, if an agent's
 
 
 _TOP = Nesting()
@@ -92,7 +93,7 @@ def tool_nesting() -> Nesting | None:
     if held is None or held[3] is None:
         return None
     run = held[3]
-    return Nesting(run.path, run.depth, held[4], run.approve)
+    return Nesting(run.path, run.depth, held[4], run.approve, run.pauses)
 
 
 def enter_deps(deps: Any, scope: str = "", tool_call_id: str = "",

@@ -11,7 +11,7 @@ any store, its own or a user's, without importing them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Protocol, runtime_checkable
 
 from ._approval import denial_text
@@ -86,7 +86,8 @@ class Session(Protocol):
 
 
 def answer_interrupted(messages: Sequence[AgentMessage],
-                       journal: Iterable[JournalEntry] | None = None) -> list[AgentMessage]:
+                       journal: Iterable[JournalEntry] | None = None,
+                       waiting: Collection[str] = ()) -> list[AgentMessage]:
     """`messages` with a result for every tool call that has none.
 
     A process killed while tools ran leaves an assistant message whose calls lack results,
@@ -101,7 +102,8 @@ def answer_interrupted(messages: Sequence[AgentMessage],
     A call a person denied (its batch's `ToolApprovalMessage` says so; API §20) never ran: it
     gets its denial (`denied: <reason>`), as it would have had the process lived. An assistant
     message that ended in an error or an abort needs none (its calls never ran, see
-    `unanswered_tool_calls`). Returns a new list.
+    `unanswered_tool_calls`). The calls in `waiting` (their child agents wait for approval;
+    API §25) get none: they are not interrupted. Returns a new list.
     """
     records: dict[str, JournalEntry] | None = None
     if journal is not None:
@@ -124,7 +126,8 @@ def answer_interrupted(messages: Sequence[AgentMessage],
         return ToolResultMessage(call_id, name, [TextContent(text)], is_error=True)
 
     def close_batch() -> None:
-        out.extend(answer(call_id, name) for call_id, name in pending.items())
+        out.extend(answer(call_id, name) for call_id, name in pending.items()
+                   if call_id not in waiting)
         pending.clear()
         denied.clear()
 

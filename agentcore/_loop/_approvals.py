@@ -16,12 +16,14 @@ import attrs
 
 from .._core import (
     DEFAULT_DENIAL,
+    NESTING,
     AbortSignal,
     AgentContext,
     AgentTool,
     AssistantMessage,
     Decisions,
     ToolCall,
+    ToolResultMessage,
     check_approvals,
     describe,
     find_pause,
@@ -40,6 +42,7 @@ class Resume:
 
     reply: AssistantMessage
     decisions: Decisions | None
+    only: frozenset[str] | None = None  # run only these calls (paused children's; API §25)
 
 
 def _waiting_text(calls: list[ToolCall]) -> str:
@@ -55,6 +58,9 @@ def plan_resume(context: AgentContext, approve: Approve | None,
     calls (`check_approvals`), and `ValueError` when calls wait, no `approvals` are given and
     there is no `approve` callback to ask.
     """
+    children = _decided_children(context)
+    if children is not None:
+        return children
     pause = find_pause(context.messages, context.tools)
     if approvals is not None:
         decisions = check_approvals(pause, approvals)  # raises when nothing waits
@@ -66,6 +72,27 @@ def plan_resume(context: AgentContext, approve: Approve | None,
         raise ValueError(f"cannot continue: {_waiting_text(pause.calls)}; decide them with "
                          "approvals={call_id: True | False | 'reason'}")
     return Resume(pause.reply, None)
+
+
+def _decided_children(context: AgentContext) -> Resume | None:
+    """The resume of the calls whose child agents paused and now have their decisions.
+
+    Those are the calls of the last assistant message without a result that the running
+    agent's `ChildPauses` (its `NESTING`) holds decided; the batch runs them alone.
+    """
+    pauses = NESTING.get().pauses
+    if not pauses:
+        return None
+    ready = pauses.ready()
+    answered: set[str] = set()
+    for message in reversed(context.messages):
+        if isinstance(message, ToolResultMessage):
+            answered.add(message.tool_call_id)
+        elif isinstance(message, AssistantMessage):
+            only = frozenset(c.id for c in message.tool_calls
+                             if c.id in ready and c.id not in answered)
+            return Resume(message, {}, only) if only else None
+    return None
 
 
 def check_no_pause(context: AgentContext) -> None:

@@ -106,6 +106,8 @@ class Run:
     _trace: RunTrace | None = None  # what observes the run, when anything does
     _scope: str | None = None  # the idempotency scope of its tool calls, once it has any
     _nesting: Nesting = attrs.field(init=False, factory=NESTING.get)  # among agents (§25)
+    _only: frozenset[str] | None = None  # a resume's calls of paused children (API §25)
+    _paused_results: list[ToolResultMessage] = attrs.field(init=False, factory=list)
     agent_name: str = attrs.field(init=False)  # the agent it runs as (API §25: handoffs)
     handoffs: int = attrs.field(init=False, default=0)  # handoffs made so far
 
@@ -197,7 +199,8 @@ class Run:
                     self._add(message)
                 decisions = None
                 if resume is not None:
-                    reply, decisions, resume = resume.reply, resume.decisions, None
+                    reply, decisions, self._only = resume.reply, resume.decisions, resume.only
+                    resume = None
                 else:
                     reply = self._reply()
                     if reply.stop_reason in (StopReason.ERROR, StopReason.ABORTED):
@@ -205,7 +208,7 @@ class Run:
                         return self._end()
                 ran = self._tools_and_handoff(reply, decisions)
                 if ran is None:  # calls wait for approval: the run ends, they stay pending
-                    self._emit(TurnEndEvent(reply, []))
+                    self._emit(TurnEndEvent(reply, self._paused_results))
                     return self._end()
                 results, terminate = ran
                 if results and self.config.reset_tool_choice:  # a forced choice was obeyed
@@ -282,11 +285,13 @@ class Run:
         announced (`tool_approval_request`) and decided by `approve` if the config has one.
         Decisions enter the transcript (a `ToolApprovalMessage`) before any call runs.
         """
-        calls = reply.tool_calls
+        calls, only, self._only = reply.tool_calls, self._only, None
         if not calls:
             return [], False
+        if only is not None:  # calls of paused children, decided: only they run (API §25)
+            calls = [c for c in calls if c.id in only]
         # A usage limit reached refuses the calls (and then the next model call)
-        refusal = self._limits.before_tools(reply) if self._limits else None
+        refusal = self._limits.before_tools(reply) if self._limits and only is None else None
         if refusal is None and reply.stop_reason != StopReason.LENGTH:
             if decisions is None:
                 waiting = waiting_calls(reply, self.context.tools)
@@ -314,6 +319,9 @@ class Run:
         results, terminate = batch.run(calls, refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)
+        if batch.paused:  # a child agent waits for approval: the run ends, the call waits
+            self._paused_results = results
+            return None
         return results, terminate
 
     def _tool_nesting(self) -> Nesting:

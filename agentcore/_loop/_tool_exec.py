@@ -27,6 +27,7 @@ from .._core import (
     AgentEvent,
     AgentToolResult,
     AssistantMessage,
+    ChildPaused,
     MessageEndEvent,
     MessageStartEvent,
     Nesting,
@@ -110,6 +111,7 @@ class ToolBatch:
     denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
     scope: str = ""  # the run's idempotency scope: a call's key derives from it (`enter_deps`)
     nesting: Nesting = attrs.field(factory=Nesting)  # the run's place among agents (API §25)
+    paused: list[str] = attrs.field(init=False, factory=list)  # calls whose child waits
 
     def run(self, tool_calls: list[ToolCall], refusal: str | None = None,
             ) -> tuple[list[ToolResultMessage], bool]:
@@ -130,7 +132,8 @@ class ToolBatch:
                 self._start(c)
                 if self._prepare(c):
                     self._pump([c])
-                results.append(self._message(c))
+                if not c.paused:
+                    results.append(self._message(c))
         else:
             ready = []
             for c in calls:
@@ -140,7 +143,8 @@ class ToolBatch:
             if ready:
                 self._pump(ready)
             for c in calls:
-                results.append(self._message(c))
+                if not c.paused:
+                    results.append(self._message(c))
         terminate = bool(calls)
         for c in calls:
             if c.result is None or c.result.terminate is not True:
@@ -332,6 +336,10 @@ class ToolBatch:
                 case Raised(c, exc) if pending.pop(id(c), None) is not None:
                     if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
                         raise exc
+                    if isinstance(exc, ChildPaused):  # its child waits for approval
+                        c.paused = c.finished = True
+                        self.paused.append(c.call.id)
+                        continue
                     # The model reads `KeyError: 'Rome'`; the traceback goes to the tools' log
                     _tools_log.info("tool %r raised %s", c.call.name, type(exc).__name__,
                                     exc_info=exc)

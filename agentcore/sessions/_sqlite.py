@@ -151,6 +151,16 @@ class SqliteSession:
     def __repr__(self) -> str:
         return f"SqliteSession({self.path!r}, session_id={self.session_id!r})"
 
+    def child(self, name: str) -> SqliteSession:
+        """The session `<session_id>/<name>` of the same file, with this one's settings.
+
+        Where a child agent run by this session's agent keeps its transcript (`name` is the
+        parent's tool call id; API §25), so that a child paused for approval survives the
+        process. Close it when done.
+        """
+        return SqliteSession(self.path, f"{self.session_id}/{name}", durable=self.durable,
+                             timeout=self._timeout)
+
     def load(self) -> list[AgentMessage]:
         """The session's transcript, oldest message first (empty for a new session)."""
         with self._lock:

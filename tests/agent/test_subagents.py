@@ -272,23 +272,67 @@ def test_the_parent_s_approve_decides_a_child_s_calls() -> None:
     assert results == ["paid", "denied: too much"]
 
 
-def test_a_child_s_call_waiting_for_approval_without_an_approve_is_an_error_result() -> None:
+def test_a_child_s_call_waiting_for_approval_pauses_the_parent_until_decided() -> None:
+    ran: list[int] = []
+
     @ac.tool(requires_approval=True)
     def pay(amount: int) -> str:
         """Pay an amount."""
-        return "paid"
+        ran.append(amount)
+        return f"paid {amount}"
 
-    with scripted_model([tool_call("pay", {"amount": 5})]) as child_model, scripted_model(
-            [tool_call("cashier", {"input": "5"}), "done"]) as parent_model:
+    def child_reply(context: ac.Context, options: Any, model: ac.Model) -> Any:
+        last = context.messages[-1]
+        if last.role == "toolResult":
+            return f"child: {last.content[0].text}"  # type: ignore[union-attr]
+        return tool_call("pay", {"amount": 5}, id="pay-1")
+
+    with scripted_model([child_reply] * 2) as child_model, scripted_model(
+            [tool_call("cashier", {"input": "pay 5"}, id="c1"), "parent: done"]) as parent_model:
+        cashier = ac.Agent(child_model.model, name="cashier", tools=[pay])
+        parent = ac.Agent(parent_model.model, name="boss", tools=[cashier.as_tool()])
+        run = parent.prompt("go")
+        assert run.error is None
+        assert [c.id for c in run.pending_approvals] == ["pay-1"]  # the child's call
+        assert run.pending_paths == {"pay-1": ["boss", "cashier"]}
+        assert [c.id for c in parent.state.pending_approvals] == ["pay-1"]
+        assert [m.role for m in parent.messages] == ["user", "assistant"]  # c1 waits
+        assert ran == []
+        with pytest.raises(ValueError, match="a child agent's tool calls wait for approval"):
+            parent.prompt("something else")
+        with pytest.raises(ValueError, match=r"must decide every call.*pay-1"):
+            parent.continue_(approvals={})
+        resumed = parent.continue_(approvals={"pay-1": True})
+        assert resumed.text == "parent: done"
+        events = list(resumed)
+    assert ran == [5]  # once
+    assert [(m.role, m.text) for m in parent.messages[2:]] == [  # type: ignore[union-attr]
+        ("toolResult", "child: paid 5"), ("assistant", "parent: done")]
+    kinds = [unwrap(e)[1].type for e in events if isinstance(e, ac.SubagentEvent)]
+    assert kinds[0] == "agent_start"
+    assert "tool_execution_end" in kinds
+    assert parent.state.pending_approvals == []
+
+
+def test_a_denied_child_call_resumes_with_its_denial() -> None:
+    @ac.tool(requires_approval=True)
+    def pay(amount: int) -> str:
+        """Pay an amount."""
+        raise AssertionError("a denied call must not run")
+
+    def child_reply(context: ac.Context, options: Any, model: ac.Model) -> Any:
+        last = context.messages[-1]
+        if last.role == "toolResult":
+            return f"child: {last.content[0].text}"  # type: ignore[union-attr]
+        return tool_call("pay", {"amount": 500}, id="pay-2")
+
+    with scripted_model([child_reply] * 2) as child_model, scripted_model(
+            [tool_call("cashier", {"input": "pay 500"}), "ok"]) as parent_model:
         cashier = ac.Agent(child_model.model, name="cashier", tools=[pay])
         parent = ac.Agent(parent_model.model, tools=[cashier.as_tool()])
-        parent.prompt("go").raise_for_error()
-    result = parent.messages[2]
-    assert isinstance(result, ac.ToolResultMessage)
-    assert result.is_error
-    assert result.text == ("SubagentFailed: agent 'cashier' stopped: its calls of pay wait for "
-                           "approval, and the run that called it has no `approve` to decide "
-                           "them")
+        parent.prompt("go").wait()
+        parent.continue_(approvals={"pay-2": "too much"}).raise_for_error()
+    assert parent.messages[2].text == "child: denied: too much"  # type: ignore[union-attr]
 
 
 def test_run_batch_runs_agents_with_children_as_any_runs() -> None:

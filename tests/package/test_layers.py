@@ -122,12 +122,13 @@ it is named in `LONGER_MODULES` with its reason."""
 
 LONGER_MODULES = {
     "agentcore/_agent/_agent.py": (
-        700,
+        720,
         "`Agent` is one class in one module (API §23): its public methods and its run side (a "
         "run's start, each event applied to the state, a run's end) share private state under "
         "one lock. Split across two files, the run side reached into that state 33 times "
         "(architecture-4 §1); trio keeps one big class in one file for the same reason. What "
-        "needs none of that state lives beside it (`_drive`, `_transcript`, `_live`, `_queue`)",
+        "needs none of that state lives beside it (`_drive`, `_transcript`, `_live`, `_queue`, "
+        "`_subagent`, `_handoff`); agents made of agents (API §25) took it past 700",
     ),
 }
 """Modules allowed past `MAX_MODULE_LINES`: path -> (their own bound, the reason)."""
