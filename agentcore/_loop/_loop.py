@@ -326,19 +326,13 @@ class Run:
 
     def _tool_nesting(self) -> Nesting:
         """The run's nesting as its tools see it: with the run's `approve` (API §25)."""
-        nesting, approve = self._nesting, self.config.approve
-        if approve is not None and nesting.approve is not approve:
-            self._nesting = nesting = attrs.evolve(nesting, approve=approve)
-        return nesting
+        if self.config.approve is not None and self._nesting.approve is not self.config.approve:
+            self._nesting = attrs.evolve(self._nesting, approve=self.config.approve)
+        return self._nesting
 
     def _tools_and_handoff(self, reply: AssistantMessage, decisions: Decisions | None,
                            ) -> tuple[list[ToolResultMessage], bool] | None:
-        """`_run_tools`, and the handoff the reply makes, if any (see `_handoff`).
-
-        The reply's handoff calls are judged first (`screen`); for the batch, the config's
-        `before_tool_call` blocks the refused ones. After it, a chosen call that got a result
-        which is not an error switches the run to its target (`_hand_off`).
-        """
+        """`_run_tools`, then the reply's handoff, if any (`_handoff`: `screen`, `_hand_off`)."""
         judged: Screen | None = None
         if reply.tool_calls:
             judged = screen(reply.tool_calls, self.context.tools, self.handoffs,

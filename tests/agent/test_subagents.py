@@ -390,3 +390,31 @@ def test_a_hanging_child_ends_at_the_parent_s_tool_timeout(server: SSEServer) ->
     assert isinstance(result, ac.ToolResultMessage)
     assert result.is_error
     assert result.text == "tool 'stuck' timed out after 0.2 s"
+
+
+def test_a_child_s_pause_is_kept_in_the_parent_s_sqlite_session(tmp_path: Any) -> None:
+    from subagent_pause_child import PAY_ID, build, models
+
+    from agentcore.sessions import SqliteSession
+
+    db, side = tmp_path / "chat.db", tmp_path / "pay.log"
+    child, parent = models()
+    with child, parent:
+        with SqliteSession(db, "chat") as session:
+            agent = build(child.model, parent.model, side, session)
+            run = agent.prompt("go")
+            assert [c.id for c in run.pending_approvals] == [PAY_ID]
+            agent.close()
+        with SqliteSession(db) as store:  # the child's transcript, beside the parent's
+            assert store.session_ids() == ["chat", "chat/c1"]
+        with SqliteSession(db, "chat") as session:  # as a new process would
+            agent = build(child.model, parent.model, side, session)
+            assert [m.role for m in agent.messages] == ["user", "assistant"]  # not repaired
+            assert [c.id for c in agent.state.pending_approvals] == [PAY_ID]
+            resumed = agent.continue_(approvals={PAY_ID: True})
+            assert resumed.text == "boss: child: paid 5"
+            agent.close()
+        with SqliteSession(db, "chat") as session:
+            assert [m.role for m in session.load()] == ["user", "assistant", "toolResult",
+                                                       "assistant"]
+    assert side.read_text(encoding="utf-8").split() == ["start", PAY_ID, "end", PAY_ID]
