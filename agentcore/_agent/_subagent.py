@@ -9,6 +9,15 @@ The child's events reach the parent's run as they happen, each wrapped in a `Sub
 parent's tools (an abort, the tool's timeout) aborts the child; a child that fails is an error
 result (`SubagentFailed: agent 'x' failed: ...`). A call that would nest more than
 `max_depth` agent runs (an agent among its own tools) gets an error result naming the depth.
+
+A child's call that needs approval is decided by the parent's `approve` when it has one.
+Without one, the child's run stops with the call waiting: the tool raises `ChildPaused`, the
+parent's batch leaves its call without a result and the parent's run ends with the child's
+call pending (recorded in the parent agent's `ChildPauses`). `continue_(approvals=...)` hands
+the child its decisions and runs that call again, which continues the child. When the parent's
+session can hold children (`SqliteSession.child`), each child keeps its transcript there, so
+that a pause survives the process (`load_paused_children` finds it again). A pause two levels
+down (a grandchild's call) is not kept: resuming it fails the call with an error result.
 """
 
 from __future__ import annotations
