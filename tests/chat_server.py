@@ -175,13 +175,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            for piece in [*chunks, b"data: [DONE]\n\n"]:
+            pieces = [*chunks, b"data: [DONE]\n\n"]
+            for n, piece in enumerate(pieces, 1):
                 if self.server.delay_s and self.server.stopping.wait(self.server.delay_s):
                     raise ConnectionAbortedError("the server is closing")
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                # The last event and the body's end go in one write, as real servers send
+                # them: apart, a loaded machine may delay the end past the client's drain
+                # window, and the connection is then closed instead of kept
+                end = b"0\r\n\r\n" if n == len(pieces) else b""
+                self.wfile.write(b"%x\r\n%s\r\n%s" % (len(piece), piece, end))
                 self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
         except OSError:  # the client went away (an aborted run)
             self.close_connection = True
         finally:
