@@ -5,7 +5,6 @@ exporting the spans needs an SDK too (`opentelemetry-sdk`, or a vendor's distrib
 
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
-
     from agentcore.otel import instrument
 
     provider = TracerProvider()
@@ -16,19 +15,16 @@ exporting the spans needs an SDK too (`opentelemetry-sdk`, or a vendor's distrib
 
 The spans follow the OpenTelemetry semantic conventions for generative AI:
 
-- `invoke_agent`, one per run (an `Agent` run, or one `run_agent_loop`/`agent_loop` call), a
-  child of whatever span is current where the run was started (for an `Agent`, where
-  `prompt`/`continue_` was called). Attributes `gen_ai.operation.name`,
-  `gen_ai.provider.name`, `gen_ai.request.model`, and the run's total
-  `gen_ai.usage.input_tokens`/`gen_ai.usage.output_tokens`.
-- `chat {model id}`, one per model call, a child of the run's span: from just before the
-  request is sent to the end of the reply. `gen_ai.request.model`, `gen_ai.response.model`,
-  `gen_ai.response.id`, `gen_ai.usage.input_tokens` (every prompt token: `input + cache_read
-  + cache_write`; the cached ones also as `gen_ai.usage.cache_read.input_tokens` and
-  `gen_ai.usage.cache_creation.input_tokens`), `gen_ai.usage.output_tokens` and
-  `gen_ai.response.finish_reasons` (`"stop"`, `"length"`, `"tool_call"`, `"error"`,
-  `"aborted"`). The span is current on the run's thread while the reply streams, so spans of
-  an instrumented HTTP client nest under it.
+- `invoke_agent`, one per run, a child of the span current where the run was started (an
+  `Agent`'s `prompt`/`continue_`): `gen_ai.operation.name`, `gen_ai.provider.name`,
+  `gen_ai.request.model`, the run's total `gen_ai.usage.input_tokens`/`.output_tokens`.
+- `chat {model id}`, one per model call, a child of the run's span, from just before the
+  request to the end of the reply: `gen_ai.request.model`, `gen_ai.response.model`,
+  `gen_ai.response.id`, `gen_ai.usage.input_tokens` (`input + cache_read + cache_write`; the
+  cached ones also as `gen_ai.usage.cache_read.input_tokens` and `...cache_creation...`),
+  `gen_ai.usage.output_tokens`, `gen_ai.response.finish_reasons` (`"stop"`, `"length"`,
+  `"tool_call"`, `"error"`, `"aborted"`); current on the run's thread while the reply streams
+  (an instrumented HTTP client's spans nest under it).
 - `execute_tool {tool name}`, one per tool call, a child of the run's span although the call
   runs on a worker thread: `gen_ai.tool.name`, `gen_ai.tool.call.id`, `gen_ai.tool.type`. The
   span is current on that worker while the tool runs, so the spans of an agent run inside a
@@ -52,7 +48,8 @@ attributes (the conventions have none):
 
 Fallbacks (API §24): a failed `chat` span given up for the next model has
 `agentcore.fallback.next_model`; the next one's, `agentcore.fallback.attempt` and
-`agentcore.fallback.circuit_open_skipped`; `invoke_agent`, an event `agentcore.model_fallback`.
+`agentcore.fallback.circuit_open_skipped`; `invoke_agent`, an event `agentcore.model_fallback`,
+and one `agentcore.guardrail_tripped` per trip (`agentcore.guardrail.kind` and `.name`).
 
 A tool call with an error result, a reply with `stop_reason` `"error"` or `"aborted"`, and a
 run that ends with such a reply, is aborted, or raises, get the status ERROR (and an
@@ -77,6 +74,7 @@ from ._core import (
     AgentMessage,
     AgentToolResult,
     AssistantMessage,
+    GuardrailTrippedEvent,
     ImageContent,
     MessageEndEvent,
     Model,
@@ -208,6 +206,9 @@ class _RunSpans:
             self._end_tool(event)
         elif isinstance(event, ModelFallbackEvent):
             self._fallback(event)
+        elif isinstance(event, GuardrailTrippedEvent):  # API §26 (its reason: the error's)
+            self._span.add_event("agentcore.guardrail_tripped", {"agentcore.guardrail.kind":
+                                 event.kind, "agentcore.guardrail.name": event.name})
         elif isinstance(event, AgentEndEvent):
             self._last = next((m for m in reversed(event.messages)
                                if isinstance(m, AssistantMessage)), None)

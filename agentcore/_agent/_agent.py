@@ -73,6 +73,8 @@ from .._loop import (
     ConvertToLlm,
     FallbackOn,
     GetApiKey,
+    InputGuardrail,
+    OutputGuardrail,
     OutputMode,
     PrepareNextTurn,
     ShouldStopAfterTurn,
@@ -208,6 +210,8 @@ class Agent:
     fallback_models: list[Model] = OPTION
     fallback_on: FallbackOn | None = OPTION
     circuit_breaker: CircuitBreaker | None = OPTION
+    input_guardrails: list[InputGuardrail] = OPTION
+    output_guardrails: list[OutputGuardrail] = OPTION
     before_tool_call: BeforeToolCall | None = OPTION
     approve: Approve | None = OPTION
     after_tool_call: AfterToolCall | None = OPTION

@@ -12,6 +12,7 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
     ├── MissingApiKeyError        (also ValueError) no API key given and none in the environment
     ├── RunError                  AgentRun.raise_for_error(): the run ended in error or abort
     │   ├── UsageLimitExceeded    a `UsageLimits` bound ended the run
+    │   ├── GuardrailTripped      a guardrail tripped and ended the run (API §26)
     │   └── OutputValidationError no valid `final_result` within the output retries
     └── SerializationError        (also ValueError) data that does not decode into the type
 
@@ -92,12 +93,19 @@ class UsageLimitExceeded(RunError):
     """The run reached one of its `UsageLimits` (`"usage limit reached: max_model_calls=50"`)."""
 
 
+class GuardrailTripped(RunError):
+    """A guardrail tripped and ended the run (`"guardrail tripped: <name>: <reason>"`; §26)."""
+
+
 class OutputValidationError(RunError):
     """The model gave no valid `final_result` for the run's `output_type` within its retries."""
 
 
 USAGE_LIMIT_TEXT = "usage limit reached: "
 """How the error message of a run ended by a usage limit starts (then `<name>=<value>`)."""
+
+GUARDRAIL_TEXT = "guardrail tripped: "
+"""How the error message of a run ended by a guardrail starts (then `<name>: <reason>`)."""
 
 OUTPUT_FAILED_TEXT = "no valid output: "
 """How the error message of a run that got no valid structured output starts."""
@@ -109,6 +117,8 @@ def run_error(stop_reason: StopReason, message: str) -> RunError:
         return UsageLimitExceeded(stop_reason, message)
     if message.startswith(OUTPUT_FAILED_TEXT):
         return OutputValidationError(stop_reason, message)
+    if message.startswith(GUARDRAIL_TEXT):
+        return GuardrailTripped(stop_reason, message)
     return RunError(stop_reason, message)
 
 

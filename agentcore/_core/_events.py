@@ -30,6 +30,7 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "EventSink",
+    "GuardrailTrippedEvent",
     "HandoffEvent",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -366,6 +367,21 @@ class HandoffEvent:
     to_agent: str
 
 
+@attrs.frozen
+class GuardrailTrippedEvent:
+    """A guardrail tripped (API §26): `kind` `"input"` or `"output"`, its `name` and `reason`.
+
+    `retry` says the reason goes back to the model (a `retry_guardrail` within the run's
+    `output_retries`); otherwise the run ends with `guardrail tripped: <name>: <reason>`.
+    """
+
+    type: ClassVar[str] = "guardrail_tripped"
+    kind: Literal["input", "output"] = attrs.field(validator=one_of("input", "output"))
+    name: str
+    reason: str
+    retry: bool = False
+
+
 AgentEvent = (
     AgentStartEvent
     | AgentEndEvent
@@ -383,6 +399,7 @@ AgentEvent = (
     | ModelFallbackEvent
     | SubagentEvent
     | HandoffEvent
+    | GuardrailTrippedEvent
 )
 """Everything a run emits."""
 

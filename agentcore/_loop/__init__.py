@@ -32,6 +32,7 @@ from ._config import (
 from ._entry import agent_loop, agent_loop_continue, run_agent_loop, run_agent_loop_continue
 from ._exit import in_flight
 from ._fallback import FallbackOn, model_list
+from ._guardrails import InputGuardrail, OutputGuardrail, retry_guardrail
 from ._handoff import Handoff, HandoffCall, HandoffTarget, handed_to
 from ._observe import Observer, RunStart, RunTrace, carry_context, observe
 from ._output import check_run, native_output
@@ -55,7 +56,9 @@ __all__ = [
     "Handoff",
     "HandoffCall",
     "HandoffTarget",
+    "InputGuardrail",
     "Observer",
+    "OutputGuardrail",
     "OutputMode",
     "PrepareNextTurn",
     "PrepareNextTurnContext",
@@ -77,6 +80,7 @@ __all__ = [
     "native_output",
     "observe",
     "plan_resume",
+    "retry_guardrail",
     "run_agent_loop",
     "run_agent_loop_continue",
     "serving",

@@ -51,6 +51,7 @@ from .._core import (
 )
 from .._function_tools import output_tool
 from ._fallback import FallbackOn, check_fallbacks, model_list
+from ._guardrails import InputGuardrail, OutputGuardrail, check_guardrails
 
 if TYPE_CHECKING:
     import requests
@@ -183,6 +184,11 @@ BeforeModelCall = Callable[[BeforeModelCallContext, EventSink, AbortSignal],
                            Sequence[AgentMessage] | None]
 
 
+def _listed(value: object) -> object:
+    """Attrs converter: a tuple becomes a list; anything else is left for the validator."""
+    return list(value) if isinstance(value, tuple) else value
+
+
 def _no_signal(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
     if not isinstance(value, StreamOptions):
         raise TypeError(f"'{attribute.name}' must be a StreamOptions, got {value!r}")
@@ -252,6 +258,8 @@ class AgentLoopConfig:
     `fallback_models` take over a turn whose model call failed (API §24): the same turn is
     tried on each in order (`fallback_on(message)`, when set, decides which failures), and
     `circuit_breaker` (by default the process's) skips a model that keeps failing.
+    `input_guardrails` and `output_guardrails` check the run's input and its final reply
+    (API §26; `_guardrails`).
     `agent_name` is the name the run starts as (a `handoff` event's `from_agent`; an `Agent`
     sets its own; API §25).
     """
@@ -292,6 +300,10 @@ class AgentLoopConfig:
                                                  validator=takes("message", optional=True))
     circuit_breaker: CircuitBreaker | None = attrs.field(
         default=None, validator=optional_instance_of(CircuitBreaker))
+    input_guardrails: list[InputGuardrail] = attrs.field(
+        factory=list, converter=_listed, validator=check_guardrails("input"))
+    output_guardrails: list[OutputGuardrail] = attrs.field(
+        factory=list, converter=_listed, validator=check_guardrails("output"))
     before_tool_call: BeforeToolCall | None = attrs.field(
         default=None, validator=takes("context", "signal", optional=True))
     approve: Approve | None = attrs.field(

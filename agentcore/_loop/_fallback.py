@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from .._core import (
+    GUARDRAIL_TEXT,
     USAGE_LIMIT_TEXT,
     AssistantMessage,
     Model,
@@ -77,7 +78,7 @@ def falls_back(reply: AssistantMessage, fallback_on: FallbackOn | None) -> bool:
     """Whether the failed `reply` may be tried on the next model (never an abort or a limit)."""
     if reply.stop_reason is not StopReason.ERROR:
         return False
-    if (reply.error_message or "").startswith(USAGE_LIMIT_TEXT):
+    if (reply.error_message or "").startswith((USAGE_LIMIT_TEXT, GUARDRAIL_TEXT)):
         return False
     return fallback_on is None or bool(fallback_on(reply))
 
@@ -93,7 +94,7 @@ def health(reply: AssistantMessage) -> bool | None:
     if reply.stop_reason is not StopReason.ERROR:
         return True
     text = reply.error_message or ""
-    if text.startswith(USAGE_LIMIT_TEXT):
+    if text.startswith((USAGE_LIMIT_TEXT, GUARDRAIL_TEXT)):
         return None
     status = _STATUS.match(text)
     if status is not None:

@@ -53,6 +53,7 @@ from ._approvals import Resume, ask
 from ._config import AgentLoopConfig, AgentLoopTurnUpdate, PrepareNextTurnContext
 from ._exit import ABORT_GRACE_S, in_flight
 from ._fallback import options_for
+from ._guardrails import Guards
 from ._handoff import HandoffTarget, Screen, refusing, screen
 from ._limits import LimitCounter
 from ._observe import RunStart, RunTrace, start_trace
@@ -105,6 +106,7 @@ class Run:
     _llm_only: bool = False  # every message in the context is a user/assistant/tool result
     _trace: RunTrace | None = None  # what observes the run, when anything does
     _scope: str | None = None  # the idempotency scope of its tool calls, once it has any
+    _guards: Guards | None = None  # its guardrails, when it has any (API §26)
     _nesting: Nesting = attrs.field(init=False, factory=NESTING.get)  # among agents (§25)
     _only: frozenset[str] | None = None  # a resume's calls of paused children (API §25)
     _paused_results: list[ToolResultMessage] = attrs.field(init=False, factory=list)
@@ -129,6 +131,9 @@ class Run:
         if config.limits is not None:
             self._limits = LimitCounter(config.limits, self._answers_by_tool)
         self._choice = config.tool_choice or self._default_choice()
+        if config.input_guardrails or config.output_guardrails:
+            self._guards = Guards(config.input_guardrails, config.output_guardrails,
+                                  config.output_retries, self._send)
         if self.output is not None and self.output.native:
             self._schema = self.output.tool.parameters
 
@@ -216,14 +221,22 @@ class Run:
                 self._emit(TurnEndEvent(reply, results))
                 more_tools = bool(results) and not terminate
                 nudge: list[AgentMessage] = []
-                if self.output is not None:  # a run with an output_type (API §14)
-                    verdict = self.output.after_turn(reply, results)
-                    if verdict is Verdict.DONE:
-                        return self._end()
-                    if verdict is Verdict.FAILED:
-                        return self._end_with_error(self.output.failure_text())
-                    if verdict is Verdict.NUDGE:
-                        nudge.append(self.output.nudge())
+                output = self.output  # with an output_type (API §14), a verdict on the turn
+                verdict = None if output is None else output.after_turn(reply, results)
+                if verdict is Verdict.FAILED:
+                    return self._end_with_error(output.failure_text())  # type: ignore[union-attr]
+                if verdict is Verdict.NUDGE:
+                    nudge.append(output.nudge())  # type: ignore[union-attr]
+                if self._guards is not None and (verdict is Verdict.DONE or (
+                        verdict is None and not more_tools)):  # the run's last reply (§26)
+                    check = self._guards.after_final(reply, results, output)
+                    if isinstance(check, str):
+                        return self._end_with_error(check)
+                    if check is not None:  # sent back to the model: the run goes on
+                        nudge.append(check)
+                        verdict = None
+                if verdict is Verdict.DONE:
+                    return self._end()
                 if self._between_turns(reply, results) or halt_signal.aborted:
                     return self._end()
                 pending = nudge + self._poll(self.config.get_steering_messages)
@@ -241,12 +254,21 @@ class Run:
         config = self.config
         breaker = config.circuit_breaker or (default_breaker() if config.fallback_models
                                              else None)
-        call = ModelCall(self.context, config, self.model, self._call_options, self.stream_fn,
-                         self.signal, self.halt_signal, self._send, self._emit,
+        guards = self._guards  # input guardrails run beside the first call (API §26)
+        halt = guards.first_call(self.context.messages, self._get_pool, self.halt_signal) \
+            if guards is not None else None
+        options = self._call_options if halt is None else (  # a trip cuts the request too
+            lambda model: attrs.evolve(self._call_options(model), signal=halt))
+        call = ModelCall(self.context, config, self.model, options, self.stream_fn,
+                         self.signal, halt or self.halt_signal, self._send, self._emit,
                          self.new_messages, limit, self._llm_only, self._trace,
                          breaker if breaker is not None and breaker.failure_threshold else None,
-                         charge)
+                         charge, guards.tripped if guards is not None else None)
         final = call.reply()
+        if guards is not None and (ended := guards.after_first_reply(
+                self.halt_signal, final, self.model)) is not None:
+            self._add(ended)
+            final = ended
         self._llm_only = call.llm_only  # a before_model_call hook may have replaced the messages
         return final
 

@@ -141,6 +141,12 @@ class OutputState:
             return Verdict.FAILED
         return Verdict.GO_ON if outputs else Verdict.NUDGE
 
+    def value(self, reply: AssistantMessage, results: list[ToolResultMessage]) -> Any:
+        """The answer of a turn judged `DONE`, as `AgentRun.output` gives it."""
+        if self.native:
+            return native_output(self.tool, reply)
+        return next(r.details for r in results if r.tool_name == FINAL_RESULT and not r.is_error)
+
     def failure_text(self) -> str:
         """The run's error message once the retries are used up."""
         attempts = self.failures

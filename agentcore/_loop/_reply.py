@@ -97,6 +97,7 @@ class ModelCall:
     trace: RunTrace | None = None
     breaker: CircuitBreaker | None = None  # None: no circuit is consulted (a breaker that is off)
     charge: Callable[[Usage], None] | None = None  # each attempt's usage, to the run's limits
+    tripped: Callable[[], str | None] | None = None  # an input guardrail's trip (API §26)
 
     def reply(self) -> AssistantMessage:
         """Stream one reply into the context; an error reply is retried once if a hook asks.
@@ -216,6 +217,8 @@ class ModelCall:
             _log.debug("model call failed", exc_info=True)
             final = error_reply(model, describe(exc), aborted=self.halt.aborted,
                                 content=partial.content if partial else [])
+        if self.tripped is not None and (text := self.tripped()) is not None:  # cut short
+            final = error_reply(model, text, content=final.content)
         return final, partial is not None
 
     def _falls_back(self, reply: AssistantMessage) -> bool:

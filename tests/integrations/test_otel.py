@@ -708,3 +708,20 @@ def test_otel_a_child_agent_s_run_span_is_a_child_of_the_parent_s_tool_span(
     assert inner.context is not None
     assert outer.context is not None
     assert inner.context.trace_id == outer.context.trace_id  # one trace
+
+
+def test_otel_a_guardrail_trip_is_an_event_on_the_run_span(traced: Traced) -> None:
+    from agentcore.testing import scripted_model
+
+    def strict(message: ac.AssistantMessage, output: object) -> str | None:
+        return "too long"
+
+    with scripted_model(["a long answer"]) as model:
+        run = ac.Agent(model.model, output_guardrails=[strict]).prompt("go")
+        run.wait()
+    root = traced.one("invoke_agent")
+    assert [(e.name, dict(e.attributes or {})) for e in root.events] == [
+        ("agentcore.guardrail_tripped", {"agentcore.guardrail.kind": "output",
+                                          "agentcore.guardrail.name": "strict"})]
+    assert root.status.status_code is StatusCode.ERROR
+    assert root.status.description == "guardrail tripped: strict: too long"

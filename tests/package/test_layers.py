@@ -130,6 +130,14 @@ LONGER_MODULES = {
         "needs none of that state lives beside it (`_drive`, `_transcript`, `_live`, `_queue`, "
         "`_subagent`, `_handoff`); agents made of agents (API §25) took it past 700",
     ),
+    "agentcore/_loop/_loop.py": (
+        480,
+        "`Run` is the algorithm of reference/pi-agent-core.md §2.2 in one class, to be read top "
+        "to bottom: its turns, model calls (their fallbacks and input guardrails), tool batches "
+        "(handoffs, children's pauses) and final reply (output guardrails) share the run's "
+        "state; the parts that need none of it live beside it (`_reply`, `_tool_exec`, "
+        "`_guardrails`, `_handoff`, `_fallback`, `_limits`, `_output`)",
+    ),
 }
 """Modules allowed past `MAX_MODULE_LINES`: path -> (their own bound, the reason)."""
 

@@ -33,6 +33,8 @@ from agentcore import (
     CompactionSummaryMessage,
     DoneEvent,
     ErrorEvent,
+    GuardrailTripped,
+    GuardrailTrippedEvent,
     HandoffEvent,
     ImageContent,
     MessageEndEvent,
@@ -119,6 +121,8 @@ EXPECTED_ALL = [
     "ErrorEvent",
     "EventSink",
     "EventStream",
+    "GuardrailTripped",
+    "GuardrailTrippedEvent",
     "HandoffEvent",
     "ImageContent",
     "JsonlSession",
@@ -187,6 +191,7 @@ EXPECTED_ALL = [
     "handoff",
     "is_context_overflow",
     "register_provider",
+    "retry_guardrail",
     "run_agent_loop",
     "run_agent_loop_continue",
     "stream",
@@ -225,6 +230,7 @@ AGENT_EVENT_TYPES = {
     ModelFallbackEvent: "model_fallback",
     SubagentEvent: "subagent",
     HandoffEvent: "handoff",
+    GuardrailTrippedEvent: "guardrail_tripped",
 }
 
 ASSISTANT_MESSAGE_EVENT_TYPES = {
@@ -438,6 +444,7 @@ def test_every_public_error_derives_from_agentcore_error() -> None:
         ModelNotFoundError,
         MissingApiKeyError,
         RunError,
+        GuardrailTripped,
         UsageLimitExceeded,
         OutputValidationError,
         SerializationError,
@@ -445,7 +452,9 @@ def test_every_public_error_derives_from_agentcore_error() -> None:
     for error in errors:
         assert issubclass(error, AgentcoreError), error
         # UsageLimitExceeded is named by API.md §14, after the peers' MaxTurnsExceeded
-        assert error.__name__.endswith("Error") or error is UsageLimitExceeded, error
+        # the contract's names for a limit reached and a guardrail tripped (API §14, §26)
+        assert error.__name__.endswith("Error") or error in (UsageLimitExceeded,
+                                                             GuardrailTripped), error
     assert issubclass(AgentcoreError, Exception)
 
 
