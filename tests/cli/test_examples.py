@@ -27,7 +27,7 @@ import agentcore as ac
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
-                "callback_events.py", "custom_stream_fn.py", "fallback.py", "fastapi_app.py",
+                "callback_events.py", "custom_stream_fn.py", "fallback.py", "fastapi_app.py", "guardrails.py",
                 "local_server.py",
                 "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
@@ -135,6 +135,18 @@ def test_subagents_example_shows_each_child_s_work_under_its_call() -> None:
         f"    writer: Twice a day the sea comes in. ({facts})",
         f"coordinator: Done: Twice a day the sea comes in. ({facts})",
         "tokens, all three agents: 886",
+    ]
+
+
+@pytest.mark.slow
+def test_guardrails_example_asks_again_then_ends_a_run_at_its_input() -> None:
+    assert run_example("guardrails.py").splitlines() == [
+        "> greet me",
+        "  [output guardrail 'no_shouting' tripped: it shouts; asks again]",
+        "  Hello there.",
+        "> my card is 4111 1111 1111 1111",
+        "  [input guardrail 'no_card_numbers' tripped: it contains a card number; ends the run]",
+        "  guardrail tripped: no_card_numbers: it contains a card number",
     ]
 
 
