@@ -27,8 +27,8 @@ import agentcore as ac
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
-                "callback_events.py", "custom_stream_fn.py", "fallback.py", "fastapi_app.py", "guardrails.py",
-                "local_server.py",
+                "callback_events.py", "custom_stream_fn.py", "fallback.py", "fastapi_app.py",
+                "guardrails.py", "local_server.py",
                 "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
                 "structured_output.py", "subagents.py", "tools.py", "vertex.py"]
