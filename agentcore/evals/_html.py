@@ -39,7 +39,7 @@ def _chart(report: Report) -> str:
     width = max(label + bar_width + 60, label + runs * (_SQUARE + 2) + 10)
     bars_height = len(report.evaluators) * (_BAR + 6)
     height = bars_height * 2 + 30
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" role="img" width="{width}" '
+    parts = [f'<svg role="img" width="{width}" '
              f'height="{height}" viewBox="0 0 {width} {height}">']
     for i, name in enumerate(report.evaluators):
         y = i * (_BAR + 6)
