@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 import attrs
 
-from .._core import to_dict
+from .._core import AgentMessage, Cost, Usage, from_dict, to_dict
 from ._cases import Case
 from ._evaluators import RunResult, Score
 from ._format import cell, one_line, percentile
@@ -124,6 +124,28 @@ class Report:
         "p95"}, "repeat"}`: costs in USD, durations in seconds.
         """
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Report:
+        """A report read back from `to_json()`, for `compare` against a run kept on disk.
+
+        What the JSON holds comes back: each row's case (name and input), scores, cost (as
+        `usage.cost.total`), duration and error; not the runs' messages, text or output.
+        """
+        data = json.loads(text)
+        rows = []
+        for item in data["cases"]:
+            raw = item["input"]
+            input = raw if isinstance(raw, str) else from_dict(list[AgentMessage], raw)
+            scores = {name: Score(s["score"], s["passed"], s.get("reason", ""),
+                                  s.get("error", False))
+                      for name, s in item["scores"].items()}
+            usage = Usage(cost=Cost(total=item.get("cost", 0.0)))
+            result = RunResult(usage=usage, duration=item.get("duration", 0.0),
+                               error=item.get("error"))
+            rows.append(Row(Case(input, name=item["name"]), item.get("repeat", 0), result,
+                            scores))
+        return cls(rows, list(data["evaluators"]), data.get("repeat", 1))
 
     def print(self, file: TextIO | None = None) -> None:
         """Write the report as a plain-text table to `file` (default: stdout)."""

@@ -238,3 +238,14 @@ def test_compare_lists_the_cases_that_got_worse() -> None:
 def test_repeat_must_be_positive(fake: ScriptedModel) -> None:
     with pytest.raises(ValueError, match="repeat"):
         evaluate(lambda: Agent(fake.model), dataset(), [Equals()], repeat=0)
+
+
+def test_a_report_read_back_from_json_compares_like_the_original(fake: ScriptedModel) -> None:
+    cases = [*dataset(), Case([UserMessage("2 + 2?")], "4", name="as-messages")]
+    report = evaluate(lambda: Agent(fake.model), cases, [Equals()], progress=False)
+    data = json.loads(report.to_json())
+    assert data["cases"][3]["input"][0]["role"] == "user"
+    back = Report.from_json(report.to_json())
+    assert back.to_dict() == report.to_dict()
+    assert back.compare(report) == []
+    assert report.compare(back) == []
