@@ -45,9 +45,10 @@ LAYERS = {
     "agentcore.sessions": 5,
     "agentcore.testing": 5,
     "agentcore.web": 5,
-    "agentcore._cli": 6,
-    "agentcore": 7,
-    "agentcore.__main__": 7,
+    "agentcore.evals": 6,
+    "agentcore._cli": 7,
+    "agentcore": 8,
+    "agentcore.__main__": 8,
 }
 """Each package (or public top-level module) and its layer: a lower layer never imports a higher
 one, and two packages of the same layer never import each other."""
@@ -64,6 +65,7 @@ rule counts them like any other edge: the higher module must not import the lowe
 PUBLIC_MODULES = {
     "agentcore.batch",
     "agentcore.compaction",
+    "agentcore.evals",
     "agentcore.mcp",
     "agentcore.testing",
     "agentcore.notebook",

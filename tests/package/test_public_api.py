@@ -570,6 +570,9 @@ FAUX_ALL = [
 PUBLIC_SUBMODULE_NAMES = {
     "agentcore.compaction": {"CompactionSettings", "compact", "estimate_tokens"},
     "agentcore.testing": set(TESTING_ALL),
+    "agentcore.evals": {"Case", "Contains", "Dataset", "Equals", "Judge", "MaxCost",
+                        "MaxDuration", "Regex", "Report", "RunResult", "Score", "ToolCalled",
+                        "evaluate"},
     "agentcore.notebook": {"display"},
     "agentcore.otel": {"instrument"},
     "agentcore.mcp": {"MCPServerError", "MCPServerHTTP", "MCPServerStdio", "MCPToolError"},
@@ -712,6 +715,7 @@ _HEAVY_PROBE = textwrap.dedent(
 
 NOT_LOADED_BY_IMPORT = [
     cli.__name__,
+    "agentcore.evals",
     "agentcore.mcp",
     "agentcore.notebook",
     "agentcore.otel",
