@@ -4,12 +4,13 @@ It streams a model's reply, runs the tools the model asks for, feeds the results
 repeats until the work is done, telling the caller everything that happens as events.
 
 Layout. Every module is private except this one and the public submodules (`testing`,
-`notebook`, `sessions`, `compaction`, `mcp`, `batch`, `otel`, `web`, `providers` and its wire
+`notebook`, `sessions`, `compaction`, `mcp`, `batch`, `evals`, `otel`, `web`, `providers` and its wire
 modules); the layers import only downwards, and each private subpackage is reached through
 its `__init__` (`tests/package/test_layers.py` checks both)::
 
-    7  agentcore, __main__      re-exports only; `python -m agentcore`
-    6  _cli/                    the demo and the chat (never imported by the library)
+    8  agentcore, __main__      re-exports only; `python -m agentcore`
+    7  _cli/                    the demo and the chat (never imported by the library)
+    6  evals/                   datasets, evaluators and reports, on `batch`
     5  testing, notebook        public helpers for tests and Jupyter
     5  compaction, sessions/    summarising a transcript; transcripts on disk
     5  batch/, mcp/, otel, web/ many runs; MCP tools; tracing; AG-UI and the chat page
