@@ -4,8 +4,8 @@ It streams a model's reply, runs the tools the model asks for, feeds the results
 repeats until the work is done, telling the caller everything that happens as events.
 
 Layout. Every module is private except this one and the public submodules (`testing`,
-`notebook`, `sessions`, `compaction`, `mcp`, `batch`, `evals`, `otel`, `web`, `providers` and its wire
-modules); the layers import only downwards, and each private subpackage is reached through
+`notebook`, `sessions`, `compaction`, `mcp`, `batch`, `evals`, `otel`, `web`, `providers` and
+its wire modules); the layers import only downwards, and each private subpackage is reached through
 its `__init__` (`tests/package/test_layers.py` checks both)::
 
     8  agentcore, __main__      re-exports only; `python -m agentcore`
