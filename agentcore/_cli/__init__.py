@@ -143,6 +143,25 @@ def _chat_command(args: argparse.Namespace) -> int:
     return run_chat(options)
 
 
+def _eval_command(args: argparse.Namespace) -> int:
+    from ._eval import run_eval
+
+    model, error = _model_or_offline(args, "eval", "evaluating the offline faux model instead")
+    if error is not None:
+        return _fail(error, "eval")
+    return run_eval(args.cases, model, args.repeat, args.html, args.json_path)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
 def _web_command(args: argparse.Namespace) -> int:
     from .._core import ThinkingLevel
     from ._demo_tools import SYSTEM_PROMPT
@@ -282,6 +301,25 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the port to listen on (default: 8000; 0 picks a free one)")
     web.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
     web.set_defaults(handler=_web_command)
+
+    evals = commands.add_parser(
+        "eval",
+        help="measure an agent on a JSONL dataset (offline unless --model is given)",
+        description="Run the chat's agent (a calculator and a clock) on every case of CASES (one "
+        "JSON object a line: input, expected, name, metadata), score each answer (Contains "
+        "against expected), print the report, and exit 0 when every case passes, 1 when "
+        "some fail. Without --model, or without the model's API key, it runs offline on the "
+        "faux model.",
+    )
+    evals.add_argument("cases", metavar="CASES", help="the dataset, a .jsonl file")
+    _add_model_arguments(evals, "evaluate")
+    evals.add_argument("--repeat", type=_positive_int, default=1,
+                       help="run every case N times, for the spread of the pass rates")
+    evals.add_argument("--html", metavar="PATH", default=None,
+                       help="also write the report as one self-contained HTML page")
+    evals.add_argument("--json", metavar="PATH", default=None, dest="json_path",
+                       help="also write the report as JSON")
+    evals.set_defaults(handler=_eval_command)
     return parser
 
 

@@ -27,7 +27,8 @@ import agentcore as ac
 
 EXAMPLES = paths.EXAMPLES
 ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.py", "bedrock.py",
-                "callback_events.py", "custom_stream_fn.py", "fallback.py", "fastapi_app.py",
+                "callback_events.py", "custom_stream_fn.py", "evals.py", "fallback.py",
+                "fastapi_app.py",
                 "guardrails.py", "local_server.py",
                 "loop.py",
                 "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
@@ -148,6 +149,16 @@ def test_guardrails_example_asks_again_then_ends_a_run_at_its_input() -> None:
         "  [input guardrail 'no_card_numbers' tripped: it contains a card number; ends the run]",
         "  guardrail tripped: no_card_numbers: it contains a card number",
     ]
+
+
+@pytest.mark.slow
+def test_evals_example_scores_three_cases_and_writes_its_page(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLES / "evals.py")], capture_output=True,
+                          text=True, timeout=60, check=False, env=_env(), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["Contains: 67% passed", "ToolCalled: 33% passed",
+                                        "brief: 100% passed", "report: eval_report.html"]
+    assert "<svg" in (tmp_path / "eval_report.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.slow

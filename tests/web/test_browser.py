@@ -566,3 +566,41 @@ def test_page_reads_events_split_anywhere_with_comments_and_crlf(serve, browser)
     assert sent["messages"] == [{"id": sent["messages"][0]["id"], "role": "user",
                                  "content": "hi"}]
     assert sent["threadId"] == page.evaluate("localStorage.getItem('agentcore.threadId')")
+
+
+def test_the_eval_report_page_renders_its_table_and_chart_with_no_request(
+        chromium: Any, tmp_path: Path) -> None:
+    from agentcore.evals import Case, Contains, Dataset, evaluate
+    from agentcore.testing import scripted_model
+
+    def answer(context: Any, options: Any, model: Any) -> str:
+        question = str(context.messages[-1].content)
+        return {"2 + 2?": "4", "capital of France?": "Paris"}.get(question, "no idea")
+
+    cases = Dataset([Case("2 + 2?", "4", name="sum"), Case("capital of France?", "Paris",
+                                                           name="capital"),
+                     Case("meaning of life?", "42", name="life")])
+    with scripted_model([answer] * 6) as model:
+        report = evaluate(lambda: ac.Agent(model.model), cases, [Contains()], repeat=2,
+                          progress=False)
+    path = tmp_path / "report.html"
+    report.to_html(path)
+    context = chromium.new_context(viewport=DESKTOP)
+    try:
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        requests: list[str] = []
+        errors: list[str] = []
+        page.on("request", lambda request: requests.append(request.url))
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(path.as_uri())
+        expect(page.locator("svg").first).to_be_visible()
+        table = page.locator("table").first
+        for name in ("sum", "capital", "life"):
+            expect(table).to_contain_text(name)
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "eval_report.png"), full_page=True)
+    finally:
+        context.close()
+    assert errors == []
+    assert requests == [path.as_uri()]  # the page itself, and nothing it would fetch
