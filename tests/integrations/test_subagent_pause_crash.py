@@ -26,7 +26,7 @@ import agentcore as ac
 from agentcore.sessions import SqliteSession
 
 CHILD = paths.TESTS / "subagent_pause_child.py"
-SAMPLES = 6
+SAMPLES = 4
 
 
 def step(db: Path, side: Path, name: str, kill_after: float | None) -> str:
