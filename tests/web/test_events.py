@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -270,9 +269,7 @@ def test_reasoning_text_and_a_tool_call_stream_in_order_with_their_results(
     ])
     agent = ac.Agent(faux.get_model(), tools=[tool("ls")])
 
-    began = time.monotonic()
     events = collect(ag_ui_events(agent.prompt("find it"), thread_id="t", run_id="r"))
-    run_ms = (time.monotonic() - began) * 1000
 
     kinds = types(events)
     assert kinds[:5] == [T.RUN_STARTED, T.REASONING_START, T.REASONING_MESSAGE_START,
@@ -306,7 +303,7 @@ def test_reasoning_text_and_a_tool_call_stream_in_order_with_their_results(
     meta = result["metadata"]["agentcore"]
     assert meta["isError"] is False
     assert isinstance(meta["durationMs"], float)
-    assert 0 <= meta["durationMs"] <= run_ms  # milliseconds, of a call inside the run
+    assert meta["durationMs"] >= 0  # its value: test_the_translator_times_a_tool_call_...
     assert events[-1]["outcome"] == {"type": "success"}
 
 
