@@ -1,13 +1,12 @@
 """Agents made of agents (API §25): `agent.as_tool()` and the `subagent` events of its runs.
 
-Scripted models for the event orders, and a child on a real HTTP server (`SSEServer`) for the
+Scripted models for the event orders, and a child on a real HTTP server (`sse_server`) for the
 abort and the stream. Tests read orders and what each model was asked, never the clock.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -26,16 +25,6 @@ def unwrap(event: ac.AgentEvent) -> tuple[list[list[str]], ac.AgentEvent]:
         paths.append(event.path)
         event = event.event
     return paths, event
-
-
-@pytest.fixture
-def server() -> Iterator[SSEServer]:
-    made = SSEServer()
-    try:
-        yield made
-    finally:
-        made.close()
-    assert not made.errors
 
 
 def test_as_tool_runs_a_fresh_copy_and_streams_its_events_into_the_parent(
@@ -190,11 +179,11 @@ def test_as_tool_bad_input() -> None:
             ac.Agent(model.model, name="no spaces")
 
 
-def test_aborting_the_parent_aborts_a_child_streaming_over_http(server: SSEServer) -> None:
-    gone = server.slow_sse([b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'],
+def test_aborting_the_parent_aborts_a_child_streaming_over_http(sse_server: SSEServer) -> None:
+    gone = sse_server.slow_sse([b'data: {"choices":[{"index":0,"delta":{"content":"x"}}]}\n\n'],
                            HOLD)
     child_model = ac.Model("child", "child", "openai-completions", "openai",
-                           f"{server.url}/v1")
+                           f"{sse_server.url}/v1")
     with scripted_model([tool_call("slow", {"input": "take your time"})]) as parent_model:
         slow = ac.Agent(child_model, name="slow")
         parent = ac.Agent(parent_model.model, tools=[slow.as_tool()])
@@ -216,16 +205,16 @@ def test_aborting_the_parent_aborts_a_child_streaming_over_http(server: SSEServe
     assert run.error is not None
 
 
-def test_a_child_over_real_http_answers_its_parent(server: SSEServer) -> None:
-    server.sse(completions_reply(text="from the child"))
+def test_a_child_over_real_http_answers_its_parent(sse_server: SSEServer) -> None:
+    sse_server.sse(completions_reply(text="from the child"))
     child_model = ac.Model("child", "child", "openai-completions", "openai",
-                           f"{server.url}/v1")
+                           f"{sse_server.url}/v1")
     with scripted_model([tool_call("child", {"input": "hello"}), "relayed"]) as parent_model:
         parent = ac.Agent(parent_model.model, name="parent",
                           tools=[ac.Agent(child_model, name="child").as_tool()])
         run = parent.prompt("go")
         assert run.text == "relayed"
-    assert server.requests[0].json["messages"][-1]["content"] == "hello"
+    assert sse_server.requests[0].json["messages"][-1]["content"] == "hello"
     assert parent.messages[2].text == "from the child"  # type: ignore[union-attr]
     deltas = [unwrap(e)[1] for e in list(run) if isinstance(e, ac.SubagentEvent)]
     assert any(d.type == "message_update" for d in deltas)  # streamed live
@@ -376,10 +365,10 @@ def test_pending_paths_name_the_agent_whose_calls_wait() -> None:
         assert run.pending_paths == {"p1": ["cashier"]}
 
 
-def test_a_hanging_child_ends_at_the_parent_s_tool_timeout(server: SSEServer) -> None:
-    gone = server.hang_headers(HOLD)  # the child's model never answers
+def test_a_hanging_child_ends_at_the_parent_s_tool_timeout(sse_server: SSEServer) -> None:
+    gone = sse_server.hang_headers(HOLD)  # the child's model never answers
     child_model = ac.Model("child", "child", "openai-completions", "openai",
-                           f"{server.url}/v1")
+                           f"{sse_server.url}/v1")
     with scripted_model([tool_call("stuck", {"input": "wait"}), "gave up"]) as parent_model:
         parent = ac.Agent(parent_model.model, tools=[ac.Agent(child_model, name="stuck")
                                                      .as_tool()], tool_timeout=0.2)
