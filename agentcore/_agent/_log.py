@@ -202,9 +202,6 @@ def _resolve(future: asyncio.Future[None]) -> None:
 def _droppable(event: AgentEvent) -> bool:
     """Whether the log may drop `event`: a `message_update`, a child agent's one included."""
     kind = event.__class__
-    if kind is MessageUpdateEvent:
-        return True
-    while kind is SubagentEvent:
-        event = event.event  # type: ignore[union-attr]
-        kind = event.__class__
+    if kind is SubagentEvent:
+        kind = event.innermost().event.__class__  # type: ignore[union-attr]
     return kind is MessageUpdateEvent

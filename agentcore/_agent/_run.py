@@ -438,8 +438,8 @@ def _usage_beside(event: AgentEvent) -> Usage:
     A failed reply's, that a fallback took over; a child agent's reply's, or its failed
     reply's (a `SubagentEvent` of its `message_end` or `model_fallback`).
     """
-    while isinstance(event, SubagentEvent):
-        event = event.event
+    if isinstance(event, SubagentEvent):
+        event = event.innermost().event
     if isinstance(event, ModelFallbackEvent):
         return event.failed.usage if event.failed is not None else Usage()
     if isinstance(event, MessageEndEvent) and isinstance(event.message, AssistantMessage):

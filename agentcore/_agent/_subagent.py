@@ -105,9 +105,14 @@ class ChildCall:
                               args["input"], signal, self.output_type, self.max_depth,
                               session is not None)
         finally:
-            close = getattr(session, "close", None)
-            if close is not None:
-                close()
+            _close(session)
+
+
+def _close(session: object) -> None:
+    """Close a child's session, when it has a `close` (a `SqliteSession` of its own)."""
+    close = getattr(session, "close", None)
+    if close is not None:
+        close()
 
 
 def load_paused_children(pauses: ChildPauses, messages: Sequence[AgentMessage],
@@ -145,9 +150,7 @@ def load_paused_children(pauses: ChildPauses, messages: Sequence[AgentMessage],
                                          list(child.messages)))
                 waiting.add(call.id)
         finally:
-            close = getattr(session, "close", None)
-            if close is not None:
-                close()
+            _close(session)
     return waiting
 
 

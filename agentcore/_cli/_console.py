@@ -222,11 +222,9 @@ class EventPrinter:
 
     def child(self, event: SubagentEvent) -> None:
         """A child agent's tool calls and replies (API §25), indented one step per level."""
-        depth, name = 0, event.agent_name
-        inner: AgentEvent = event
-        while isinstance(inner, SubagentEvent):
-            depth, name, inner = depth + 1, inner.agent_name, inner.event
-        pad = "  " * (depth + 1)
+        child = event.innermost()  # each level adds a name to the path: its depth
+        name, inner = child.agent_name, child.event
+        pad = "  " * (len(child.path) - len(event.path) + 2)
         if isinstance(inner, ToolExecutionStartEvent):
             self.end_line()
             self.line(f"{pad}-> {inner.tool_name}({format_args(inner.args, self.max_chars)})")

@@ -357,6 +357,13 @@ class SubagentEvent:
     path: list[str]
     event: AgentEvent
 
+    def innermost(self) -> SubagentEvent:
+        """The `SubagentEvent` of the agent whose own event this is (a grandchild's, say)."""
+        inner = self
+        while isinstance(inner.event, SubagentEvent):
+            inner = inner.event
+        return inner
+
 
 @attrs.frozen
 class HandoffEvent:

@@ -42,18 +42,21 @@ _OWN_CREDENTIALS = frozenset({"amazon-bedrock", "google-vertex"})  # looked up a
 
 
 def model_list(value: object) -> list[Model]:
-    """Attrs converter of `fallback_models`: a list or tuple, copied into a list."""
+    """Attrs converter of `fallback_models`: a list or tuple of `Model`, copied into a list."""
     if value is None:
         return []
     if not isinstance(value, (list, tuple)):
         hint = model_hint(value)
         raise type_error("fallback_models", "a list of Model", value,
                          "wrap the model in a list" if isinstance(value, Model) else hint)
+    for i, model in enumerate(value):
+        if not isinstance(model, Model):
+            raise type_error(f"fallback_models[{i}]", "a Model", model, model_hint(model))
     return list(value)
 
 
 def check_fallbacks(config: Any, _: attrs.Attribute[Any], models: list[Model]) -> None:
-    """Attrs validator: every entry a `Model`, and each one that needs a key able to get one.
+    """Attrs validator: each model (`model_list` checked them) that needs a key can get one.
 
     A key comes from `get_api_key` (trusted to have it), from `api_key` for a model of the
     run's own provider, or from the environment; local servers need none.
@@ -61,8 +64,6 @@ def check_fallbacks(config: Any, _: attrs.Attribute[Any], models: list[Model]) -
     if not isinstance(models, list):
         raise type_error("fallback_models", "a list of Model", models)
     for i, model in enumerate(models):
-        if not isinstance(model, Model):
-            raise type_error(f"fallback_models[{i}]", "a Model", model, model_hint(model))
         if config.get_api_key is not None or not speaks_http(model.api) \
                 or model.provider in _OWN_CREDENTIALS:
             continue

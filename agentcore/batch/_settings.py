@@ -22,10 +22,8 @@ from .._core import (
     Model,
     UsageLimits,
     instance_of,
-    model_hint,
     optional_instance_of,
     takes,
-    type_error,
 )
 from .._http import (
     AdaptiveLimits,
@@ -46,12 +44,6 @@ _SHARED = ("budget", "circuit_breaker")
 """Settings that are one object of this process, shared by the runs: never sent elsewhere."""
 
 
-def _models(_: object, attribute: attrs.Attribute[Any], value: list[Model] | None) -> None:
-    for i, model in enumerate(value or ()):
-        if not isinstance(model, Model):
-            raise type_error(f"{attribute.name}[{i}]", "a Model", model, model_hint(model))
-
-
 @attrs.frozen
 class RunSettings:
     """`run_batch`'s settings for every run; None keeps what the run's agent has.
@@ -63,7 +55,7 @@ class RunSettings:
     """
 
     fallback_models: list[Model] | None = attrs.field(
-        default=None, converter=attrs.converters.optional(model_list), validator=_models)
+        default=None, converter=attrs.converters.optional(model_list))  # checks each Model
     fallback_on: FallbackOn | None = attrs.field(default=None,
                                                  validator=takes("message", optional=True))
     circuit_breaker: CircuitBreaker | None = attrs.field(

@@ -195,7 +195,7 @@ class Translator:
 
     def _fallback(self, event: ModelFallbackEvent) -> list[ag.BaseEvent]:
         """Close what the failed reply opened, and say that it is dropped (API §24)."""
-        out = [item for index in sorted(self._open) for item in self._close(index)]
+        out = self._close_all()
         failed = event.failed
         if failed is not None:
             self._failed.append(failed)
@@ -254,6 +254,10 @@ class Translator:
             return self._close(index)
         return []
 
+    def _close_all(self) -> list[ag.BaseEvent]:
+        """End whatever still streams (a failed or dropped reply can leave things open)."""
+        return [event for index in sorted(self._open) for event in self._close(index)]
+
     def _close(self, index: int) -> list[ag.BaseEvent]:
         """End what streams at `index` (its arguments first, for a call that streamed none)."""
         kind, item_id = self._open.pop(index)
@@ -272,7 +276,7 @@ class Translator:
 
     def _message_end(self, message: AgentMessage) -> list[ag.BaseEvent]:
         if isinstance(message, AssistantMessage):  # an error or abort can leave things open
-            return [event for index in sorted(self._open) for event in self._close(index)]
+            return self._close_all()
         if isinstance(message, ToolResultMessage):
             meta: dict[str, Any] = {"isError": message.is_error}
             started = self._started.pop(message.tool_call_id, None)
@@ -311,9 +315,7 @@ class Translator:
 
 def _subagent(event: SubagentEvent) -> list[ag.BaseEvent]:
     """A child agent's event as one `CUSTOM` event (see `SUBAGENT_EVENT`), or none."""
-    call_id, inner = event.tool_call_id, event
-    while isinstance(inner.event, SubagentEvent):
-        inner = inner.event
+    call_id, inner = event.tool_call_id, event.innermost()
     child = inner.event
     body: dict[str, Any]
     if isinstance(child, MessageUpdateEvent):
