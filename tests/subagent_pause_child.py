@@ -7,7 +7,9 @@ and the boss has no `approve`: `prompt` runs until the cashier's call waits, `re
 it (approved) and runs to the end. Every execution of `pay` is logged to SIDE ("start", then
 "end", each fsynced), so that a test counts them across processes. The scripted models answer
 from the context alone, so any process rebuilds the same conversation. Prints "ready" once
-imported (a test kills the step at a random moment after that).
+imported (a test kills the step at a random moment after that), and once its step is done
+it waits for its stdin to close before it exits, so that a step the test means to kill is
+always killed: mid-step or after it, as the moment falls.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def main() -> None:
         elif agent.state.pending_approvals:
             agent.continue_(approvals={PAY_ID: True}).wait()
         agent.close()
+    sys.stdin.read()  # linger until the test closes stdin (or kills this process)
 
 
 if __name__ == "__main__":
