@@ -6,8 +6,9 @@ environment with static test credentials (Bedrock's tests). `backoffs`, `hour_lo
 and `abort_grace` set the HTTP layer's and the loop's waits for one test, so that a test shows
 what ends a wait rather than timing it. A test that starts a process must be marked `slow`
 (the `slow_tier` plugin, `tests/slow_tier.py`, checks).
-`mypy_report` (one mypy run) and `dask_client` (one cluster per session) are shared, and
-made by the first test that asks.
+`mypy_report` (one mypy run), `dask_client` (one cluster per session) and `postgres_server`
+(a real PostgreSQL server; `postgres_dsn` a new database on it) are shared, and made by the
+first test that asks.
 """
 
 from __future__ import annotations
@@ -277,3 +278,27 @@ def dask_client() -> Iterator[Any]:
             distributed.Client(cluster) as client:
         assert client.submit(abs, -1).result(30) == 1
         yield client
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A real PostgreSQL server (`tests/pg_server.py`), one per session (per xdist worker).
+
+    Made when first asked (initdb and start take about a second), stopped at the end. Its
+    tests start processes: mark them `slow`.
+    """
+    pytest.importorskip("psycopg", reason="psycopg is not installed (extra postgres)")
+    from pg_server import PostgresServer
+
+    server = PostgresServer.start(tmp_path_factory.mktemp("postgres"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_dsn(postgres_server: Any) -> str:
+    """The DSN of a new, empty database of the test's own on `postgres_server`."""
+    dsn: str = postgres_server.new_database()
+    return dsn

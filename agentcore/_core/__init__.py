@@ -65,6 +65,7 @@ from ._errors import (
     ProviderNotFoundError,
     RunError,
     SerializationError,
+    SessionBusyError,
     ToolArgumentsError,
     UsageLimitExceeded,
     describe,
@@ -113,6 +114,7 @@ from ._journal import (
     tool_result_message,
 )
 from ._json_ready import json_ready
+from ._lease import Lease, SessionLease
 from ._limits import UsageLimits
 from ._messages import (
     LLM_TYPES,
@@ -245,6 +247,7 @@ __all__ = [
     "HttpClientLike",
     "ImageContent",
     "JournalEntry",
+    "Lease",
     "Message",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -265,7 +268,9 @@ __all__ = [
     "RunError",
     "SerializationError",
     "Session",
+    "SessionBusyError",
     "SessionJournal",
+    "SessionLease",
     "StartEvent",
     "StopReason",
     "StreamOptions",

@@ -4,6 +4,7 @@ Everything agentcore raises on purpose derives from one root, so callers can cat
 
     AgentcoreError
     ├── AgentBusyError            a run is active (prompt, continue_, reset, messages=)
+    │   └── SessionBusyError      another holder drives the agent's session (API §27)
     ├── AgentClosedError          the agent is closed (prompt, continue_, steer, follow_up)
     ├── AbortError                throw_if_aborted(), iter_until() past its grace
     ├── ToolArgumentsError        (also ValueError) a tool call's arguments fail its schema
@@ -48,6 +49,14 @@ class AgentcoreError(Exception):
 
 class AgentBusyError(AgentcoreError):
     """An operation needs an idle agent, but a run is active."""
+
+
+class SessionBusyError(AgentBusyError):
+    """Another agent, in this process or another, holds the session's lease (API §27).
+
+    Raised by `prompt`/`continue_` (after `lease_timeout` seconds, if given), `reset()` and
+    assigning `messages`, when a run of another holder is driving the same session.
+    """
 
 
 class AgentClosedError(AgentcoreError):
