@@ -11,6 +11,7 @@ state, how a run ends): no other module touches its private state. `prompt_here`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import threading
 from collections.abc import Callable, Sequence
@@ -63,6 +64,7 @@ from .._core import (
     to_queue_mode,
     to_thinking_level,
     unanswered_tool_calls,
+    wait_seconds,
 )
 from .._function_tools import output_tool
 from .._loop import (
@@ -102,7 +104,7 @@ from ._live import AgentState, LiveState
 from ._queue import MessageQueue
 from ._run import MAX_EVENTS, AgentRun
 from ._subagent import DEFAULT_MAX_DEPTH, agent_tool
-from ._transcript import SessionWriter, load_transcript
+from ._transcript import SessionWriter, load_transcript, open_transcript
 
 if TYPE_CHECKING:
     import requests
@@ -127,7 +129,8 @@ def _idle_only(agent: Agent, attribute: attrs.Attribute[Any], value: Any) -> Any
 def _replace_session(agent: Agent, _: attrs.Attribute[Any], value: Any) -> Any:
     """On-setattr hook of `messages`: a new transcript replaces the session's too."""
     if agent._writer is not None:
-        agent._writer.replace(value)
+        with agent._writer.held(agent.lease_timeout):
+            agent._writer.replace(value)
     return value
 
 
@@ -165,7 +168,12 @@ class Agent:
     replaces the session's transcript, `reset()` clears it; a failed append is logged at ERROR on
     `agentcore.sessions`, the run goes on, and the next message rewrites the session whole.
     Tool calls' idempotency keys derive from the session's identity, and its journal (API §24;
-    `_transcript`) tells the repair which calls finished. The agent never closes it. `name`
+    `_transcript`) tells the repair which calls finished. With a session that has a lease
+    (`SqliteSession`, `PostgresSession`; API §27) one agent at a time drives it: each run
+    holds the lease, first loading what other agents stored meanwhile; another agent's
+    `prompt`, `continue_`, `reset()` or `messages =` raises `SessionBusyError` (after waiting
+    `lease_timeout` seconds, holding this agent's lock), and one opening the session while
+    another runs loads it without repairing. The agent never closes its session. `name`
     names it in events, traces and as a tool (`as_tool`; API §25). Threading: see above.
     """
 
@@ -199,6 +207,7 @@ class Agent:
             Session, expected="a Session (load, append, replace, clear, session_ids)"),
         kw_only=True, on_setattr=attrs.setters.frozen)
     name: str = attrs.field(default="agent", validator=agent_name, kw_only=True)
+    lease_timeout: float = attrs.field(default=0.0, validator=wait_seconds, kw_only=True)
     convert_to_llm: ConvertToLlm = OPTION
     transform_context: TransformContext | None = OPTION
     get_api_key: GetApiKey | None = OPTION
@@ -263,11 +272,25 @@ class Agent:
             if self.messages:
                 raise ValueError("give 'messages' or 'session', not both: the agent loads its "
                                  "transcript from the session")
-            check = functools.partial(list_of_messages, self, attrs.fields(Agent).messages)
             self._children = ChildPauses(getattr(self.session, "child", None))
-            self.messages.extend(load_transcript(self.session, check, self.tools,
-                                                 self._children, self.name))
+            self.messages.extend(self._load(open_transcript))
             self._writer = SessionWriter(self.session)
+
+    def _load(self, opener: Callable[..., list[AgentMessage]]) -> list[AgentMessage]:
+        """The session's transcript by `opener` (`open_transcript` or `load_transcript`)."""
+        check = functools.partial(list_of_messages, self, attrs.fields(Agent).messages)
+        self._children.clear()
+        return opener(self.session, check, self.active_agent.tools, self._children, self.name)
+
+    def _claimed(self) -> contextlib.AbstractContextManager[None]:
+        """The session's lease, taken for a run (see `SessionWriter.claimed`; API §27)."""
+        if self._writer is None:
+            return contextlib.nullcontext()
+
+        def reload() -> None:
+            self.messages[:] = self._load(load_transcript)  # in place: no setter
+
+        return self._writer.claimed(self.lease_timeout, reload)
 
     def __repr__(self) -> str:
         busy = "running" if self._run is not None else "idle"
@@ -383,7 +406,9 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt; use steer() or "
                                      "follow_up() to queue messages, or wait for completion")
-            return self._start(prompts, False, Output(output_type, output_retries, output_mode))
+            with self._claimed():
+                return self._start(prompts, False,
+                                   Output(output_type, output_retries, output_mode))
 
     async def prompt_async(
         self, input: str | AgentMessage | Sequence[AgentMessage],
@@ -426,23 +451,28 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing; wait for completion "
                                      "before continuing")
-            if not self.messages:
-                raise ValueError("cannot continue: the agent has no messages")
-            approvals = self._children.decide(approvals)  # a child agent's calls (API §25)
-            if approvals is not None or self._children.ready() or \
-                    find_pause(self.messages, self.active_agent.tools):
-                return self._start(None, False, self._resume_output(), approvals=approvals)
-            if not isinstance(self.messages[-1], AssistantMessage):
-                return self._start(None, False)
-            for queue, mode, skip in ((self._steering, self.steering_mode, True),
-                                      (self._follow_up, self.follow_up_mode, False)):
-                taken = queue.take_now(mode)
-                if taken:
-                    try:
-                        return self._start(taken, skip)
-                    except BaseException:  # no run: the messages wait in their queue again
-                        queue.put_back(taken)
-                        raise
+            with self._claimed():
+                return self._continue(approvals)
+
+    def _continue(self, approvals: dict[str, bool | str] | None) -> AgentRun:
+        """`continue_` once the lease is held (under the lock)."""
+        if not self.messages:
+            raise ValueError("cannot continue: the agent has no messages")
+        approvals = self._children.decide(approvals)  # a child agent's calls (API §25)
+        if approvals is not None or self._children.ready() or \
+                find_pause(self.messages, self.active_agent.tools):
+            return self._start(None, False, self._resume_output(), approvals=approvals)
+        if not isinstance(self.messages[-1], AssistantMessage):
+            return self._start(None, False)
+        for queue, mode, skip in ((self._steering, self.steering_mode, True),
+                                  (self._follow_up, self.follow_up_mode, False)):
+            taken = queue.take_now(mode)
+            if taken:
+                try:
+                    return self._start(taken, skip)
+                except BaseException:  # no run: the messages wait in their queue again
+                    queue.put_back(taken)
+                    raise
         raise ValueError("cannot continue from an assistant message: no steering or follow-up "
                          "message is queued")
 
@@ -499,8 +529,9 @@ class Agent:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing; wait for completion "
                                      "before resetting")
-            if self.session is not None:  # under the lock: no run may start and append meanwhile
-                self.session.clear()
+            if self._writer is not None:  # under the lock: no run may start and append meanwhile
+                with self._writer.held(self.lease_timeout):
+                    self._writer.session.clear()
             self.messages.clear()  # in place: assigning would replace the session's transcript
             self.clear_all_queues()
             self._live = LiveState()
@@ -542,7 +573,8 @@ class Agent:
         with self._lock:
             if self._run is not None:
                 raise AgentBusyError("the agent is already processing a prompt")
-            run, main = self._prepare(prompts, False, output, adjust, approvals)
+            with self._claimed():
+                run, main = self._prepare(prompts, False, output, adjust, approvals)
         try:
             on_start(run)
         finally:  # the agent is marked busy: only the run's own end makes it idle again
@@ -644,6 +676,8 @@ class Agent:
         type remembers it with its last message, for a resume of its paused calls.
         """
         with self._lock:
+            if self._writer is not None:
+                self._writer.release()
             self._steering.restore()
             self._follow_up.restore()
             self._live.end()

@@ -7,8 +7,9 @@ agent handles on the run's thread; the repair after a crash reads it back.
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from .._core import (
     AgentEvent,
@@ -16,8 +17,11 @@ from .._core import (
     AgentTool,
     ChildPauses,
     JournalEntry,
+    Lease,
     Session,
+    SessionBusyError,
     SessionJournal,
+    SessionLease,
     ToolExecutionEndEvent,
     ToolExecutionStartEvent,
     answer_interrupted,
@@ -28,7 +32,7 @@ from .._core import (
 )
 from ._subagent import load_paused_children
 
-__all__ = ["SessionWriter", "load_transcript"]
+__all__ = ["SessionWriter", "load_transcript", "open_transcript"]
 
 _session_log = logging.getLogger("agentcore.sessions")
 
@@ -69,6 +73,30 @@ def load_transcript(session: Session, check: Callable[[list[AgentMessage]], None
     return repaired
 
 
+def open_transcript(session: Session, check: Callable[[list[AgentMessage]], None],
+                    tools: Sequence[AgentTool], children: ChildPauses,
+                    name: str) -> list[AgentMessage]:
+    """The transcript an `Agent` opens with: `load_transcript`'s, unless another agent drives it.
+
+    With a session that has a lease (API §27), the repair needs it: calls left without a
+    result may be running in the holder's process right now, and answering them
+    "interrupted" would be false. While another holder keeps the lease, the transcript is
+    loaded as it is (the run that takes the lease later loads it again, and repairs it).
+    """
+    if not isinstance(session, SessionLease):
+        return load_transcript(session, check, tools, children, name)
+    try:
+        lease = session.lease(0.0)
+    except SessionBusyError:
+        loaded = session.load()
+        check(loaded)
+        return loaded
+    try:
+        return load_transcript(session, check, tools, children, name)
+    finally:
+        lease.release()
+
+
 def _journal_of(session: Session) -> Sequence[JournalEntry] | None:
     """The session's journal; None without one, or when it cannot be read (logged)."""
     if not isinstance(session, SessionJournal):
@@ -89,13 +117,68 @@ class SessionWriter:
     with the whole of it instead (until that succeeds), so the session never keeps a gap. A
     failed journal write is logged the same way; the run goes on. Used on the run's thread
     only, one run at a time. `scope` is the idempotency scope of the session's tool calls.
+
+    With a session that has a lease (API §27), `claim` takes it before a run and `release`
+    gives it up after. An append refused because the lease was lost (`SessionBusyError`:
+    another holder may drive the session now) is raised, once, into the run, which then ends
+    in error; nothing more of that run is stored.
     """
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.scope = session_scope(session)
         self._journal = session if isinstance(session, SessionJournal) else None
+        self._leases = session if isinstance(session, SessionLease) else None
+        self._lease: Lease | None = None
+        self._lost = False
         self._behind = False
+
+    def claim(self, timeout: float) -> bool:
+        """Take the session's lease, if it has one; whether to load the transcript again.
+
+        Raises `SessionBusyError` when another holder keeps it past `timeout` seconds. The
+        transcript is loaded again when another writer changed it since this agent's last
+        write, unless this agent could not store its own messages (then its own transcript
+        replaces the session's at its next message, as after any failed append).
+        """
+        if self._leases is None:
+            return False
+        self._lease = self._leases.lease(timeout)
+        self._lost = False
+        return self._lease.changed and not self._behind
+
+    @contextlib.contextmanager
+    def claimed(self, timeout: float, reload: Callable[[], None]) -> Iterator[None]:
+        """The lease, taken for a run (`claim`): `reload()` first when others changed it.
+
+        The lease stays held when the block starts a run (the run's end releases it), and is
+        released when the block raises.
+        """
+        try:
+            if self.claim(timeout):
+                reload()
+            yield
+        except BaseException:
+            self.release()
+            raise
+
+    @contextlib.contextmanager
+    def held(self, timeout: float) -> Iterator[None]:
+        """The lease, held for a write outside runs (`reset`, assigning `messages`)."""
+        self.claim(timeout)
+        try:
+            yield
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Give up the lease `claim` took, if any (never raises)."""
+        lease, self._lease = self._lease, None
+        if lease is not None:
+            try:
+                lease.release()
+            except Exception:
+                _session_log.exception("%r: could not release the lease", self.session)
 
     def handle(self, event: AgentEvent, ended: AgentMessage | None,
                transcript: Callable[[], list[AgentMessage]]) -> None:
@@ -108,11 +191,18 @@ class SessionWriter:
 
     def save(self, message: AgentMessage, transcript: Callable[[], list[AgentMessage]]) -> None:
         """Store `message`, the last of `transcript()` (called only to catch up after a failure)."""
+        if self._lost:
+            return
         try:
             if self._behind:
                 self.replace(transcript())
             else:
                 self.session.append([message])
+        except SessionBusyError:
+            self._lost = True
+            _session_log.error("%r: the lease was lost; the run ends, and stores nothing more",
+                               self.session)
+            raise
         except Exception:
             self._behind = True
             _session_log.exception("%r: could not save a %r message; it stays in the agent's "

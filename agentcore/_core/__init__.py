@@ -187,6 +187,7 @@ from ._validators import (
     string,
     takes,
     type_error,
+    wait_seconds,
 )
 from ._version import __version__
 
@@ -370,5 +371,6 @@ __all__ = [
     "unchecked_constructor",
     "unchecked_context",
     "validate_tool_arguments",
+    "wait_seconds",
     "waiting_calls",
 ]

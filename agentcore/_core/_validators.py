@@ -279,6 +279,15 @@ def seconds(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
                          f"got {value!r}")
 
 
+def wait_seconds(_: object, attribute: attrs.Attribute[Any], value: object) -> None:
+    """Attrs validator: how long to wait, a finite number of seconds >= 0 (0: not at all)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise type_error(attribute.name, "a number of seconds", value)
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"'{attribute.name}' must be a finite number of seconds >= 0, "
+                         f"got {value!r}")
+
+
 count = and_(strict_int, ge(0))
 """Attrs validator: a non-negative `int` that is not a `bool`."""
 

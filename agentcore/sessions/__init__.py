@@ -21,14 +21,21 @@ started ("... it did not run") from one that was running ("... it may have taken
 (idempotency key <key>)"). The key is what a `@tool` parameter `idempotency_key` received:
 derived from the store's `identity` and the call's id, the same in every process.
 
+One driver at a time (API §27). `SqliteSession` also has a lease (the optional
+`SessionLease`: `lease(timeout)`), which the `Agent` holds while a run goes: another agent,
+in this process or another, then gets `SessionBusyError` from `prompt`/`continue_` (or waits
+its `lease_timeout`), and one opening the session meanwhile does not repair the calls the
+holder is running. A holder whose process is gone loses the lease at once.
+
 Layer 4, beside `testing` and `notebook`: builds on `_core` only. `sqlite3` is imported when
 the first `SqliteSession` is made, so `import agentcore` never loads it.
 """
 
 from __future__ import annotations
 
-from .._core import JournalEntry, Session, SessionJournal
+from .._core import JournalEntry, Lease, Session, SessionJournal, SessionLease
 from ._jsonl import JsonlSession
 from ._sqlite import SqliteSession
 
-__all__ = ["JournalEntry", "JsonlSession", "Session", "SessionJournal", "SqliteSession"]
+__all__ = ["JournalEntry", "JsonlSession", "Lease", "Session", "SessionJournal", "SessionLease",
+           "SqliteSession"]

@@ -19,6 +19,7 @@ from .._core import (
     unanswered_tool_calls,
 )
 from ._encode import encode
+from ._sqlite_lease import LEASE_SCHEMA, SqliteLease, take_lease
 
 if TYPE_CHECKING:
     import sqlite3
@@ -44,7 +45,8 @@ CREATE TABLE IF NOT EXISTS agentcore_journal (
 );
 """
 _INSERT = "INSERT INTO agentcore_messages (session_id, role, message) VALUES (?, ?, ?)"
-_SELECT = "SELECT message FROM agentcore_messages WHERE session_id = ? ORDER BY seq"
+_SELECT = "SELECT seq, message FROM agentcore_messages WHERE session_id = ? ORDER BY seq"
+_LAST = "SELECT max(seq) FROM agentcore_messages WHERE session_id = ?"
 _DELETE = "DELETE FROM agentcore_messages WHERE session_id = ?"
 _TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'agentcore_%'"
 _START = ("INSERT OR REPLACE INTO agentcore_journal "
@@ -61,6 +63,7 @@ _FORGET_ALL = "DELETE FROM agentcore_journal WHERE session_id = ?"
 _BUSY_CODES = (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED (primary codes)
 
 T = TypeVar("T")
+_UNSEEN = object()
 
 
 class SqliteSession:
@@ -95,6 +98,9 @@ class SqliteSession:
     session's idempotency keys: they stay the same for any object opening this file and
     session id by any path (an in-memory database's identity is random).
 
+    Lease (`SessionLease`; API §27): `lease(timeout)` lets one holder at a time drive the
+    session, across processes (see `lease`); its rows are in the table `agentcore_leases`.
+
     Threading: one connection, guarded by a lock; every method may be called from any
     thread. `close()` it when done (or use `with`); the `Agent` never closes a session.
 
@@ -105,16 +111,22 @@ class SqliteSession:
         timeout: How long a call waits for another connection that holds the database
             (SQLite's busy timeout, and retries where SQLite answers "locked" at once), in
             seconds.
+        lease_ttl: How long a lease outlives its holder's last renewal, in seconds (a
+            holder renews it every third of that); a holder on another machine that stops
+            loses it after this long, one on this machine as soon as its process is gone.
     """
 
     def __init__(self, path: str | os.PathLike[str], session_id: str = "default", *,
-                 durable: bool = False, timeout: float = 10.0) -> None:
+                 durable: bool = False, timeout: float = 10.0, lease_ttl: float = 30.0) -> None:
         import sqlite3  # here, not at the top: `import agentcore` never loads sqlite3
 
         if not isinstance(session_id, str) or not session_id:
             raise type_error("session_id", "a non-empty str", session_id)
         if not isinstance(durable, bool):
             raise type_error("durable", "a bool", durable)
+        if isinstance(lease_ttl, bool) or not isinstance(lease_ttl, (int, float)) \
+                or not 0 < lease_ttl < float("inf"):
+            raise type_error("lease_ttl", "a positive number of seconds", lease_ttl)
         self.path = os.fspath(path)
         """The database file."""
         self.session_id = session_id
@@ -124,6 +136,9 @@ class SqliteSession:
         self._lock = threading.Lock()
         self._timeout = timeout
         self._journaled = True  # whether the journal tells which calls started (see load_journal)
+        self._lease_ttl = float(lease_ttl)
+        self._seen: object = _UNSEEN  # the session's last seq when this object last touched it
+        self._holding: SqliteLease | None = None  # the last lease this object took
         connection = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
                                      check_same_thread=False)
 
@@ -134,7 +149,7 @@ class SqliteSession:
             tables = {name for (name,) in connection.execute(_TABLES)}
             # A file of messages written before the journal: it says nothing of their calls
             self._journaled = "agentcore_journal" in tables or not tables
-            connection.executescript(_SCHEMA)
+            connection.executescript(_SCHEMA + LEASE_SCHEMA)
 
         try:
             self._retrying(set_up)
@@ -159,7 +174,7 @@ class SqliteSession:
         process. Close it when done.
         """
         return SqliteSession(self.path, f"{self.session_id}/{name}", durable=self.durable,
-                             timeout=self._timeout)
+                             timeout=self._timeout, lease_ttl=self._lease_ttl)
 
     def load(self) -> list[AgentMessage]:
         """The session's transcript, oldest message first (empty for a new session)."""
@@ -167,7 +182,8 @@ class SqliteSession:
             connection = self._open()
             rows = self._retrying(
                 lambda: connection.execute(_SELECT, (self.session_id,)).fetchall())
-        return [from_json(AgentMessage, text) for (text,) in rows]
+            self._seen = rows[-1][0] if rows else None
+        return [from_json(AgentMessage, text) for _, text in rows]
 
     def append(self, messages: Sequence[AgentMessage]) -> None:
         """Add `messages` at the end, in one transaction: all of them are kept, or none.
@@ -214,6 +230,40 @@ class SqliteSession:
                              else from_json(ToolResultMessage, result))
                 for call_id, tool_name, key, result in rows]
 
+    def lease(self, timeout: float = 0.0) -> SqliteLease:
+        """Take the session's lease (API §27), waiting up to `timeout` seconds for its holder.
+
+        The `Agent` holds it while a run goes, so that one process at a time drives the
+        session. A row of the table `agentcore_leases` names the holder (its host, boot, pid
+        and a token) and its expiry, `lease_ttl` seconds ahead, pushed back by a thread of
+        the holder every third of that; the lease is taken over at once from a holder whose
+        process is gone (on this machine) or whose lease expired. Raises `SessionBusyError`
+        when another holder keeps it past `timeout`. While this object holds the lease, its
+        writes check that it still does: one that lost it raises `SessionBusyError`.
+        """
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) \
+                or not 0 <= timeout < float("inf"):
+            raise type_error("timeout", "a number of seconds >= 0", timeout)
+
+        def in_transaction(action: Callable[[sqlite3.Connection], T]) -> T:
+            def write() -> T:
+                connection.execute("BEGIN IMMEDIATE")
+                with connection:
+                    return action(connection)
+
+            with self._lock:
+                connection = self._open()
+                return self._retrying(write)
+
+        def last(connection: sqlite3.Connection) -> int | None:
+            value: int | None = connection.execute(_LAST, (self.session_id,)).fetchone()[0]
+            return value
+
+        lease = take_lease(in_transaction, self.session_id, float(timeout), self._lease_ttl,
+                           last, self._seen, f"session {self.session_id!r} of {self.path!r}")
+        self._holding = lease
+        return lease
+
     def session_ids(self) -> list[str]:
         """The ids of every session in the file that holds a message, sorted."""
         with self._lock:
@@ -255,6 +305,8 @@ class SqliteSession:
         def write() -> None:
             connection.execute("BEGIN IMMEDIATE")
             with connection:  # commits, or rolls back on an exception
+                if holding is not None and not holding.released:
+                    holding.check(connection)  # a holder that lost its lease must not write
                 if delete is not None:
                     connection.execute(delete, (self.session_id,))
                 connection.executemany(_INSERT, rows)
@@ -267,7 +319,9 @@ class SqliteSession:
                     marks = ", ".join("?" * len(journal))
                     connection.execute(f"{_FORGET_ALL} AND call_id NOT IN ({marks})",
                                        (self.session_id, *journal))
+                self._seen = connection.execute(_LAST, (self.session_id,)).fetchone()[0]
 
+        holding = self._holding
         with self._lock:
             connection = self._open()
             self._retrying(write)
