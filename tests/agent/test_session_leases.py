@@ -94,7 +94,8 @@ def test_a_second_agent_is_refused_while_the_first_runs_then_loads_its_messages(
         second.reset()
     with pytest.raises(ac.AgentBusyError):  # SessionBusyError is an AgentBusyError
         second.messages = [ac.UserMessage("replaced")]
-    assert not second.state.is_streaming and second.messages == []
+    assert not second.state.is_streaming
+    assert second.messages == []
     gate.open.set()
     run.raise_for_error()
     assert [m.role for m in stored(path)] == ["user", "assistant", "toolResult", "assistant"]
@@ -166,7 +167,7 @@ def test_two_agents_resuming_one_pause_run_the_approved_call_once(
     gate.open.set()
     run.raise_for_error()
     # its pause was resumed elsewhere: the reloaded transcript has nothing waiting
-    with pytest.raises(ValueError, match="nothing waits|no tool call waits|not waiting"):
+    with pytest.raises(ValueError, match=r"nothing waits|no tool call waits|not waiting"):
         second.continue_(approvals={"pay-1": True})
     assert second.state.pending_approvals == []
     assert gate.runs == ["pay-1"]
@@ -184,7 +185,8 @@ def test_a_run_that_lost_its_lease_ends_in_error_and_stores_nothing_more(
                    "expires = ?", (time.time() + 3600,))
     gate.open.set()
     run.wait(30)
-    assert run.error is not None and "lost its lease" in run.error
+    assert run.error is not None
+    assert "lost its lease" in run.error
     assert [m.role for m in stored(path)] == ["user", "assistant"]  # no half-run stored
     assert [m.role for m in first.messages][:3] == ["user", "assistant", "toolResult"]
     close(first)
@@ -247,6 +249,7 @@ def test_a_lease_is_not_reentrant_and_released_once(tmp_path: Path) -> None:
             two.lease()
         lease.release()
         lease.release()
-        assert isinstance(lease, Lease) and isinstance(one, SessionLease)
+        assert isinstance(lease, Lease)
+        assert isinstance(one, SessionLease)
         again = two.lease()
         again.release()

@@ -4,10 +4,10 @@ Each sample runs a conversation step by step in processes of its own
 (`tests/subagent_pause_child.py`): the prompt, which pauses when the child's `pay` waits for
 approval, and the resume, which approves it. Either step may be SIGKILLed at a random moment
 (seeded) once the process is ready: it lingers after its step until the test closes its
-stdin, so a step meant to be killed always is, mid-step or after it. This process then loads the session and drives the
-conversation to its end, as a restarted application would. Across every process, `pay` runs
-at most once, never without its approval, and the conversation always ends with the boss's
-answer.
+stdin, so a step meant to be killed always is, mid-step or after it. This process then loads
+the session and drives the conversation to its end, as a restarted application would.
+Across every process, `pay` runs at most once, never without its approval, and the
+conversation always ends with the boss's answer.
 """
 
 from __future__ import annotations
