@@ -261,7 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
                       f"{', '.join(level.value for level in ThinkingLevel)} (default: off)")
     chat.add_argument("--session", metavar="PATH", default=None,
                       help="keep the conversation in PATH (SQLite; a .jsonl name for an "
-                      "append-only JSON Lines file) and resume it, history shown, next time")
+                      "append-only JSON Lines file; a postgresql:// URL for a PostgreSQL "
+                      "database, needs the postgres extra) and resume it, history shown, "
+                      "next time")
     chat.add_argument("--mcp", metavar="COMMAND", action="append", default=[],
                       help="also give the agent the tools of the MCP server COMMAND starts "
                       "(over stdio; split like a shell line; repeatable), e.g. "
@@ -288,8 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
                      default=ThinkingLevel.OFF.value, metavar="LEVEL",
                      help="how hard a reasoning model thinks (default: off)")
     web.add_argument("--session", metavar="PATH", default=None,
-                     help="keep every conversation in the SQLite file PATH (one session per "
-                     "conversation), so reloads and restarts show the history")
+                     help="keep every conversation in the SQLite file PATH, or the PostgreSQL "
+                     "database of a postgresql:// URL (one session per conversation), so "
+                     "reloads and restarts show the history")
     web.add_argument("--mcp", metavar="COMMAND", action="append", default=[],
                      help="also give the agents the tools of the MCP server COMMAND starts "
                      "(over stdio; repeatable); needs the mcp extra")

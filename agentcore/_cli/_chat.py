@@ -34,6 +34,7 @@ from .._core import (
     MessageEndEvent,
     MessageStartEvent,
     Model,
+    SessionBusyError,
     ThinkingLevel,
     ToolApprovalMessage,
     ToolApprovalRequestEvent,
@@ -156,6 +157,10 @@ class _Chat:
                 run = self.agent.prompt(prompt) if prompt is not None else self.agent.continue_()
                 for event in run:
                     self.show(event, prompt)
+        except SessionBusyError:  # another process drives the --session (API §27)
+            self.say("the session is busy: another process is running it; try again once its "
+                     "reply is done")
+            return
         except KeyboardInterrupt:
             self.abort()
             return
@@ -364,7 +369,12 @@ def run_chat(
 def _run_chat(options: ChatOptions, stream: TextIO, read_line: Callable[[str], str], echo: bool,
               mcp_tools: list[AgentTool]) -> int:
     offline = register_offline(options.tokens_per_second)
-    session = None if options.session is None else open_session(options.session)
+    try:
+        session = None if options.session is None else open_session(options.session)
+    except (ImportError, OSError, ValueError, AgentcoreError) as exc:
+        offline.unregister()
+        print(f"python -m agentcore chat: error: --session: {exc}", file=sys.stderr)
+        return 2
     try:
         tools = [calculator_tool(), clock_tool(), *mcp_tools]
         if options.confirm_tools:
@@ -381,7 +391,7 @@ def _run_chat(options: ChatOptions, stream: TextIO, read_line: Callable[[str], s
         chat.say(f"agentcore chat: {describe(agent.model)}, tools {', '.join(names[:-1])} and "
                  f"{names[-1]}. /help lists the commands; Ctrl-C aborts a reply, Ctrl-D quits.")
         if options.session is not None and agent.messages:
-            chat.history(options.session)
+            chat.history(shown_store(options.session))
         return chat.loop(read_line)
     finally:
         offline.unregister()
@@ -417,8 +427,28 @@ def open_mcp_servers(commands: Sequence[str], stack: contextlib.ExitStack, *,
     return tools
 
 
-def open_session(path: str) -> Any:
-    """The session file at `path`: JSON Lines for a `.jsonl` name, else SQLite."""
-    from ..sessions import JsonlSession, SqliteSession
+def is_postgres_url(spec: str) -> bool:
+    """Whether a `--session` names a PostgreSQL database (a libpq URL) rather than a file."""
+    return spec.startswith(("postgresql://", "postgres://"))
 
-    return JsonlSession(path) if path.endswith(".jsonl") else SqliteSession(path)
+
+def shown_store(spec: str) -> str:
+    """A `--session` as it may be shown: a URL's password (and user) left out."""
+    if not is_postgres_url(spec):
+        return spec
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(spec)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2], query="").geturl()
+
+
+def open_session(spec: str, session_id: str = "default") -> Any:
+    """The session `--session` names: a PostgreSQL URL, a `.jsonl` file, else a SQLite file.
+
+    `session_id` picks the conversation in a database (a JSON Lines file holds one).
+    """
+    from ..sessions import JsonlSession, PostgresSession, SqliteSession
+
+    if is_postgres_url(spec):
+        return PostgresSession(spec, session_id)
+    return JsonlSession(spec) if spec.endswith(".jsonl") else SqliteSession(spec, session_id)

@@ -2,7 +2,9 @@
 
 Each browser conversation (AG-UI `threadId`) gets its own agent with the chat's tools, on the
 offline model unless `--model` names a real one; `--session PATH` keeps every conversation in
-one SQLite file (one session id per thread), so a reload, or a restart, shows the history.
+one SQLite file (one session id per thread), so a reload, or a restart, shows the history;
+`--session postgresql://...` keeps them in a PostgreSQL database, shared by every process
+serving the page (API §27).
 The socket is bound before uvicorn starts, so the URL printed is the real one even for
 `--port 0`.
 """
@@ -19,7 +21,7 @@ import attrs
 
 from .._agent import Agent
 from .._core import AgentcoreError, AgentTool, Model, ThinkingLevel
-from ._chat import describe, open_mcp_servers
+from ._chat import describe, open_mcp_servers, open_session
 from ._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
 from ._offline import DEFAULT_TOKENS_PER_SECOND, register_offline
 
@@ -57,6 +59,11 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
     if options.session is not None and options.session.endswith(".jsonl"):
         return _fail("--session: the web keeps every conversation in one SQLite file; give a "
                      "path that does not end in .jsonl")
+    if options.session is not None:  # a database that is down or a bad URL fails here
+        try:
+            open_session(options.session, "agentcore-web-check").close()
+        except (ImportError, OSError, ValueError, AgentcoreError) as exc:
+            return _fail(f"--session: {exc}")
     try:
         sock = socket.create_server((options.host, options.port))
     except OSError as exc:
@@ -91,11 +98,7 @@ def _agent_maker(options: WebOptions, model: Model, mcp_tools: list[AgentTool]
         tools = [attrs.evolve(tool, requires_approval=True) for tool in tools]
 
     def make_agent(thread_id: str) -> Agent:
-        session = None
-        if options.session is not None:
-            from ..sessions import SqliteSession
-
-            session = SqliteSession(options.session, session_id=thread_id)
+        session = None if options.session is None else open_session(options.session, thread_id)
         return Agent(model=model, system_prompt=options.system_prompt, tools=list(tools),
                      thinking_level=options.thinking_level, session=session)
 
