@@ -19,7 +19,7 @@ import contextlib
 import shlex
 import sys
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, TextIO
+from typing import TextIO
 
 import attrs
 
@@ -56,6 +56,7 @@ from ._console import (
 from ._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
 from ._live import wants_live
 from ._offline import DEFAULT_TOKENS_PER_SECOND, register_offline
+from ._store import open_session, shown_store
 
 __all__ = ["HELP", "ChatOptions", "run_chat"]
 
@@ -425,30 +426,3 @@ def open_mcp_servers(commands: Sequence[str], stack: contextlib.ExitStack, *,
             names.add(tool.name)
             tools.append(tool)
     return tools
-
-
-def is_postgres_url(spec: str) -> bool:
-    """Whether a `--session` names a PostgreSQL database (a libpq URL) rather than a file."""
-    return spec.startswith(("postgresql://", "postgres://"))
-
-
-def shown_store(spec: str) -> str:
-    """A `--session` as it may be shown: a URL's password (and user) left out."""
-    if not is_postgres_url(spec):
-        return spec
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(spec)
-    return parts._replace(netloc=parts.netloc.rpartition("@")[2], query="").geturl()
-
-
-def open_session(spec: str, session_id: str = "default") -> Any:
-    """The session `--session` names: a PostgreSQL URL, a `.jsonl` file, else a SQLite file.
-
-    `session_id` picks the conversation in a database (a JSON Lines file holds one).
-    """
-    from ..sessions import JsonlSession, PostgresSession, SqliteSession
-
-    if is_postgres_url(spec):
-        return PostgresSession(spec, session_id)
-    return JsonlSession(spec) if spec.endswith(".jsonl") else SqliteSession(spec, session_id)

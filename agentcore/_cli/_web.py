@@ -21,9 +21,10 @@ import attrs
 
 from .._agent import Agent
 from .._core import AgentcoreError, AgentTool, Model, ThinkingLevel
-from ._chat import describe, open_mcp_servers, open_session
+from ._chat import describe, open_mcp_servers
 from ._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
 from ._offline import DEFAULT_TOKENS_PER_SECOND, register_offline
+from ._store import open_session
 
 __all__ = ["WebOptions", "run_web"]
 

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -61,7 +59,13 @@ def _boot_id() -> str:
         return ""
 
 
-_HOST, _BOOT = socket.gethostname(), _boot_id()
+def _host_name() -> str:
+    """This machine's network name (no `socket` import: `import agentcore` stays light)."""
+    uname = getattr(os, "uname", None)
+    return uname().nodename if uname is not None else os.environ.get("COMPUTERNAME", "")
+
+
+_HOST, _BOOT = _host_name(), _boot_id()
 
 
 def _running(pid: int) -> bool:
@@ -164,7 +168,7 @@ def take_lease(run: Callable[[Callable[[sqlite3.Connection], Any]], Any], sessio
     with `seen` (what the session object last saw) to tell the lease's `changed`. `name`
     names the session in `SessionBusyError`.
     """
-    token = secrets.token_hex(16)
+    token = os.urandom(16).hex()
     deadline = time.monotonic() + timeout
 
     def attempt(db: sqlite3.Connection) -> tuple[bool, Any]:

@@ -48,6 +48,7 @@ from agentcore import (
     QueueMode,
     RunError,
     SerializationError,
+    SessionBusyError,
     StartEvent,
     StopReason,
     SubagentEvent,
@@ -142,6 +143,7 @@ EXPECTED_ALL = [
     "RunError",
     "SerializationError",
     "Session",
+    "SessionBusyError",
     "SqliteSession",
     "StartEvent",
     "StopReason",
@@ -448,6 +450,7 @@ def test_every_public_error_derives_from_agentcore_error() -> None:
         UsageLimitExceeded,
         OutputValidationError,
         SerializationError,
+        SessionBusyError,
     }
     for error in errors:
         assert issubclass(error, AgentcoreError), error
