@@ -16,6 +16,13 @@ new process would; also `Agent(session=...)` on it (the load, the check of every
 repair scan). Files live in a temporary directory beside this one (`--dir`), on the disk the
 repository is on: fsync costs what it costs there (it would cost nothing on a tmpfs). Every
 figure is the median of `RUNS` runs after a warm-up run. See README.md beside this file.
+
+SQLite beside PostgreSQL (`--postgres`, needs the extra `postgres` and Debian's
+`postgresql`): the script starts its own server (`tests/pg_server.py`: a cluster in a
+temporary folder, on loopback, `fsync=off` as SQLite's default mode makes no fsync either)
+and measures `PostgresSession`'s append like the others, then the throughput of
+`THROUGHPUT_APPENDS` single-message appends by one thread into one session, and by four
+threads into four sessions of one database, for `SqliteSession` and `PostgresSession`.
 """
 
 from __future__ import annotations
@@ -156,6 +163,78 @@ def measure(runs: int, appends: int, loaded: int, base: Path) -> list[dict[str, 
     return rows
 
 
+THROUGHPUT_APPENDS = 500
+
+
+def _throughput(make: Callable[[str], Any], writers: int, appends: int) -> float:
+    """Messages per second: `writers` threads, each appending `appends` messages one at a
+    time to a session of its own made by `make(session_id)`."""
+    import threading
+
+    sessions = [make(f"w{i}") for i in range(writers)]
+    messages = _messages(appends)
+    barrier = threading.Barrier(writers + 1)
+
+    def write(session: Any) -> None:
+        barrier.wait()
+        for message in messages:
+            session.append([message])
+
+    threads = [threading.Thread(target=write, args=(s,)) for s in sessions]
+    for thread in threads:
+        thread.start()
+    barrier.wait()
+    start = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    took = time.perf_counter() - start
+    for session in sessions:
+        session.close()
+    return writers * appends / took
+
+
+def measure_postgres(runs: int, appends: int, base: Path) -> list[dict[str, Any]]:
+    """`PostgresSession`'s append, and both stores' throughput (see the module)."""
+    import itertools
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from pg_server import PostgresServer
+
+    from agentcore.sessions import PostgresSession
+
+    server = PostgresServer.start(base / "postgres")
+    try:
+        names = itertools.count()
+
+        def fresh_dsn() -> str:
+            return server.new_database()
+
+        def postgres(directory: Path) -> Any:
+            return PostgresSession(fresh_dsn(), f"s{next(names)}")
+
+        append_ms: list[float] = []
+        throughput: dict[str, list[float]] = {}
+        for round_ in range(runs + 1):
+            median, _ = time_appends(postgres, base, appends)
+            for writers in (1, 4):
+                directory = Path(tempfile.mkdtemp(dir=base))
+                target = fresh_dsn()
+                for name, make in (
+                        ("SqliteSession", lambda sid, d=directory: SqliteSession(d / "t.db", sid)),
+                        ("PostgresSession", lambda sid, t=target: PostgresSession(t, sid))):
+                    rate = _throughput(make, writers, THROUGHPUT_APPENDS)
+                    if round_:
+                        throughput.setdefault(f"{name}, {writers} appender(s)", []).append(rate)
+            if round_:
+                append_ms.append(median)
+    finally:
+        server.stop()
+    rows = [_row("append 1 message, PostgresSession", append_ms, "ms")]
+    rows += [_row(f"throughput, {name}", values, "msg/s")
+             for name, values in throughput.items()]
+    return rows
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
     width = max(len(r["name"]) for r in rows)
     lines = [f"{'measurement':<{width}}  {'median':>8}  {'min':>8}  {'max':>8}  unit  target"]
@@ -173,6 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=RUNS, help="timed runs per variant")
     parser.add_argument("--appends", type=int, default=APPENDS, help="timed appends per run")
     parser.add_argument("--messages", type=int, default=LOADED, help="messages loaded")
+    parser.add_argument("--postgres", action="store_true",
+                        help="also PostgresSession, on a server of its own (see the module)")
     parser.add_argument("--dir", type=Path, default=Path(__file__).resolve().parent,
                         help="where the temporary files go (a directory on the disk to test)")
     args = parser.parse_args(argv)
@@ -182,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(tempfile.mkdtemp(prefix=".sessions-bench-", dir=args.dir))
     try:
         rows = measure(args.runs, args.appends, args.messages, base)
+        if args.postgres:
+            rows += measure_postgres(args.runs, args.appends, base)
     finally:
         shutil.rmtree(base)
     if args.json:

@@ -1,14 +1,14 @@
 """A child process for the session tests (`tests/integrations/test_session_crash.py`,
 `test_sessions.py`).
 
-    python tests/session_child.py run sqlite|jsonl STORE SIDE
+    python tests/session_child.py run sqlite|jsonl|postgres STORE SIDE
         A real `Agent` (faux model paced at `TOKENS_PER_SECOND`, parallel tools) runs the
         scripted conversation `script()` with `session=` the store at STORE. Every tool call
         sleeps a few milliseconds, then records its id in SIDE (one line, fsynced): the
-        calls that really ran. Prints `ready` once the agent is built, `durable <n>` from a
-        `message_end` listener (listeners run after the session's append has returned, so
-        `n` messages are stored by then) and `done <seconds>` when the run has ended, with
-        the seconds since `ready`.
+        calls that really ran (postgres: STORE is `<DSN>#<session id>`). Prints `ready` once
+        the agent is built, `durable <n>` from a `message_end` listener (listeners run after
+        the session's append has returned, so `n` messages are stored by then) and
+        `done <seconds>` when the run has ended, with the seconds since `ready`.
 
     python tests/session_child.py serve
         A fork server for the crash test: for each line `KIND<tab>STORE<tab>SIDE<tab>KILL`
@@ -57,6 +57,7 @@ from agentcore.providers.faux import (
     faux_tool_call,
     register_faux_provider,
 )
+from agentcore.sessions import PostgresSession
 
 API = "faux-crash"
 TOKENS_PER_SECOND = 500
@@ -108,7 +109,11 @@ def gauge_tool(side: Path) -> AgentTool:
     )
 
 
-def open_store(kind: str, path: str) -> SqliteSession | JsonlSession:
+def open_store(kind: str, path: str) -> SqliteSession | JsonlSession | PostgresSession:
+    """The store of `kind` at `path` (postgres: `<DSN>#<session id>`)."""
+    if kind == "postgres":
+        dsn, _, session_id = path.rpartition("#")
+        return PostgresSession(dsn, session_id)
     return SqliteSession(path) if kind == "sqlite" else JsonlSession(path)
 
 

@@ -31,7 +31,7 @@ ALL_EXAMPLES = ["abort.py", "approvals.py", "assistant.py", "azure.py", "batch.p
                 "fastapi_app.py",
                 "guardrails.py", "local_server.py",
                 "loop.py",
-                "mcp_tools.py", "mistral.py", "quickstart.py", "steering.py",
+                "mcp_tools.py", "mistral.py", "postgres_session.py", "quickstart.py", "steering.py",
                 "structured_output.py", "subagents.py", "tools.py", "vertex.py"]
 
 
@@ -90,6 +90,7 @@ def test_example_main_runs_in_process_and_cleans_up(
         monkeypatch.delenv(key)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setattr(sys, "argv", [name])
+    monkeypatch.delenv("AGENTCORE_POSTGRES_DSN", raising=False)  # its test is below
     module = load_example(name)
     assert module.__doc__
     before = _apis()
@@ -100,6 +101,16 @@ def test_example_main_runs_in_process_and_cleans_up(
 
 
 # --- one by one -----------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_postgres_session_example_keeps_the_conversation(postgres_dsn: str) -> None:
+    env = _env(AGENTCORE_POSTGRES_DSN=postgres_dsn)
+    for count in (2, 4):  # a second process carries the same conversation on
+        assert run_example("postgres_session.py", env=env).splitlines() == [
+            "Noted: the sky is blue.", f"the session holds {count} messages"]
+    assert run_example("postgres_session.py", env=_env()).startswith(
+        "set AGENTCORE_POSTGRES_DSN")
 
 
 @pytest.mark.slow

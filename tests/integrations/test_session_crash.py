@@ -58,7 +58,7 @@ RUNNING = ("interrupted: the process ended while this tool call was running; it 
 class Child:
     """One child process (forked by a server) and what it printed."""
 
-    store: Path
+    store: str  # a file, or `<DSN>#<session id>` (see `session_child.open_store`)
     side: Path
     kill: tuple[int, float] | None  # seconds after that many messages are stored; None: none
     lines: list[str] = attrs.field(factory=list)
@@ -83,13 +83,13 @@ class Forks(ForkServers):
     def __init__(self) -> None:
         super().__init__([sys.executable, str(CHILD), "serve"], CONCURRENCY)
 
-    def run(self, kind: str, directory: Path,
-            kills: list[tuple[int, float] | None]) -> list[Child]:
+    def run(self, kind: str, directory: Path, kills: list[tuple[int, float] | None],
+            dsn: str = "") -> list[Child]:
         """Run one child per entry, `CONCURRENCY` at a time; each kills itself as its entry
         says (see `Child.kill`). Returns them in the order they ended. A child that hangs is
-        caught by the tests' own `timeout` mark."""
-        todo = [Child(directory / f"s{i}.{'db' if kind == 'sqlite' else 'jsonl'}",
-                      directory / f"s{i}.side", kill)
+        caught by the tests' own `timeout` mark. Each child's store is a file of `directory`,
+        or for `postgres` a session of the database `dsn` named after that file."""
+        todo = [Child(_store(kind, directory / f"s{i}", dsn), directory / f"s{i}.side", kill)
                 for i, kill in enumerate(kills)]
         running: dict[int, Child] = {}  # a server's stdout → the child it runs
         buffers: dict[int, bytes] = {}
@@ -126,6 +126,12 @@ class Forks(ForkServers):
                         else:
                             child.lines.append(line)
         return finished
+
+
+def _store(kind: str, stem: Path, dsn: str) -> str:
+    if kind == "postgres":
+        return f"{dsn}#{stem}"
+    return f"{stem}.{'db' if kind == 'sqlite' else 'jsonl'}"
 
 
 @pytest.fixture(scope="module")
@@ -184,12 +190,13 @@ def _assert_every_call_answered_once(messages: list[AgentMessage]) -> None:
     assert set(results.values()) == {1}
 
 
-def _reference(forks: Forks, kind: str, directory: Path) -> tuple[list[dict[str, Any]], float]:
+def _reference(forks: Forks, kind: str, directory: Path, dsn: str,
+               ) -> tuple[list[dict[str, Any]], float]:
     (directory / "reference").mkdir()
-    [child] = forks.run(kind, directory / "reference", [None])
+    [child] = forks.run(kind, directory / "reference", [None], dsn)
     assert child.exit_code == 0, child.lines
     assert child.took is not None, child.lines
-    with open_store(kind, str(child.store)) as session:
+    with open_store(kind, child.store) as session:
         transcript = session.load()
     assert child.durable == len(transcript) == 19
     _assert_every_call_answered_once(transcript)
@@ -199,14 +206,14 @@ def _reference(forks: Forks, kind: str, directory: Path) -> tuple[list[dict[str,
 def _check_sample(kind: str, child: Child, reference: list[dict[str, Any]],
                   faux: FauxProvider, number: int) -> bool:
     """Check one killed child's session; True when loading answered interrupted calls."""
-    where = f"sample {child.store.name} (killed: {child.killed}, durable {child.durable})"
+    where = f"sample {child.side.stem} (killed: {child.killed}, durable {child.durable})"
     if kind == "sqlite":
         connection = sqlite3.connect(child.store)
         try:
             assert connection.execute("PRAGMA integrity_check").fetchall() == [("ok",)], where
         finally:
             connection.close()
-    with open_store(kind, str(child.store)) as session:
+    with open_store(kind, child.store) as session:
         raw = session.load()
         plain = _plain(raw)
         # A valid prefix ending at a message boundary, holding everything reported durable.
@@ -240,15 +247,15 @@ def _check_sample(kind: str, child: Child, reference: list[dict[str, Any]],
 
 
 def _crash_samples(forks: Forks, kind: str, kills: int, tmp_path: Path,
-                   faux: FauxProvider) -> None:
-    reference, duration = _reference(forks, kind, tmp_path)
+                   faux: FauxProvider, dsn: str = "") -> None:
+    reference, duration = _reference(forks, kind, tmp_path, dsn)
     rng = random.Random(kills)
     # Spread over the run by its progress: after 0, 1, ... 17 of its 19 messages are stored
     # (in turn), then a random delay of up to a sixteenth of the reference run (about 30 ms,
     # the time a tool batch takes).
     moments: list[tuple[int, float] | None] = [
         (n % 18, rng.uniform(0, duration / 16)) for n in range(kills)]
-    children = forks.run(kind, tmp_path, moments)
+    children = forks.run(kind, tmp_path, moments, dsn)
     assert len(children) == kills
     interrupted = sum(_check_sample(kind, child, reference, faux, number)
                       for number, child in enumerate(children))
@@ -273,3 +280,9 @@ def test_session_sqlite_survives_100_kills(forks: Forks, tmp_path: Path,
 @pytest.mark.timeout(60)
 def test_session_jsonl_survives_20_kills(forks: Forks, tmp_path: Path, faux: FauxProvider) -> None:
     _crash_samples(forks, "jsonl", 20, tmp_path, faux)
+
+
+@pytest.mark.timeout(60)
+def test_session_postgres_survives_30_kills(forks: Forks, tmp_path: Path, faux: FauxProvider,
+                                            postgres_dsn: str) -> None:
+    _crash_samples(forks, "postgres", 30, tmp_path, faux, postgres_dsn)
