@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,9 +24,11 @@ def _chat(stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["chat.db", "chat.jsonl"])
-def test_a_session_is_resumed_with_its_history_shown(tmp_path: Path, name: str) -> None:
-    path = str(tmp_path / name)
+@pytest.mark.parametrize("name", ["chat.db", "chat.jsonl", "postgres"])
+def test_a_session_is_resumed_with_its_history_shown(tmp_path: Path, name: str,
+                                                     request: pytest.FixtureRequest) -> None:
+    path = str(request.getfixturevalue("postgres_dsn") if name == "postgres"
+               else tmp_path / name)
     first = _chat("hello there\n", "--session", path)
     assert first.returncode == 0, first.stderr
     assert "resumed" not in first.stdout
@@ -33,7 +36,8 @@ def test_a_session_is_resumed_with_its_history_shown(tmp_path: Path, name: str) 
     assert second.returncode == 0, second.stderr
     lines = second.stdout.splitlines()
     at = next(i for i, line in enumerate(lines) if line.startswith("resumed"))
-    assert lines[at] == f"resumed 2 messages from {path}"
+    shown = path.replace("postgres@", "")  # a URL is shown without its user and password
+    assert lines[at] == f"resumed 2 messages from {shown}"
     assert lines[at + 1] == "you: hello there"
     assert lines[at + 2].startswith('assistant: You said "hello there".')
     [first_input] = (int(n) for n in USAGE.findall(first.stdout))
@@ -138,3 +142,15 @@ def test_the_printer_shows_a_child_agent_s_work_under_its_tool_line() -> None:
         "      checker: Paris.",
         "    researcher: Paris.",
     ]
+
+
+@pytest.mark.slow
+def test_a_postgres_session_that_cannot_be_reached_exits_2_without_its_password() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = _chat("hi\n", "--session", f"postgresql://alice:s3cret@127.0.0.1:{port}/chat")
+    assert done.returncode == 2
+    assert "python -m agentcore chat: error: --session: " in done.stderr
+    assert f"127.0.0.1:{port}" in done.stderr
+    assert "s3cret" not in done.stderr + done.stdout

@@ -92,8 +92,12 @@ def test_serves_the_page_and_runs_the_offline_agent_then_stops_on_sigint(web: An
     assert "Traceback" not in err
 
 
-def test_session_keeps_each_conversation_across_a_restart(web: Any, tmp_path: Path) -> None:
-    path = str(tmp_path / "web.db")
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_session_keeps_each_conversation_across_a_restart(web: Any, tmp_path: Path, kind: str,
+                                                          request: pytest.FixtureRequest,
+                                                          ) -> None:
+    path = str(request.getfixturevalue("postgres_dsn") if kind == "postgres"
+               else tmp_path / "web.db")
     first = web("--session", path)
     run(first.url, "alice", "what is 1+2?")
     run(first.url, "bob", "hello")
@@ -144,6 +148,18 @@ def test_bad_arguments_exit_2_with_a_message(args: list[str], message: str) -> N
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert message in done.stderr
+
+
+def test_a_postgres_session_that_cannot_be_reached_exits_2_without_its_password() -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    done = subprocess.run([sys.executable, "-m", "agentcore", "web", "--port", "0", "--session",
+                           f"postgresql://alice:s3cret@127.0.0.1:{port}/chat"],
+                          capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 2
+    assert "python -m agentcore web: error: --session: " in done.stderr
+    assert "s3cret" not in done.stderr + done.stdout
 
 
 def test_a_port_in_use_exits_2_naming_it() -> None:
