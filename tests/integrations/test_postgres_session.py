@@ -11,14 +11,17 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import paths
 import psycopg
 import pytest
+from pg_server import PostgresServer
 from test_sessions import Note, every_kind
 
 import agentcore as ac
@@ -200,17 +203,21 @@ def test_postgres_restart_between_appends_is_retried_once(
     assert session.load() == _user("before", "after")
 
 
-def test_postgres_server_down_after_opening_is_a_clear_error(
-        postgres_server: Any, postgres_dsn: str) -> None:
-    with PostgresSession(postgres_dsn, connect_timeout=1) as store:
-        store.append(_user("kept"))
-        postgres_server.stop()
-        try:
-            with pytest.raises(ConnectionError, match=r"cannot reach postgresql://127\.0\.0\.1"):
-                store.append(_user("lost"))
-        finally:
-            postgres_server.start_again()
-        assert store.load() == _user("kept")
+def test_postgres_server_down_after_opening_is_a_clear_error(tmp_path: Path) -> None:
+    server = PostgresServer.start(tmp_path / "own")  # its own: stopping it harms no other test
+    try:
+        with PostgresSession(server.new_database(), connect_timeout=1) as store:
+            store.append(_user("kept"))
+            server.stop()
+            try:
+                with pytest.raises(ConnectionError,
+                                   match=r"cannot reach postgresql://127\.0\.0\.1"):
+                    store.append(_user("lost"))
+            finally:
+                server.start_again()
+            assert store.load() == _user("kept")
+    finally:
+        server.stop()
 
 
 # --- the journal ------------------------------------------------------------------------------
@@ -392,6 +399,37 @@ def test_postgres_agent_repairs_a_crash_from_the_journal(postgres_dsn: str) -> N
         assert store.load() == agent.messages
         assert agent.continue_().text == "carrying on"
         assert store.load() == agent.messages
+
+
+def test_postgres_restart_mid_run_ends_the_run_in_error_and_half_writes_nothing(
+        postgres_server: Any, postgres_dsn: str) -> None:
+    entered, gate = threading.Event(), threading.Event()
+
+    def pay(amount: int) -> str:
+        """Pay the amount."""
+        entered.set()
+        assert gate.wait(30)
+        return f"paid {amount}"
+
+    with scripted_model([tool_call("pay", {"amount": 5}, id="c1"), "done", "again"]) as fake, \
+            PostgresSession(postgres_dsn, "chat") as store:
+        agent = ac.Agent(fake.model, tools=[pay], session=store)
+        run = agent.prompt("go")
+        assert entered.wait(30)
+        postgres_server.restart()  # the run's lease went with its connection
+        gate.set()
+        run.wait(30)
+        assert run.error is not None
+        assert "lost its lease" in run.error
+        with PostgresSession(postgres_dsn, "chat") as again:
+            assert [m.role for m in again.load()] == ["user", "assistant"]  # nothing after
+        agent.close()
+        # a new agent takes the lease (the old one was released) and repairs the call
+        with PostgresSession(postgres_dsn, "chat") as store2:
+            fresh = ac.Agent(fake.model, tools=[pay], session=store2)
+            assert fresh.messages[2].text.startswith(  # type: ignore[union-attr]
+                "interrupted: the process ended while this tool call was running")
+            fresh.close()
 
 
 @pytest.mark.parametrize("missing", ["psycopg", "psycopg_pool"])
