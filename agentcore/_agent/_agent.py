@@ -538,6 +538,20 @@ class Agent:
             self._active = None
             self._children.clear()
 
+    def reload(self) -> None:
+        """Load the transcript again from the session: what other processes stored since.
+
+        For a process serving a conversation that others may move on too (a web worker, API
+        §27); a run does this itself when it takes the lease. Repairs only when no other
+        agent drives the session (as when constructed). Does nothing without a session;
+        raises `AgentBusyError` while a run is active.
+        """
+        with self._lock:
+            if self._run is not None:
+                raise AgentBusyError("cannot reload while the agent is running")
+            if self._writer is not None:
+                self.messages[:] = self._load(open_transcript)  # in place: no setter
+
     def _resume_output(self) -> Output:
         """The output a resumed batch answers in: its run's, if that run ended on it."""
         paused = self._paused_output

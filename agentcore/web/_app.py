@@ -149,6 +149,10 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         thread = await threads.find(thread_id)
         if thread is None:
             raise BadInput(404, f"unknown threadId {thread_id!r}: no conversation has it")
+        if thread.agent.session is not None and not thread.busy():
+            # other processes may have moved the conversation on (several workers; API §27)
+            with contextlib.suppress(AgentBusyError):  # a run started meanwhile: it reloaded
+                await asyncio.to_thread(thread.agent.reload)
         state = thread.agent.state
         return JSONResponse({"threadId": thread_id, "running": thread.busy(),
                              **history(state.messages, state.pending_approvals)})
@@ -200,25 +204,28 @@ async def _start(thread: Thread, request: RunRequest) -> AgentRun:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(previous.wait_async(), ABORT_GRACE_SECONDS)
     agent = thread.agent
-    pending = agent.state.pending_approvals
-    if request.approvals is not None and not pending:
-        raise BadInput(409, f"nothing on thread {thread.thread_id!r} waits for approval: "
-                       "'resume' has no interrupt to answer")
-    if request.approvals is None and pending:
-        raise BadInput(409, f"{len(pending)} tool call(s) on thread {thread.thread_id!r} wait "
-                       "for approval: answer their interrupts with 'resume' first")
     try:  # on the event loop: starting a run takes a thread start (about 0.3 ms), while a
         # hop through a worker thread can wait for the GIL behind every run going on
         if request.approvals is not None:
             run = agent.continue_(approvals=request.approvals)
         else:
             run = agent.prompt(request.prompt)
-    except AgentBusyError:
+    except AgentBusyError:  # a run of this process, or of another (the session's lease)
         raise BadInput(409, f"thread {thread.thread_id!r} is running: wait for its run to "
                        "finish, or stop it") from None
     except AgentClosedError:
         raise BadInput(503, f"thread {thread.thread_id!r} is closing; try again") from None
     except (TypeError, ValueError) as exc:
+        # asked after the call: with a shared session, the call loaded what other
+        # processes stored, so this is the conversation as it is now (API §27)
+        pending = agent.state.pending_approvals
+        if request.approvals is not None and not pending:
+            raise BadInput(409, f"nothing on thread {thread.thread_id!r} waits for approval: "
+                           "'resume' has no interrupt to answer") from None
+        if request.approvals is None and pending:
+            raise BadInput(409, f"{len(pending)} tool call(s) on thread {thread.thread_id!r} "
+                           "wait for approval: answer their interrupts with 'resume' first"
+                           ) from None
         raise BadInput(422, f"invalid RunAgentInput: {exc}") from None
     thread.run = run
     return run

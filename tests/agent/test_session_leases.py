@@ -253,3 +253,29 @@ def test_a_lease_is_not_reentrant_and_released_once(tmp_path: Path) -> None:
         assert isinstance(one, SessionLease)
         again = two.lease()
         again.release()
+
+
+def test_reload_loads_what_another_agent_stored(tmp_path: Path, model: ScriptedModel) -> None:
+    path, gate = tmp_path / "chat.db", Gate()
+    gate.open.set()
+    first, second = agent(path, model, gate), agent(path, model, gate)
+    first.prompt("pay").raise_for_error()
+    assert second.messages == []
+    second.reload()
+    assert second.messages == first.messages
+    gate.open.clear()
+    gate.entered.clear()
+    run = second.prompt("again")
+    assert gate.entered.wait(30)
+    with pytest.raises(ac.AgentBusyError):
+        second.reload()
+    first.reload()  # another agent runs: loaded as it is, its running call not repaired
+    assert [m.role for m in first.messages][-2:] == ["user", "assistant"]
+    gate.open.set()
+    run.raise_for_error()
+    first.reload()
+    assert first.messages == second.messages
+    plain = ac.Agent(model.model)
+    plain.reload()  # without a session: nothing to load
+    assert plain.messages == []
+    close(first, second)

@@ -162,3 +162,25 @@ def test_two_workers_keep_one_driver_and_one_conversation(store: str,
     assert users == ["one", *(f"prompt {n}" for n in range(len(answered)))]
     assert [m.text for m in transcript if isinstance(m, ac.AssistantMessage) and
             not m.tool_calls] == [f"answered {n}" for n in range(1, len(users) + 1)]
+
+
+def test_either_worker_shows_the_whole_history(store: str, served: tuple[str, Path]) -> None:
+    url, gate = served
+    gate.touch()  # no run holds: each prompt ends at once
+    histories: dict[str, list[str]] = {}
+    with httpx.Client(timeout=60, headers=FRESH) as client:
+        for attempt in range(MAX_TRIES):  # until each worker has served the thread once
+            status, pid, _ = post(client, url, f"prompt {attempt}", f"r{attempt}")
+            assert status == 200
+            histories.setdefault(pid, [])
+            if len(histories) == 2:
+                break
+        for _ in range(MAX_TRIES):  # then each worker's history is the whole conversation
+            response = client.get(f"{url}/ag-ui/threads/t")
+            histories[response.headers["x-worker-pid"]] = [
+                m["content"] for m in response.json()["messages"] if m["role"] == "user"]
+            if all(histories.values()) and len(histories) == 2:
+                break
+    users = [m.text for m in load(store) if isinstance(m, ac.UserMessage)]
+    assert len(histories) == 2
+    assert all(seen == users for seen in histories.values()), (histories, users)
