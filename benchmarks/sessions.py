@@ -22,7 +22,8 @@ SQLite beside PostgreSQL (`--postgres`, needs the extra `postgres` and Debian's
 temporary folder, on loopback, `fsync=off` as SQLite's default mode makes no fsync either)
 and measures `PostgresSession`'s append like the others, then the throughput of
 `THROUGHPUT_APPENDS` single-message appends by one thread into one session, and by four
-threads into four sessions of one database, for `SqliteSession` and `PostgresSession`.
+threads into four sessions of one database, for `SqliteSession` and `PostgresSession`; and
+what a run's lease costs (API §27): the median of `LEASES` `lease(0)` + `release()` pairs.
 """
 
 from __future__ import annotations
@@ -193,6 +194,20 @@ def _throughput(make: Callable[[str], Any], writers: int, appends: int) -> float
     return writers * appends / took
 
 
+LEASES = 200
+
+
+def time_leases(session: Any, count: int) -> float:
+    """The median of `count` `lease(0)` + `release()` pairs, in ms: what a run adds (API §27)."""
+    took = []
+    for _ in range(count):
+        start = time.perf_counter()
+        session.lease(0).release()
+        took.append((time.perf_counter() - start) * 1000)
+    session.close()
+    return statistics.median(took)
+
+
 def measure_postgres(runs: int, appends: int, base: Path) -> list[dict[str, Any]]:
     """`PostgresSession`'s append, and both stores' throughput (see the module)."""
     import itertools
@@ -214,8 +229,15 @@ def measure_postgres(runs: int, appends: int, base: Path) -> list[dict[str, Any]
 
         append_ms: list[float] = []
         throughput: dict[str, list[float]] = {}
+        lease_ms: dict[str, list[float]] = {}
         for round_ in range(runs + 1):
             median, _ = time_appends(postgres, base, appends)
+            for name, leased in (
+                    ("SqliteSession", SqliteSession(Path(tempfile.mkdtemp(dir=base)) / "l.db")),
+                    ("PostgresSession", PostgresSession(fresh_dsn(), "leased"))):
+                taken = time_leases(leased, LEASES)
+                if round_:
+                    lease_ms.setdefault(name, []).append(taken)
             for writers in (1, 4):
                 directory = Path(tempfile.mkdtemp(dir=base))
                 target = fresh_dsn()
@@ -232,6 +254,8 @@ def measure_postgres(runs: int, appends: int, base: Path) -> list[dict[str, Any]
     rows = [_row("append 1 message, PostgresSession", append_ms, "ms")]
     rows += [_row(f"throughput, {name}", values, "msg/s")
              for name, values in throughput.items()]
+    rows += [_row(f"lease taken and released, {name}", values, "ms")
+             for name, values in lease_ms.items()]
     return rows
 
 

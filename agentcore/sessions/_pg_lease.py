@@ -42,10 +42,12 @@ class PostgresLease:
 
     def __init__(self, session: str, connection: psycopg.Connection[Any], key: int,
                  changed: bool, lock: threading.Lock,
-                 forget: Callable[[PostgresLease], None]) -> None:
+                 forget: Callable[[PostgresLease], None],
+                 keep: Callable[[psycopg.Connection[Any]], bool]) -> None:
         self._session = session  # its repr
         self._lock = lock  # the session's
         self._forget = forget
+        self._keep = keep  # takes the unlocked connection for the next lease, or declines
         self._connection = connection
         self._key = key
         self._changed = changed
@@ -78,16 +80,21 @@ class PostgresLease:
             raise self._lost_error() from exc
 
     def release(self) -> None:
-        """Unlock and close the lease's connection; once (never raises: logs a failure)."""
+        """Unlock the lock and give the connection back for the next lease (else close it).
+
+        Once; never raises (logs a failure: closing the connection drops the lock anyway).
+        """
         with self._lock:  # the session's: none of its writes is using the connection meanwhile
             if self._released:
                 return
             self._released = True
             self._forget(self)
+            connection = self._connection
             try:
-                connection = self._connection
-                if _alive(connection) and not self._lost:
-                    connection.execute("SELECT pg_advisory_unlock(%s)", (self._key,))
+                if _alive(connection) and not self._lost and connection.execute(
+                        "SELECT pg_advisory_unlock(%s)", (self._key,)).fetchone() == (True,) \
+                        and self._keep(connection):
+                    return  # unlocked, and kept open for the next lease
             except Exception as exc:
                 logger.warning("%s: releasing its lease failed (the server drops it with the "
                                "connection): %s", self._session, type(exc).__name__)

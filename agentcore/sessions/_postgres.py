@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -218,41 +219,60 @@ class PostgresSession:
                 or not timeout >= 0:
             raise type_error("timeout", "a number of seconds >= 0", timeout)
         psycopg = pools.import_psycopg()
-        self._open()
-        key = lease_key(self.session_id)
-        connection = pools.connect(self._dsn, self._timeout, autocommit=True)
+        key, entry = lease_key(self.session_id), self._open()
+        connection = pools.take_spare(entry)  # an open connection saves a server start
         try:
-            if timeout == 0:
-                taken = connection.execute("SELECT pg_try_advisory_lock(%s)",
-                                           (key,)).fetchone() == (True,)
-            else:
-                connection.execute(f"SET lock_timeout = {max(1, round(timeout * 1000))}")
+            if connection is not None:
                 try:
-                    connection.execute("SELECT pg_advisory_lock(%s)", (key,))
-                    taken = True
-                except psycopg.errors.LockNotAvailable:
-                    taken = False
-                connection.execute("SET lock_timeout = 0")
-            if not taken:
-                raise SessionBusyError(
-                    f"session {self.session_id!r} of {self._location} is busy: another "
-                    f"holder has its lease (waited {timeout:g} s)")
-            row = connection.execute(_FINGERPRINT, (self.session_id,)).fetchone()
-            fingerprint = None if row is None else (row[0], row[1])
+                    taken = self._lock_on(connection, key, timeout)
+                except psycopg.OperationalError:  # it broke while spare (a restart): anew
+                    connection.close()
+                    connection = None
+            if connection is None:
+                connection = pools.connect(self._dsn, self._timeout, autocommit=True)
+                taken = self._lock_on(connection, key, timeout)
+            if taken:
+                row = connection.execute(_FINGERPRINT, (self.session_id,)).fetchone()
+                fingerprint = None if row is None else (row[0], row[1])
         except psycopg.OperationalError as exc:
-            connection.close()
+            if connection is not None:
+                connection.close()
             raise pools.unreachable(self._location, exc, self._params()) from None
         except BaseException:
-            connection.close()
+            if connection is not None:
+                connection.close()  # the lock, if it was taken, goes with it
             raise
+        if not taken:
+            if not pools.keep_spare(entry, connection):  # it holds no lock: keep it
+                connection.close()
+            raise SessionBusyError(
+                f"session {self.session_id!r} of {self._location} is busy: another "
+                f"holder has its lease (waited {timeout:g} s)")
         with self._lock:
             lease = PostgresLease(repr(self), connection, key, self._seen != fingerprint,
-                                  self._lock, self._forget)
+                                  self._lock, self._forget,
+                                  functools.partial(pools.keep_spare, entry))
             if self._pool is None:
                 lease.close_connection()
                 raise ValueError(f"{self!r} is closed")
             self._lease = lease
         return lease
+
+    @staticmethod
+    def _lock_on(connection: psycopg.Connection[Any], key: int, timeout: float) -> bool:
+        """Take the advisory lock `key` on `connection`, waiting up to `timeout` seconds."""
+        psycopg = pools.import_psycopg()
+        if timeout == 0:
+            return bool(connection.execute("SELECT pg_try_advisory_lock(%s)",
+                                           (key,)).fetchone() == (True,))
+        connection.execute(f"SET lock_timeout = {max(1, round(timeout * 1000))}")
+        try:
+            connection.execute("SELECT pg_advisory_lock(%s)", (key,))
+            return True
+        except psycopg.errors.LockNotAvailable:
+            return False
+        finally:
+            connection.execute("SET lock_timeout = 0")
 
     def close(self) -> None:
         """Release its lease if held, and its share of the pool; then using it raises ValueError."""

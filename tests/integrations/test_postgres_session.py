@@ -401,6 +401,16 @@ def test_postgres_agent_repairs_a_crash_from_the_journal(postgres_dsn: str) -> N
         assert store.load() == agent.messages
 
 
+def test_postgres_lease_after_a_restart_takes_a_new_connection(
+        postgres_server: Any, session: PostgresSession) -> None:
+    session.lease().release()  # its connection is kept open for the next lease
+    postgres_server.restart()  # ... and is dead now
+    with session.lease() as lease:
+        assert repr(lease).endswith(": held>")
+        session.append(_user("after"))
+    assert session.load() == _user("after")
+
+
 def test_postgres_restart_mid_run_ends_the_run_in_error_and_half_writes_nothing(
         postgres_server: Any, postgres_dsn: str) -> None:
     entered, gate = threading.Event(), threading.Event()
