@@ -49,6 +49,13 @@ def make_agent(url: str, tools: Sequence[ac.AgentTool] = (get_weather,)) -> ac.A
     return ac.Agent(model, api_key="k", tools=list(tools))
 
 
+def make_pid_agent(url: str) -> ac.Agent:
+    """A new agent on the chat server at `url` whose system prompt is `pid <its process id>`:
+    the server tells which worker process sent a request."""
+    model = ac.Model("m-1", "M", "openai-completions", "openai", url)
+    return ac.Agent(model, api_key="k", system_prompt=f"pid {os.getpid()}")
+
+
 def make_nothing(url: str) -> ac.Agent:
     """A `make_agent` that raises before making anything."""
     raise ValueError("boom")

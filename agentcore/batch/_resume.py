@@ -13,7 +13,7 @@ from .._loop import FallbackOn, OutputMode, check_output_mode
 from ._result import BatchResult, pause_of
 from ._run import Batch, check_arguments, check_remote
 from ._settings import RunSettings
-from ._store import ResultStore
+from ._store import open_store
 from ._work import Resume
 
 __all__ = ["resume_batch"]
@@ -66,7 +66,7 @@ def resume_batch(
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
         check_remote(executor, make_agent, output_type, settings)
     if store is not None:
-        ResultStore(store).close()
+        open_store(store).close()
     items = [(r.index, r.input, Resume.of(r, a)) for r, a in pairs]
     return Batch(make_agent, items, executor, max_concurrency, output_type, store, progress,
                   output_mode, settings).results()

@@ -23,7 +23,7 @@ from .._loop import FallbackOn, OutputMode, check_output_mode
 from ._progress import Progress, progress_for
 from ._result import BatchResult, failed, from_wire, input_json, to_wire, wire_input
 from ._settings import Adjust, RunSettings
-from ._store import ResultStore
+from ._store import ResultStore, open_store
 from ._work import Live, Resume, run_group, run_one
 
 __all__ = ["Batch", "check_arguments", "check_remote", "run_batch"]
@@ -71,9 +71,15 @@ def run_batch(
 
     `output_type`: every run answers with a value of that type (`BatchResult.output`; API §14),
     through a `final_result` tool or, with `output_mode="native"`, as its reply's JSON (§18).
-    `store`: the path of a SQLite file; results without error are written to it as they
-    complete, and a later call with the same store yields the stored result for every
-    `(index, input)` already there (inputs compared as JSON) without running it again.
+    `store`: the path of a SQLite file, or a PostgreSQL URL (`postgresql://user:pw@host/db`,
+    extra `postgres`; table `agentcore_batch_results`, made when missing) that processes on
+    several machines may share; results without error are written to it as they complete, each
+    committed on its own, and a later call with the same store yields the stored result for
+    every `(index, input)` already there (inputs compared as JSON) without running it again. A
+    file that is not SQLite, or a database that cannot be reached within its connect timeout
+    (10 s unless the URL sets `connect_timeout`), raises `ValueError` at the call (never
+    showing the password). A lost connection is replaced once per write; when that fails too,
+    the iteration raises `ConnectionError` (the results already yielded are stored).
     `progress`: True shows a bar (tqdm when installed, else one updating line on stderr; a
     live display in Jupyter); a callable gets `(done, total, result)` on the iterating thread.
 
@@ -107,8 +113,8 @@ def run_batch(
     settings = RunSettings(fallback_models, fallback_on, circuit_breaker, budget, adaptive)
     if executor is not None and not isinstance(executor, ThreadPoolExecutor):
         check_remote(executor, make_agent, output_type, settings)
-    if store is not None:  # a file that is not SQLite raises here, not at the first next()
-        ResultStore(store).close()
+    if store is not None:  # a bad store (not SQLite, a server down) raises here, not later
+        open_store(store).close()
     return Batch(make_agent, [(i, input, None) for i, input in enumerate(items)], executor,
                   max_concurrency, output_type, store, progress, output_mode,
                   settings).results()
@@ -142,7 +148,8 @@ def check_arguments(make_agent: object, inputs: object, executor: object,
     if output_type is not None:
         output_tool(output_type)  # raises TypeError naming 'output_type'
     if store is not None and not isinstance(store, (str, os.PathLike)):
-        raise TypeError(f"'store' must be a path (str or os.PathLike) or None, got {store!r}")
+        raise TypeError(f"'store' must be a path (str or os.PathLike), a PostgreSQL URL or "
+                        f"None, got {store!r}")
     if progress is not None and not isinstance(progress, bool) and not callable(progress):
         raise TypeError(f"'progress' must be True, False, None or a callable "
                         f"(done, total, result), got {progress!r}")
@@ -208,7 +215,7 @@ class Batch:
         self.finished: queue.SimpleQueue[Future[Any]] = queue.SimpleQueue()
 
     def results(self) -> Iterator[BatchResult]:
-        store = None if self.store_path is None else ResultStore(self.store_path)
+        store = None if self.store_path is None else open_store(self.store_path)
         reporter = progress_for(self.progress, len(self.items))
         runs: Generator[tuple[BatchResult, str | None], None, None] | None = None
         try:
@@ -399,6 +406,8 @@ def _failed(item: _Item, exc: BaseException) -> BatchResult:
 def _put(store: ResultStore, result: BatchResult, key: str) -> None:
     try:
         store.put(result.index, key, to_wire(result))
+    except ConnectionError:  # the store's server is gone: stop, not run on unrecorded
+        raise
     except Exception:  # a full disk, say: the batch goes on, the result is only not kept
         _log.exception("could not store the result of input %d in %r", result.index, store)
 

@@ -1,15 +1,21 @@
-"""The SQLite file that makes a batch resumable: one row per input whose run ended without error."""
+"""Where a batch keeps its results: one row per input whose run ended without error.
+
+`store=` is a SQLite path or a PostgreSQL URL; `open_store` picks the implementation. Both
+keep results by (index, input as canonical JSON), one committed transaction per result, and
+are used from one thread (the one iterating `run_batch`): the batch holds the plain `store`
+value and opens it there, so nothing unpicklable or thread-bound travels with the batch.
+"""
 
 from __future__ import annotations
 
 import json
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     import sqlite3
 
-__all__ = ["ResultStore"]
+__all__ = ["ResultStore", "SqliteStore", "is_postgres_url", "open_store"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS batch_results (
@@ -21,11 +27,46 @@ CREATE TABLE IF NOT EXISTS batch_results (
 """
 
 
-class ResultStore:
-    """Results keyed by (index, input as canonical JSON), written as they complete.
+class ResultStore(Protocol):
+    """What `run_batch` needs of a store: read a result, write one, close.
 
-    Used from one thread (the one iterating `run_batch`). Each result is one committed
-    transaction in WAL mode: a batch killed half-way keeps every result it had yielded.
+    `put` raises `ConnectionError` when the store's server cannot be reached even after one
+    retry: the batch then stops rather than run on with results it cannot keep. Any other
+    error of `put` loses that one result only (logged; the batch goes on).
+    """
+
+    def get(self, index: int, input_key: str) -> dict[str, Any] | None:
+        """The stored result of input `index` with that input, or None."""
+        ...
+
+    def put(self, index: int, input_key: str, result: dict[str, Any]) -> None:
+        """Store (or replace) the result of input `index`, committed before returning."""
+        ...
+
+    def close(self) -> None:
+        """Release the file or connection."""
+        ...
+
+
+def is_postgres_url(store: object) -> bool:
+    """Whether `store` is a libpq URL (`postgresql://...` or `postgres://...`)."""
+    return isinstance(store, str) and store.startswith(("postgresql://", "postgres://"))
+
+
+def open_store(store: str | os.PathLike[str]) -> ResultStore:
+    """The store `store` names, open and with its table; `ValueError` naming 'store' if not."""
+    if is_postgres_url(store):
+        from ._pg_store import PostgresStore  # psycopg only for a PostgreSQL store
+
+        assert isinstance(store, str)
+        return PostgresStore(store)
+    return SqliteStore(store)
+
+
+class SqliteStore:
+    """A SQLite file, in WAL mode: a batch killed half-way keeps every result it had yielded.
+
+    Used from one thread (the one iterating `run_batch`).
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -57,7 +98,8 @@ class ResultStore:
                          "VALUES (?, ?, ?)", (index, input_key, json.dumps(result)))
 
     def close(self) -> None:
+        """Close the file."""
         self._db.close()
 
     def __repr__(self) -> str:
-        return f"ResultStore({self.path!r})"
+        return f"SqliteStore({self.path!r})"

@@ -32,10 +32,11 @@ def evaluate(
     Each run is `make_agent().prompt(case.input)`; the result is a `Report`.
 
     The runs go through `agentcore.batch.run_batch`, with its `executor` (threads by default,
-    or a Dask cluster's `client.get_executor()`), `max_concurrency`, `store` (a SQLite file:
-    a second call with the same store, dataset and `repeat` runs only what did not finish
-    without error) and `progress`. `output_type` (an extra, as in `run_batch`) gives every run
-    a structured `output`, which `Equals` and `Contains` compare instead of the text.
+    or a Dask cluster's `client.get_executor()`), `max_concurrency`, `store` (a SQLite file or
+    a PostgreSQL URL: a second call with the same store, dataset and `repeat` runs only what
+    did not finish without error) and `progress`. `output_type` (an extra, as in `run_batch`)
+    gives every run a structured `output`, which `Equals` and `Contains` compare instead of
+    the text.
 
     A run's `duration` is the wall time from its prompt (the timestamp of the first message it
     added, stamped where it ran) to the moment this process received its result: that covers
