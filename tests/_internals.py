@@ -158,6 +158,7 @@ from agentcore.providers._wire._transform import (
 from agentcore.batch._result import from_wire, pause_of, to_wire
 from agentcore.batch._settings import RunSettings
 from agentcore.batch._work import run_group
+from agentcore.batch._pg_store import PostgresStore
 
 # --- agentcore._cli: python -m agentcore -------------------------------------------------------
 from agentcore import _cli as cli

@@ -121,7 +121,7 @@ def test_run_batch_postgres_store_keeps_each_success_once_and_runs_only_the_rest
 
 def test_postgres_store_table_made_by_many_at_once(postgres_dsn: str) -> None:
     """`CREATE TABLE IF NOT EXISTS` from many connections at once: none fails."""
-    from agentcore.batch._pg_store import PostgresStore
+    from _internals import PostgresStore
 
     start = threading.Barrier(8)
     errors: list[BaseException] = []
