@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(sys.platform == "win32",
                                                    reason="SIGKILL is POSIX")]
 
 CHILD = paths.TESTS / "lease_child.py"
-SAMPLES = 6
+SAMPLES = 4
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -113,8 +113,10 @@ def test_two_processes_resuming_one_pause_run_each_approved_call_once(
         outcomes = resume_in_two_processes(store, session_id, log, kill)
         seen.update(outcomes)
         transcript = finish_here(store, session_id, log)
-        starts = Counter(line.split()[1] for line in log.read_text().splitlines()
-                         if line.startswith("start"))
+        # (no log: a process was killed after the decision, before either call started;
+        # the repair then answers both "did not run")
+        lines = log.read_text().splitlines() if log.exists() else []
+        starts = Counter(line.split()[1] for line in lines if line.startswith("start"))
         assert all(count <= 1 for count in starts.values()), (sample, outcomes, starts)
         if kill is None or "killed" not in outcomes:
             assert starts == dict.fromkeys(CALLS, 1), (sample, outcomes, starts)
