@@ -35,7 +35,7 @@ SENDS_PER_SENDER = 50
 MAX_TURNS = 3000  # a safety bound: far more than the ~400 turns the slowest mode needs
 CALLS_PER_TURN = 3
 
-ABORT_RUNS = 200
+ABORT_RUNS = 120
 THREAD_CHECK_EVERY = 50
 THREAD_GRACE_S = 2.0
 MAX_ABORT_LATENCY_S = 2.0  # generous for a loaded CI machine; observed is milliseconds

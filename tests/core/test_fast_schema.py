@@ -50,7 +50,7 @@ def _schemas() -> st.SearchStrategy[dict[str, Any]]:
 
 
 @pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(_schemas(), values)
 def test_fast_schema_yes_implies_jsonschema_yes(schema: dict[str, Any], value: Any) -> None:
     check = compile_fast(schema)
@@ -162,7 +162,7 @@ def _odd_schemas() -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.slow  # a stress test, as the one above
-@settings(max_examples=600, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(_odd_schemas(), values)
 def test_fast_schema_compiled_check_answers_as_the_reference(schema: Any, value: Any) -> None:
     check, reference = compile_fast(schema), _reference(schema)
@@ -172,7 +172,7 @@ def test_fast_schema_compiled_check_answers_as_the_reference(schema: Any, value:
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_schemas(), st.dictionaries(st.sampled_from(["a", "b", "c"]), values, max_size=3))
 def test_fast_schema_validation_fast_path_gives_what_the_full_check_gives(
     schema: dict[str, Any], args: dict[str, Any],

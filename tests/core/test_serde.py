@@ -644,7 +644,7 @@ messages = st.one_of(
 )
 
 
-@settings(deadline=None, database=None, max_examples=200)
+@settings(deadline=None, database=None, max_examples=100)
 @given(messages)
 def test_generated_messages_round_trip(message: Any) -> None:
     assert from_json(AgentMessage, to_json(message)) == message

@@ -144,7 +144,7 @@ json_like = st.recursive(
 
 
 @pytest.mark.slow  # a stress test: over a second on an idle 2-core machine
-@settings(deadline=None, database=None, max_examples=300)
+@settings(deadline=None, database=None, max_examples=150)
 @given(json_like, st.sampled_from(sorted(CARRIERS)))
 def test_to_json_of_any_json_like_details_is_the_same_on_the_second_pass(
         details: Any, carrier: str) -> None:

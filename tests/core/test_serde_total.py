@@ -313,7 +313,7 @@ odd_values = st.recursive(
 )
 
 
-@settings(deadline=None, database=None, max_examples=300)
+@settings(deadline=None, database=None, max_examples=150)
 @given(odd_values, surrogate_text)
 def test_to_json_of_any_details_is_strict_json(details: Any, text: str) -> None:
     message = ToolResultMessage("c1", text, [TextContent(text)], details=details, timestamp=1)

@@ -322,7 +322,7 @@ def _schema_and_valid_arguments(draw: st.DrawFn) -> tuple[dict[str, Any], dict[s
     return schema, arguments
 
 
-@settings(max_examples=200, database=None, deadline=None)
+@settings(max_examples=100, database=None, deadline=None)
 @given(_schema_and_valid_arguments())
 def test_validate_tool_arguments_valid_arguments_validate_to_an_equal_dict(
     case: tuple[dict[str, Any], dict[str, Any]],

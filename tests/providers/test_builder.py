@@ -104,7 +104,7 @@ step = st.one_of(
 
 
 @pytest.mark.slow  # 400 examples: over a second
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(steps=st.lists(step, max_size=25), auto_close=st.booleans())
 def test_builder_fast_paths_give_what_the_general_paths_give(steps, auto_close) -> None:
     with pytest.MonkeyPatch.context() as monkeypatch:

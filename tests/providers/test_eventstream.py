@@ -108,7 +108,7 @@ _MESSAGES = st.lists(st.tuples(st.dictionaries(_NAMES, _HEADER_VALUES, max_size=
 
 
 @pytest.mark.slow  # 300 examples: over a second
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(messages=_MESSAGES, data=st.data())
 def test_eventstream_decodes_what_botocore_decodes(messages: list[tuple[dict[str, Typed],
                                                                         bytes]],

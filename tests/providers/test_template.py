@@ -99,7 +99,7 @@ def test_template_reads_any_delta_of_the_learned_form(first, second, obfuscation
     assert check_match(reader, text, other) == second
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(content=strings, edits=st.lists(st.tuples(st.integers(0, 400), st.sampled_from(
     ['"', "\\", "x", "", "}", ",", "\n", "\x01", "\\u00e9", "\\ud800", " ", "0", "1.5"])),
     min_size=1, max_size=3), drop=st.booleans())
@@ -284,7 +284,7 @@ def completions_stream(kinds: list[int], texts: list[str], rng: random.Random) -
     return [*out, ServerSentEvent(None, "[DONE]")]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(kinds=st.lists(st.sampled_from([0, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7, 7, 8, 9, 10, 11, 12, 12,
                                        12, 13, 13, 14, 15]), max_size=30),
        texts=st.lists(st.sampled_from(["", "a", " b", "é", '"q"', "\\", "\n", "日本"]),
@@ -332,7 +332,7 @@ def anthropic_stream(steps: list[tuple[int, int]], texts: list[str]) -> list[Any
     return out
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(steps=st.lists(st.tuples(st.sampled_from([0, 0, 0, 0, 1, 2]), st.integers(0, 2)),
                       max_size=30),
        texts=st.lists(st.sampled_from(["", "a", " b", "é", '"q"', "\\", "\n"]), min_size=30,
