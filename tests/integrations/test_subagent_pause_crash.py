@@ -95,8 +95,11 @@ def test_sigkill_around_a_child_s_pause_runs_pay_at_most_once(tmp_path: Path) ->
             assert starts == 1
         seen["paid" if starts else "not paid"] += 1
         # the child's transcript is kept beside the parent's, under <session id>/<call id>
-        with SqliteSession(db) as store:
-            assert "chat/c1" in store.session_ids()
+        # (when the child answered: a kill before its first message leaves the call
+        # "interrupted", its child never having stored anything)
+        if result.text.startswith("child: "):
+            with SqliteSession(db) as store:
+                assert "chat/c1" in store.session_ids()
     assert seen["prompt:done"]
     assert seen["resume:done"]
     assert seen["prompt:killed"] + seen["resume:killed"] > 0
