@@ -64,7 +64,7 @@ ROLES = ["user", "assistant", "toolApproval", "toolResult", "toolResult", "toolR
 """The finished conversation, whatever happened to the processes that made it."""
 CONCURRENCY = 3
 MAX_STEPS = 8
-KILLS = 30
+KILLS = 20
 
 
 @attrs.define
