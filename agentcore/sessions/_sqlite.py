@@ -309,7 +309,8 @@ class SqliteSession:
                     holding.check(connection)  # a holder that lost its lease must not write
                 if delete is not None:
                     connection.execute(delete, (self.session_id,))
-                connection.executemany(_INSERT, rows)
+                connection.executemany(_INSERT, rows[:-1])
+                last = connection.execute(_INSERT, rows[-1]).lastrowid if rows else None
                 if isinstance(journal, list):
                     if journal:
                         connection.executemany(_FORGET, journal)
@@ -319,7 +320,9 @@ class SqliteSession:
                     marks = ", ".join("?" * len(journal))
                     connection.execute(f"{_FORGET_ALL} AND call_id NOT IN ({marks})",
                                        (self.session_id, *journal))
-                self._seen = connection.execute(_LAST, (self.session_id,)).fetchone()[0]
+                # the session's last seq now: its last row's, or none (nothing inserted after
+                # a delete); an append of nothing does not come here
+                self._seen = last if last is not None or delete is not None else self._seen
 
         holding = self._holding
         with self._lock:
