@@ -89,10 +89,6 @@ class PostgresServer:
         self._pg_ctl("stop", "-m", "immediate")
         self._pg_ctl("start")
 
-    def start_again(self) -> None:
-        """Start the server after `stop()`, on the same port."""
-        self._pg_ctl("start")
-
     def stop(self) -> None:
         """Stop the server (fast shutdown: open connections are closed)."""
         self._pg_ctl("stop", "-m", "fast")

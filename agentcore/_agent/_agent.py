@@ -543,13 +543,14 @@ class Agent:
 
         For a process serving a conversation that others may move on too (a web worker, API
         §27); a run does this itself when it takes the lease. Repairs only when no other
-        agent drives the session (as when constructed). Does nothing without a session;
-        raises `AgentBusyError` while a run is active.
+        agent drives the session (as when constructed). Does nothing without a session, or
+        while the session lacks messages this agent could not store (its next message
+        rewrites the session); raises `AgentBusyError` while a run is active.
         """
         with self._lock:
             if self._run is not None:
                 raise AgentBusyError("cannot reload while the agent is running")
-            if self._writer is not None:
+            if self._writer is not None and not self._writer.behind:  # else ours are newer
                 self.messages[:] = self._load(open_transcript)  # in place: no setter
 
     def _resume_output(self) -> Output:

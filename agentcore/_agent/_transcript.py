@@ -171,6 +171,11 @@ class SessionWriter:
         finally:
             self.release()
 
+    @property
+    def behind(self) -> bool:
+        """Whether the session lacks messages the agent has (a failed append; see the class)."""
+        return self._behind
+
     def release(self) -> None:
         """Give up the lease `claim` took, if any (never raises)."""
         lease, self._lease = self._lease, None
@@ -185,7 +190,7 @@ class SessionWriter:
         """Store what `event` makes durable: its ended message, or its tool call's journal."""
         if ended is not None:
             self.save(ended, transcript)
-        elif self._journal is not None and isinstance(
+        elif self._journal is not None and not self._lost and isinstance(
                 event, (ToolExecutionStartEvent, ToolExecutionEndEvent)):
             self._note(self._journal, event)
 

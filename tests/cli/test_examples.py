@@ -104,13 +104,18 @@ def test_example_main_runs_in_process_and_cleans_up(
 
 
 @pytest.mark.slow
-def test_postgres_session_example_keeps_the_conversation(postgres_dsn: str) -> None:
-    env = _env(AGENTCORE_POSTGRES_DSN=postgres_dsn)
-    for count in (2, 4):  # a second process carries the same conversation on
-        assert run_example("postgres_session.py", env=env).splitlines() == [
+def test_postgres_session_example_keeps_the_conversation(
+        postgres_dsn: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    example = load_example("postgres_session.py")  # in this process: its main() twice
+    monkeypatch.setenv("AGENTCORE_POSTGRES_DSN", postgres_dsn)
+    for count in (2, 4):  # a second run carries the same conversation on
+        example.main()
+        assert capsys.readouterr().out.splitlines() == [
             "Noted: the sky is blue.", f"the session holds {count} messages"]
-    assert run_example("postgres_session.py", env=_env()).startswith(
-        "set AGENTCORE_POSTGRES_DSN")
+    monkeypatch.delenv("AGENTCORE_POSTGRES_DSN")
+    example.main()
+    assert capsys.readouterr().out.startswith("set AGENTCORE_POSTGRES_DSN")
 
 
 @pytest.mark.slow

@@ -14,14 +14,12 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import paths
 import psycopg
 import pytest
-from pg_server import PostgresServer
 from test_sessions import Note, every_kind
 
 import agentcore as ac
@@ -203,21 +201,22 @@ def test_postgres_restart_between_appends_is_retried_once(
     assert session.load() == _user("before", "after")
 
 
-def test_postgres_server_down_after_opening_is_a_clear_error(tmp_path: Path) -> None:
-    server = PostgresServer.start(tmp_path / "own")  # its own: stopping it harms no other test
-    try:
-        with PostgresSession(server.new_database(), connect_timeout=1) as store:
-            store.append(_user("kept"))
-            server.stop()
-            try:
-                with pytest.raises(ConnectionError,
-                                   match=r"cannot reach postgresql://127\.0\.0\.1"):
-                    store.append(_user("lost"))
-            finally:
-                server.start_again()
-            assert store.load() == _user("kept")
-    finally:
-        server.stop()
+def test_postgres_server_down_after_opening_is_a_clear_error(
+        postgres_server: Any, postgres_dsn: str) -> None:
+    database = postgres_dsn.rsplit("/", 1)[1]
+    with PostgresSession(postgres_dsn, connect_timeout=1) as store, \
+            psycopg.connect(postgres_server.dsn(), autocommit=True) as admin:
+        store.append(_user("kept"))
+        # as good as down, for this database: its connections cut, no new one let in
+        admin.execute(f'ALTER DATABASE "{database}" WITH ALLOW_CONNECTIONS false')
+        admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                      "WHERE datname = %s", (database,))
+        try:
+            with pytest.raises(ConnectionError, match=r"cannot reach postgresql://127\.0\.0\.1"):
+                store.append(_user("lost"))
+        finally:
+            admin.execute(f'ALTER DATABASE "{database}" WITH ALLOW_CONNECTIONS true')
+        assert store.load() == _user("kept")
 
 
 # --- the journal ------------------------------------------------------------------------------
