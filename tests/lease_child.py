@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from approval_child import record
+
 import agentcore as ac
 from agentcore.testing import ScriptedModel, scripted_model, tool_call
 
@@ -36,21 +38,12 @@ def scripted() -> ScriptedModel:
     return scripted_model([reply] * 8)
 
 
-def log_line(log: Path, line: str) -> None:
-    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-    try:
-        os.write(fd, f"{line}\n".encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def pay_tool(log: Path) -> ac.AgentTool:
     def execute(call_id: str, args: dict[str, Any], signal: Any, on_update: Any,
                 ) -> ac.AgentToolResult:
-        log_line(log, f"start {call_id} {os.getpid()}")
+        record(log, f"start {call_id} {os.getpid()}")
         time.sleep(0.03)
-        log_line(log, f"end {call_id} {os.getpid()}")
+        record(log, f"end {call_id} {os.getpid()}")
         return ac.AgentToolResult([ac.TextContent(f"paid {args['n']}")])
 
     return ac.AgentTool("pay", "Pay.", {"type": "object", "properties": {

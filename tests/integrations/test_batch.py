@@ -39,16 +39,6 @@ WAIT_S = 10.0
 EXAMPLE = paths.EXAMPLES / "batch.py"
 
 
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    """The chat server for one test, closed (and its threads joined) at teardown."""
-    server = ChatServer()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 def _wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
     """Poll `condition` (state other threads own) until it holds; False after `timeout`."""
     tick, deadline = threading.Event(), time.monotonic() + timeout

@@ -45,16 +45,6 @@ STOP_S = 10.0
 TABLE = "agentcore_batch_results"
 
 
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    """The chat server for one test, closed (and its threads joined) at teardown."""
-    server = ChatServer()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 def agents(server: ChatServer) -> Callable[[], ac.Agent]:
     return functools.partial(make_agent, server.url)
 
