@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import math
 import operator
+import threading
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -51,6 +52,11 @@ def _power(base: Number, exponent: Number) -> Number:
     return result  # type: ignore[no-any-return]
 
 
+_PARSING = threading.Lock()
+"""`ast.parse` one thread at a time: CPython 3.11's AST constructor keeps its recursion depth
+in interpreter-wide state, and two threads parsing at once can fail with `SystemError: AST
+constructor recursion depth mismatch` (seen with 200 web conversations at once)."""
+
 _BINARY: dict[type[ast.operator], Callable[[Number, Number], Number]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
@@ -87,7 +93,8 @@ def calculate(expression: str) -> Number:
     if len(expression) > MAX_EXPRESSION_CHARS:
         raise ValueError(f"expression is longer than {MAX_EXPRESSION_CHARS} characters")
     try:
-        tree = ast.parse(expression.strip(), mode="eval")
+        with _PARSING:
+            tree = ast.parse(expression.strip(), mode="eval")
     except SyntaxError:
         raise ValueError(f"not an arithmetic expression: {expression!r}") from None
     try:
