@@ -24,6 +24,9 @@ the server, not the client: it is measured again, once. Variants:
   (`executor=client.get_executor()`), started before the clock (its start time shown apart).
 - pydantic-ai: one `Agent` on `OpenAIChatModel`, N `agent.run(...)` in one `asyncio.gather`,
   streaming (an `event_stream_handler`, so that it reads the same SSE replies).
+- floor-requests, floor-shared, floor-socket: the conversation with no agent library, one
+  thread per conversation (`floors.py`): `requests` with a `Session` per conversation, with
+  one `Session` shared by all (the floor of API §29), and a raw socket.
 
 See README.md beside this file for the figures and what exactly is counted.
 """
@@ -61,7 +64,7 @@ QUICK_NS = (10, 100)
 RUNS = 3
 PEER_ONCE_FROM = 1000  # pydantic-ai runs once per N from here on (1-2 minutes a run)
 VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask", "pydantic-ai",
-            "floor-requests", "floor-socket")
+            "floor-requests", "floor-shared", "floor-socket")
 AGENTCORE_VARIANTS = ("agentcore-agent", "agentcore-batch", "agentcore-dask")
 BASE = "@base"  # a variant's label suffix: measured with the --baseline tree's agentcore
 PEER = "pydantic-ai"
@@ -110,6 +113,7 @@ def ask_for(base_url: str, i: int) -> floors.Ask:
 
 FLOORS: dict[str, Callable[[floors.Ask], str]] = {
     "floor-requests": floors.requests_conversation,
+    "floor-shared": floors.shared_requests_conversation,
     "floor-socket": floors.socket_conversation,
 }
 """The conversation with no agent library: what the machine allows any thread-per-stream client."""
@@ -415,7 +419,7 @@ def run_pydantic_ai(base_url: str, n: int, meter: Meter) -> list[Outcome]:
 
 
 def run_floor(kind: str, base_url: str, n: int, meter: Meter) -> list[Outcome]:
-    """floor-requests, floor-socket: N threads started at once, one conversation each.
+    """floor-requests, floor-shared, floor-socket: N threads started at once, one each.
 
     A conversation's latency is from the first start to its own end.
     """

@@ -6,6 +6,9 @@ call's arguments, answer the call. They are what the machine allows a thread-per
 client, measured beside agentcore in the same run:
 
 - `requests_conversation`: `requests` (a new `Session`, as a new agent has one), `iter_lines`.
+- `shared_requests_conversation`: the same through one `Session` for the whole process (the
+  floor of API §29, issue 39): its pool keeps 10 connections and makes more as needed,
+  dropping the extra ones once used, as any default `requests` client does.
 - `socket_conversation`: a raw socket, HTTP/1.1 written by hand, the chunked body and the SSE
   lines cut by hand (one `recv` a wake, whatever it holds): the leanest such client there is,
   and one that handles nothing but this server's replies (no TLS, no redirects, no errors).
@@ -67,21 +70,38 @@ def requests_conversation(ask: Ask) -> str:
     """The conversation through `requests` and `json.loads`; the answer's text."""
     import requests
 
+    with requests.Session() as session:
+        return _converse(session, ask)
+
+
+_shared: list[Any] = []
+
+
+def shared_requests_conversation(ask: Ask) -> str:
+    """`requests_conversation` on the process's one shared `Session` (made at first use)."""
+    if not _shared:
+        import requests
+
+        _shared.append(requests.Session())
+    return _converse(_shared[0], ask)
+
+
+def _converse(session: Any, ask: Ask) -> str:
+    """The two requests of a conversation on `session`; the answer's text."""
     url = f"{ask.base_url}/v1/chat/completions"
     headers = {"Authorization": f"Bearer {ask.api_key}"}
     text: list[str] = []
-    with requests.Session() as session:
-        for _ in range(2):
-            call = [""]
-            with session.post(url, json=ask.body(), headers=headers, stream=True,
-                              timeout=TIMEOUT_S) as reply:
-                reply.raise_for_status()
-                for line in reply.iter_lines():
-                    if line.startswith(b"data: ") and line != b"data: [DONE]":
-                        _take(json.loads(line[6:]), text, call)
-            if len(call) == 1:
-                break
-            ask.add_call(call[0], "".join(call[1:]))
+    for _ in range(2):
+        call = [""]
+        with session.post(url, json=ask.body(), headers=headers, stream=True,
+                          timeout=TIMEOUT_S) as reply:
+            reply.raise_for_status()
+            for line in reply.iter_lines():
+                if line.startswith(b"data: ") and line != b"data: [DONE]":
+                    _take(json.loads(line[6:]), text, call)
+        if len(call) == 1:
+            break
+        ask.add_call(call[0], "".join(call[1:]))
     return "".join(text)
 
 
