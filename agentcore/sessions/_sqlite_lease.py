@@ -180,9 +180,13 @@ def take_lease(run: Callable[[Callable[[sqlite3.Connection], Any]], Any], sessio
 
     while True:
         _held.add(token)  # before the commit: from then on, this process's agents see it live
-        taken, found = run(attempt)
-        if taken:
-            return SqliteLease(run, session_id, token, ttl, found != seen)
+        try:
+            taken, found = run(attempt)
+            if taken:
+                return SqliteLease(run, session_id, token, ttl, found != seen)
+        except BaseException:
+            _held.discard(token)
+            raise
         _held.discard(token)
         left = deadline - time.monotonic()
         if left <= 0:
