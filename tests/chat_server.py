@@ -70,6 +70,19 @@ class ChatServer(PromptShutdown, ThreadingHTTPServer):
         self.thread.join(_WAIT_S)
 
 
+def quick(server: ChatServer) -> ChatServer:
+    """`server`, dropping a connection idle for 1 s instead of 10 s.
+
+    So that closing it does not wait that long for the handler of a connection a client keeps
+    open: a worker process keeps the session its batches share (and its connections) for its
+    whole life, and an aborted request can leave its connection open until the garbage
+    collector runs.
+    """
+    handler: Any = server.RequestHandlerClass
+    server.RequestHandlerClass = type("QuickHandler", (handler,), {"timeout": 1.0})
+    return server
+
+
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
     body = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
             "model": "m-1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}

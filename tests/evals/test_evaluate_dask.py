@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from batch_agents import make_agent
-from chat_server import ChatServer
+from chat_server import ChatServer, quick
 
 from agentcore.evals import Case, Equals, MaxDuration, evaluate
 
@@ -19,9 +19,7 @@ from agentcore.evals import Case, Equals, MaxDuration, evaluate
 @pytest.fixture
 def server() -> Iterator[ChatServer]:
     """A chat server dropping a connection idle for 1 s (a worker keeps its connections)."""
-    server = ChatServer()
-    handler: Any = server.RequestHandlerClass
-    server.RequestHandlerClass = type("QuickHandler", (handler,), {"timeout": 1.0})
+    server = quick(ChatServer())
     try:
         yield server
     finally:

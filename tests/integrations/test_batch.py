@@ -29,7 +29,7 @@ import attrs
 import paths
 import pytest
 from batch_agents import City, broken_weather, make_agent, make_not_an_agent, make_nothing
-from chat_server import ChatServer
+from chat_server import ChatServer, quick
 
 import agentcore as ac
 from agentcore.batch import BatchResult, run_batch
@@ -47,19 +47,6 @@ def _wait_until(condition: Callable[[], bool], timeout: float = WAIT_S) -> bool:
             return False
         tick.wait(0.01)
     return True
-
-
-def quick(server: ChatServer) -> ChatServer:
-    """`server`, dropping a connection idle for 1 s instead of 10 s.
-
-    So that closing it does not wait that long for the handler of a connection a client keeps
-    open: a worker process keeps the session its batches share (and its connections) for its
-    whole life, and an aborted request can leave its connection open until the garbage
-    collector runs.
-    """
-    handler: Any = server.RequestHandlerClass
-    server.RequestHandlerClass = type("QuickHandler", (handler,), {"timeout": 1.0})
-    return server
 
 
 def agents(server: ChatServer, *tools: ac.AgentTool) -> Callable[[], ac.Agent]:

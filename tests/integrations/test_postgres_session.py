@@ -58,10 +58,8 @@ def _holders(dsn: str) -> list[int]:
 
 
 def _wait_for(condition: Any, what: str) -> None:
-    """Poll a condition the server reports (not a duration) until it holds, within `WAIT`."""
-    deadline = time.monotonic() + WAIT
+    """Poll a condition the server reports (`what`) until it holds (pytest-timeout ends a hang)."""
     while not condition():
-        assert time.monotonic() < deadline, f"never happened: {what}"
         time.sleep(0.01)
 
 
