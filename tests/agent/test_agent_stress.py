@@ -354,6 +354,7 @@ def test_agent_survives_many_runs_aborted_at_random_moments() -> None:
                 assert not survivors, f"after {n} runs, threads remain: {survivors}"
                 assert threading.active_count() == baseline_count
                 agent.reset()
+        trial = Trial(None)  # disarm: the last run's listener abort must not carry into this one
         faux.set_responses([faux_assistant_message("still fine")])
         assert agent.prompt("after it all").result(WAIT_S)[-1].text == "still fine"
     finally:
