@@ -280,6 +280,22 @@ def dask_client() -> Iterator[Any]:
         yield client
 
 
+@pytest.fixture
+def quick_server() -> Iterator[Any]:
+    """A chat server (`tests/chat_server.py`) that drops a connection idle for 1 s (`quick`).
+
+    For runs on Dask workers, which keep their connections: the server's threads end at
+    teardown without waiting for the workers to let go.
+    """
+    from chat_server import ChatServer, quick
+
+    server = quick(ChatServer())
+    try:
+        yield server
+    finally:
+        server.close()
+
+
 @pytest.fixture(scope="session")
 def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A real PostgreSQL server (`tests/pg_server.py`), one per session (per xdist worker).

@@ -1,4 +1,4 @@
-"""`evaluate` on a Dask cluster (the session's `dask_client`, tests/conftest.py).
+"""`evaluate` on a Dask cluster (`dask_client` and `quick_server`, tests/conftest.py).
 
 Runs go to the worker processes through `run_batch`; scores are computed here (API §26).
 """
@@ -6,29 +6,19 @@ Runs go to the worker processes through `run_batch`; scores are computed here (A
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from batch_agents import make_agent
-from chat_server import ChatServer, quick
+from chat_server import ChatServer
 
 from agentcore.evals import Case, Equals, MaxDuration, evaluate
 
 
-@pytest.fixture
-def server() -> Iterator[ChatServer]:
-    """A chat server dropping a connection idle for 1 s (a worker keeps its connections)."""
-    server = quick(ChatServer())
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 @pytest.mark.slow
 @pytest.mark.timeout(60)
-def test_evaluate_on_a_dask_cluster(dask_client: Any, server: ChatServer) -> None:
+def test_evaluate_on_a_dask_cluster(dask_client: Any, quick_server: ChatServer) -> None:
+    server = quick_server
     cases = [Case(f"hello {i}", f"echo: hello {i}") for i in range(6)]
     report = evaluate(functools.partial(make_agent, server.url, ()), cases,
                       [Equals(), MaxDuration(30)], repeat=2,

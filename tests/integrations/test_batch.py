@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -642,16 +642,7 @@ def test_run_batch_progress_in_jupyter_is_a_live_display(jupyter_env: str) -> No
 
 
 # --- Dask --------------------------------------------------------------------------------------
-# `dask_client`: the session's cluster (tests/conftest.py), shared with the remote executor tests.
-
-@pytest.fixture
-def quick_server() -> Iterator[ChatServer]:
-    """A chat server that drops a connection idle for 1 s (see `quick`), closed at teardown."""
-    server = quick(ChatServer())
-    try:
-        yield server
-    finally:
-        server.close()
+# `dask_client`: the session's cluster, and `quick_server` (both tests/conftest.py).
 
 
 @pytest.mark.slow
