@@ -14,6 +14,9 @@ process's user CPU, system CPU and context switches (`getrusage`) divided by N. 
 - batch: `run_batch(..., max_concurrency=1)`: each run on the batch's thread (as
   `agentcore-batch`), its tool call on a worker.
 - batch, call inline: the same with the call run where submitted: the run's work alone.
+- loop, call inline: `run_agent_loop` on this thread with a sink that drops the events, the
+  call run where submitted: the streaming, the wire handler, the loop and its events, without
+  an `Agent` (no state, no run log, no run thread) and without a worker.
 - floor-shared: `floors.shared_requests_conversation`, the floor of API §29.
 
 Issue 39 reads it beside `concurrency.py`: at N = 1,000 every client is CPU-bound on one core,
@@ -74,6 +77,28 @@ def batch(base_url: str, n: int, inline: bool) -> None:
             raise RuntimeError(result.error)
 
 
+def loop(base_url: str, n: int) -> None:
+    model = ac.Model(concurrency.MODEL_ID, "GPT-4o mini", "openai-completions", "openai",
+                     base_url=f"{base_url}/v1")
+    here = Here(1)
+    for i in range(n):
+        config = ac.AgentLoopConfig(model=model, api_key=concurrency.API_KEY,
+                                    tool_executor=here)
+        context = ac.AgentContext(concurrency.SYSTEM_PROMPT, [], [concurrency.get_weather])
+        messages = ac.run_agent_loop([ac.UserMessage(concurrency.prompt_for(i))], context,
+                                     config, _drop)
+        last = messages[-1]
+        text = "".join(b.text for b in last.content if isinstance(b, ac.TextContent)) \
+            if isinstance(last, ac.AssistantMessage) else ""
+        error = concurrency.check_text(text)
+        if error:
+            raise RuntimeError(error)
+
+
+def _drop(event: ac.AgentEvent) -> None:
+    """A sink that keeps nothing."""
+
+
 def floor(base_url: str, n: int) -> None:
     for i in range(n):
         error = concurrency.check_text(
@@ -87,6 +112,7 @@ CLIENTS: dict[str, Callable[[str, int], None]] = {
     "agent, call inline": functools.partial(agents, inline=True),
     "batch": functools.partial(batch, inline=False),
     "batch, call inline": functools.partial(batch, inline=True),
+    "loop, call inline": loop,
     "floor-shared": floor,
 }
 
