@@ -193,4 +193,6 @@ else:
     del ag_ui, starlette
     from agentcore.web import _app as web_app
     from agentcore.web._events import Translator
+    from agentcore.web._guard import Guard, origin_of
+    from agentcore.web._input import parse_run_input
     from agentcore.web._threads import Thread, Threads

@@ -176,7 +176,7 @@ def _web_command(args: argparse.Namespace) -> int:
         thinking_level=ThinkingLevel(args.thinking),
         tokens_per_second=args.tokens_per_second or DEFAULT_TOKENS_PER_SECOND,
         session=args.session, mcp=tuple(args.mcp), confirm_tools=args.confirm_tools,
-        host=args.host, port=args.port,
+        host=args.host, port=args.port, token=args.token, no_auth=args.no_auth,
     )
     return run_web(options)
 
@@ -302,6 +302,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the address to listen on (default: 127.0.0.1, this machine only)")
     web.add_argument("--port", type=_port, default=8000,
                      help="the port to listen on (default: 8000; 0 picks a free one)")
+    web.add_argument("--token", default=None,
+                     help="ask every request for this token (default: a random one when "
+                     "--host is not this machine only; the URL printed carries it)")
+    web.add_argument("--no-auth", action="store_true",
+                     help="serve beyond this machine without a token (anyone who can reach "
+                     "the address can run the agent's tools)")
     web.add_argument("--tokens-per-second", type=_positive_float, help=argparse.SUPPRESS)
     web.set_defaults(handler=_web_command)
 

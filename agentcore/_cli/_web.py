@@ -6,12 +6,15 @@ one SQLite file (one session id per thread), so a reload, or a restart, shows th
 `--session postgresql://...` keeps them in a PostgreSQL database, shared by every process
 serving the page (API §27).
 The socket is bound before uvicorn starts, so the URL printed is the real one even for
-`--port 0`.
+`--port 0`. Served beyond this machine (`--host 0.0.0.0`), the page asks for a token as
+Jupyter does: a random one unless `--token` gives it, printed in the URL (`--no-auth` serves
+without one, and says what that means); `--token` on loopback asks for it there too.
 """
 
 from __future__ import annotations
 
 import contextlib
+import secrets
 import socket
 import sys
 from collections.abc import Callable
@@ -45,6 +48,8 @@ class WebOptions:
     confirm_tools: bool = False
     host: str = "127.0.0.1"
     port: int = 8000
+    token: str | None = None
+    no_auth: bool = False
 
 
 def run_web(options: WebOptions, out: TextIO | None = None) -> int:
@@ -65,10 +70,20 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
             open_session(options.session, "agentcore-web-check").close()
         except (ImportError, OSError, ValueError, AgentcoreError) as exc:
             return _fail(f"--session: {exc}")
+    if options.no_auth and options.token is not None:
+        return _fail("--no-auth and --token contradict each other: give one")
+    if options.token is not None and (not options.token.strip()
+                                      or not options.token.isprintable()):
+        return _fail("--token: give a non-empty printable token")
     try:
         sock = socket.create_server((options.host, options.port))
     except OSError as exc:
         return _fail(f"cannot listen on {options.host}:{options.port}: {exc}")
+    from ..web._guard import is_loopback
+
+    token = options.token
+    if token is None and not options.no_auth and not is_loopback(options.host):
+        token = secrets.token_urlsafe(24)  # anyone on the network could run the tools
     offline = register_offline(options.tokens_per_second)
     with contextlib.ExitStack() as stack:
         stack.callback(offline.unregister)
@@ -80,10 +95,17 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
         model = options.model or offline.get_model()
         make_agent = _agent_maker(options, model, mcp_tools)
         host, port = sock.getsockname()[:2]
-        shown = f"[{host}]" if ":" in host else host
-        print(f"agentcore web: http://{shown}:{port}/ ({describe(model)}); Ctrl-C stops",
-              file=stream, flush=True)
-        config = uvicorn.Config(app(make_agent), log_level="warning", lifespan="on",
+        wildcard = host in ("0.0.0.0", "::")
+        shown = "127.0.0.1" if wildcard else f"[{host}]" if ":" in host else host
+        query = "" if token is None else f"?token={token}"
+        where = f" (listening on every address: {host})" if wildcard else ""
+        print(f"agentcore web: http://{shown}:{port}/{query} ({describe(model)}){where}; "
+              "Ctrl-C stops", file=stream, flush=True)
+        if options.no_auth and not is_loopback(options.host):
+            print("agentcore web: --no-auth: anyone who can reach this address can run the "
+                  "agent's tools", file=sys.stderr, flush=True)
+        config = uvicorn.Config(app(make_agent, token=token), log_level="warning",
+                                lifespan="on",
                                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the server stops
             uvicorn.Server(config).run(sockets=[sock])

@@ -2,6 +2,8 @@
 
 Routes: `GET /` the page; `POST /ag-ui` a run, streamed back as Server-Sent Events;
 `GET /ag-ui/threads/{thread_id}` a conversation's history (what the page shows after a reload).
+Every request passes `Guard` first (`_guard`: Host, Origin, JSON bodies, the token or the
+application's `auth`).
 The run itself goes on the agent's own background thread as always; the endpoint only reads
 its events (`async for`, never blocking the event loop), translates and sends them. A client
 that goes away is noticed by a task waiting on the connection, which aborts the run at once;
@@ -16,29 +18,35 @@ import contextlib
 import functools
 import importlib.resources
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import ag_ui.core as ag
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.middleware import Middleware
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._agent import AgentRun
 from .._core import AgentBusyError, AgentClosedError
+from ._body import BadInput
 from ._events import Translator
+from ._guard import Auth, Guard, check_hosts, check_origins
 from ._history import history
-from ._input import MAX_ID_CHARS, BadInput, RunRequest, parse_run_input
+from ._input import MAX_ID_CHARS, RunRequest, parse_run_input
 from ._threads import MakeAgent, Thread, Threads
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS", "app"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS", "DEFAULT_UPLOAD_TIMEOUT", "app"]
 
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY_BYTES = 1_000_000
 """The largest `POST /ag-ui` body accepted by default (413 beyond)."""
+
+DEFAULT_UPLOAD_TIMEOUT = 30.0
+"""How long a request body may take to arrive by default, in seconds (408 beyond)."""
 
 DEFAULT_MAX_THREADS = 1_000
 """How many conversations the app keeps open by default (least recently used idle ones close)."""
@@ -79,7 +87,8 @@ def _json_errors(
     """`handler`, with `BadInput` answered as its 4xx and any other failure as a JSON 500.
 
     Answered here rather than by an exception handler, which Starlette re-raises after
-    responding: uvicorn would then drop the keep-alive connection the client reuses.
+    responding: uvicorn would then drop the keep-alive connection the client reuses. A client
+    that leaves while its body uploads gets one line in the log (nobody reads the answer).
     """
 
     @functools.wraps(handler)
@@ -88,6 +97,10 @@ def _json_errors(
             return await handler(request)
         except BadInput as exc:
             return _error(exc.status, exc.message)
+        except ClientDisconnect:
+            _log.info("%s %s: the client left while sending its body", request.method,
+                      request.url.path)
+            return _error(400, "the client left while sending its body")
         except Exception as exc:
             return _internal_error(request, exc)
 
@@ -95,8 +108,16 @@ def _json_errors(
 
 
 def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        max_threads: int = DEFAULT_MAX_THREADS) -> Starlette:
+        max_threads: int = DEFAULT_MAX_THREADS, allowed_origins: Sequence[str] = (),
+        allowed_hosts: Sequence[str] | None = None, token: str | None = None,
+        auth: Auth | None = None, upload_timeout: float = DEFAULT_UPLOAD_TIMEOUT,
+        ) -> Starlette:
     """An ASGI app serving agents over AG-UI, with the chat page at `/`.
+
+    Safe by default (API §28): a request that changes something (a run, say) from a web page
+    of another origin is refused (403), and so is a body that is not JSON (415), so no other
+    site's form or script drives the agent; served on a loopback address, a request whose
+    `Host` names another site is refused too (403: DNS rebinding).
 
     Args:
         make_agent: Called with an AG-UI `threadId` the first time the app sees it (on a worker
@@ -107,13 +128,26 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_body_bytes: The largest request body accepted (413 beyond).
         max_threads: How many conversations stay open; past it the least recently used idle
             ones are closed (with a session, they reopen on their next request).
+        allowed_origins: Origins besides the page's own whose pages may call the endpoints
+            (`"https://app.example.com"`); they get CORS headers, preflights included.
+        allowed_hosts: `Host` values the app answers besides its own loopback names: needed
+            behind a proxy that forwards the public name to an app served on 127.0.0.1 (then
+            only these and loopback names pass); served beyond loopback, None accepts any.
+        token: A secret every request must carry (`Authorization: Bearer <token>`, or
+            `?token=<token>` once: the page then keeps it in an HttpOnly cookie), as Jupyter
+            asks; `python -m agentcore web --host 0.0.0.0` makes one up and prints the URL.
+        auth: The application's own check, called with each Starlette `Request` (its headers,
+            cookies, client); a false result (or an exception) answers 401. It may be async.
+        upload_timeout: Seconds a request body may take to arrive (408 beyond).
 
     Returns:
         A Starlette app: mount it in FastAPI/Starlette or serve it with uvicorn.
 
     Raises:
-        TypeError: `make_agent` is not callable, or a limit is not an int.
-        ValueError: A limit is below 1.
+        TypeError: `make_agent` or `auth` is not callable, a limit is not an int, `token` is
+            not a string, or an origin or host list is not a list of strings.
+        ValueError: A limit is below 1, `upload_timeout` is not positive, `token` is empty, or
+            an origin or host is malformed.
     """
     if not callable(make_agent):
         raise TypeError(f"'make_agent' must be a callable taking a thread id and returning an "
@@ -123,6 +157,17 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             raise TypeError(f"{name!r} must be an int, got {value!r}")
         if value < 1:
             raise ValueError(f"{name!r} must be at least 1, got {value!r}")
+    origins, hosts = check_origins(allowed_origins), check_hosts(allowed_hosts)
+    if token is not None and not isinstance(token, str):
+        raise TypeError(f"'token' must be a string or None, got {type(token).__name__}")
+    if token is not None and (not token.strip() or not token.isprintable()):
+        raise ValueError("'token' must be a non-empty printable string")
+    if auth is not None and not callable(auth):
+        raise TypeError(f"'auth' must be a callable taking a Request, got {auth!r}")
+    if isinstance(upload_timeout, bool) or not isinstance(upload_timeout, (int, float)):
+        raise TypeError(f"'upload_timeout' must be a number of seconds, got {upload_timeout!r}")
+    if not upload_timeout > 0:
+        raise ValueError(f"'upload_timeout' must be positive, got {upload_timeout!r}")
     threads = Threads(make_agent, max_threads)
     page = importlib.resources.files(__package__).joinpath("page.html").read_bytes()
 
@@ -131,7 +176,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 
     @_json_errors
     async def run_endpoint(request: Request) -> Response:
-        body = await _read_body(request, max_body_bytes)
+        body = await _read_body(request, max_body_bytes, upload_timeout)
         run_request = parse_run_input(body)
         thread = await threads.get(run_request.thread_id)
         thread.starting += 1  # no await since `get`: no eviction can have taken it meanwhile
@@ -177,22 +222,38 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                 Route("/ag-ui/threads/{thread_id:path}", thread_history, methods=["GET"])],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
+        middleware=[Middleware(
+            Guard, allowed_origins=origins, allowed_hosts=hosts,
+            token=token, auth=auth)],
     )
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    """The request body, refused with 413 as soon as it is known to exceed `limit` bytes."""
+async def _read_body(request: Request, limit: int,
+                     timeout: float = DEFAULT_UPLOAD_TIMEOUT) -> bytes:
+    """The request body: 413 once it exceeds `limit` bytes, 408 past `timeout` seconds.
+
+    The timeout ends a stalled upload (a client that sends its headers and then little or
+    nothing), which would otherwise hold its connection and its task for ever.
+    """
     too_big = BadInput(413, f"the body is larger than {limit} bytes")
     length = request.headers.get("content-length", "")
     if length.isdigit() and int(length) > limit:
         raise too_big
     chunks = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_big
-        chunks.append(chunk)
+
+    async def read() -> None:
+        nonlocal size
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise too_big
+            chunks.append(chunk)
+
+    try:
+        await asyncio.wait_for(read(), timeout)
+    except TimeoutError:
+        raise BadInput(408, f"the body did not arrive within {timeout:g} s") from None
     return b"".join(chunks)
 
 

@@ -17,20 +17,12 @@ import attrs
 from pydantic import ValidationError
 
 from .._core import ImageContent, TextContent, UserMessage
+from ._body import BadInput, load_json
 
 __all__ = ["MAX_ID_CHARS", "BadInput", "RunRequest", "parse_run_input"]
 
 MAX_ID_CHARS = 200
 """The longest `threadId` or `runId` accepted (a thread id also names its session)."""
-
-
-class BadInput(Exception):
-    """A request the endpoint refuses: `status` (4xx) and a message for the client."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
 
 
 @attrs.frozen
@@ -44,11 +36,8 @@ class RunRequest:
 
 
 def parse_run_input(body: bytes) -> RunRequest:
-    """Read a request body; raise `BadInput` (400 not JSON, 422 not a runnable input)."""
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise BadInput(400, f"the body is not JSON: {exc}") from None
+    """Read a request body; raise `BadInput` (400 not JSON or too deep, 422 not runnable)."""
+    data = load_json(body)
     try:
         run_input = ag.RunAgentInput.model_validate(data)
     except ValidationError as exc:

@@ -178,3 +178,40 @@ def test_a_bad_port_is_a_usage_error() -> None:
                           capture_output=True, text=True, timeout=30, check=False)
     assert done.returncode == 2
     assert "a port is 0 to 65535" in done.stderr
+
+
+def test_beyond_loopback_a_random_token_is_printed_and_asked_for(web: Any) -> None:
+    server = web("--host", "0.0.0.0")
+    assert "listening on every address: 0.0.0.0" in server.banner
+    base, _, token = server.url.partition("?token=")
+    assert len(token) >= 24
+    body = {"threadId": "t", "runId": "r", "messages": [
+        {"id": "u", "role": "user", "content": "what is 6*7?"}]}
+    refused = requests.post(f"{base}ag-ui", json=body, timeout=30)
+    assert refused.status_code == 401
+    assert refused.json() == {"error": "this server needs its token"}
+    opened = requests.get(server.url, headers={"Accept": "text/html"}, allow_redirects=False,
+                          timeout=30)
+    assert opened.status_code == 303
+    assert f"agentcore_token={token}" in opened.headers["set-cookie"]
+    with requests.post(f"{base}ag-ui", json=body, headers={"Authorization": f"Bearer {token}"},
+                       timeout=30) as reply:
+        assert reply.status_code == 200
+        assert '"RUN_FINISHED"' in reply.text
+    code, _, _ = server.stop()
+    assert code == 0
+
+
+def test_a_token_given_on_loopback_is_asked_for_and_no_auth_contradicts_it(web: Any) -> None:
+    server = web("--token", "let-me-in")
+    assert server.url.endswith("/?token=let-me-in")
+    base = server.url.partition("?")[0]
+    assert requests.get(f"{base}ag-ui/threads/t", timeout=30).status_code == 401
+    assert requests.get(f"{base}ag-ui/threads/t", headers={"Authorization": "Bearer let-me-in"},
+                        timeout=30).status_code == 404
+    server.stop()
+    done = subprocess.run([sys.executable, "-m", "agentcore", "web", "--port", "0", "--no-auth",
+                           "--token", "x"], capture_output=True, text=True, timeout=30,
+                          check=False)
+    assert done.returncode == 2
+    assert "--no-auth and --token contradict each other" in done.stderr

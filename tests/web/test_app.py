@@ -256,8 +256,12 @@ class Served:
             self.board.unmount()
 
     def post(self, body: Any, **kwargs: Any) -> requests.Response:
+        """POST `body` to the endpoint: a dict as JSON, bytes (or chunks) as they are, sent
+        as JSON unless `headers` say otherwise."""
         if isinstance(body, (bytes, str)) or callable(getattr(body, "__next__", None)):
-            return self.http.post(f"{self.url}/ag-ui", data=body, timeout=WAIT, **kwargs)
+            headers = {"Content-Type": "application/json", **kwargs.pop("headers", {})}
+            return self.http.post(f"{self.url}/ag-ui", data=body, timeout=WAIT,
+                                  headers=headers, **kwargs)
         return self.http.post(f"{self.url}/ag-ui", json=body, timeout=WAIT, **kwargs)
 
     def run(self, body: dict[str, Any]) -> list[dict[str, Any]]:

@@ -29,7 +29,12 @@ if not CHROMIUM.exists():
                 allow_module_level=True)
 
 import uvicorn  # noqa: E402
-from _internals import calculator_tool, clock_tool, register_offline  # noqa: E402
+from _internals import (  # noqa: E402
+    calculator_tool,
+    clock_tool,
+    parse_run_input,
+    register_offline,
+)
 from approval_tools import Ran, make_tool  # noqa: E402
 from uvicorn_thread import ThreadServer  # noqa: E402
 
@@ -604,3 +609,56 @@ def test_the_eval_report_page_renders_its_table_and_chart_with_no_request(
         context.close()
     assert errors == []
     assert requests == [path.as_uri()]  # the page itself, and nothing it would fetch
+
+
+# --- another site's page (API §28) -------------------------------------------------------------
+
+
+def test_a_page_of_another_origin_can_neither_post_a_form_nor_fetch_a_run(serve, browser,
+                                                                           offline):
+    from starlette.applications import Starlette
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    asked: list[str] = []
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        asked.append(thread_id)
+        return ac.Agent(offline.get_model(), tools=[calculator_tool()])
+
+    target = serve(make_agent).url + "ag-ui"
+    run = {"threadId": "t", "runId": "r", "messages": [
+        {"id": "u", "role": "user", "content": "what is 6*7?"}]}
+    text = json.dumps(run)
+    # the classic cross-site form: enctype text/plain sends `name=value`, which reads as this
+    # very run's JSON (the `=` inside a string), so a server that skips the checks runs it
+    name, value = text[:-1] + ', "forwardedProps": "', '"}'
+    assert parse_run_input(f"{name}={value}".encode()).prompt[0].text == "what is 6*7?"
+    page_html = f"""<!doctype html><meta charset="utf-8"><title>another site</title>
+        <form id="form" method="post" action="{target}" enctype="text/plain">
+          <input type="hidden" name='{name}' value='{value}'></form>
+        <script>
+          window.results = [];
+          const body = {json.dumps(text)};
+          fetch("{target}", {{method: "POST", mode: "no-cors", body,
+                              headers: {{"Content-Type": "text/plain"}}}})
+            .then(r => results.push("no-cors: " + r.type), e => results.push("no-cors: failed"));
+          fetch("{target}", {{method: "POST", body,
+                              headers: {{"Content-Type": "application/json"}}}})
+            .then(r => results.push("json: " + r.status), e => results.push("json: blocked"));
+        </script>"""
+    other = serve(Starlette(routes=[Route("/", lambda request: HTMLResponse(page_html))]))
+    assert other.url != target.removesuffix("ag-ui")  # another port: another origin
+
+    context = browser.chromium.new_context()
+    browser.contexts.append(context)
+    page = context.new_page()
+    browser.watch(page)
+    page.goto(other.url)
+    page.wait_for_function("window.results.length === 2")
+    assert sorted(page.evaluate("window.results")) == ["json: blocked", "no-cors: opaque"]
+    with page.expect_navigation() as navigation:
+        page.evaluate("document.getElementById('form').submit()")
+    assert navigation.value.status == 403
+    assert "are not allowed" in page.text_content("body")
+    assert asked == []  # no agent was made, so none ran
