@@ -14,6 +14,7 @@ without one, and says what that means); `--token` on loopback asks for it there 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import secrets
 import socket
 import sys
@@ -27,7 +28,7 @@ from .._core import AgentcoreError, AgentTool, Model, ThinkingLevel
 from ._chat import describe, open_mcp_servers
 from ._demo_tools import SYSTEM_PROMPT, calculator_tool, clock_tool
 from ._offline import DEFAULT_TOKENS_PER_SECOND, register_offline
-from ._store import open_session
+from ._store import is_postgres_url, open_session
 
 __all__ = ["WebOptions", "run_web"]
 
@@ -58,7 +59,7 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
     try:
         import uvicorn
 
-        from ..web import app
+        from ..web import SqliteCatalog, app
     except ImportError as exc:
         return _fail(f"the web command needs the 'web' extra: pip install 'agentcore[web]' "
                      f"({exc})")
@@ -79,10 +80,8 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
         sock = socket.create_server((options.host, options.port))
     except OSError as exc:
         return _fail(f"cannot listen on {options.host}:{options.port}: {exc}")
-    from ..web._guard import is_loopback
-
     token = options.token
-    if token is None and not options.no_auth and not is_loopback(options.host):
+    if token is None and not options.no_auth and not _loopback(options.host):
         token = secrets.token_urlsafe(24)  # anyone on the network could run the tools
     offline = register_offline(options.tokens_per_second)
     with contextlib.ExitStack() as stack:
@@ -101,10 +100,14 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
         where = f" (listening on every address: {host})" if wildcard else ""
         print(f"agentcore web: http://{shown}:{port}/{query} ({describe(model)}){where}; "
               "Ctrl-C stops", file=stream, flush=True)
-        if options.no_auth and not is_loopback(options.host):
+        if options.no_auth and not _loopback(options.host):
             print("agentcore web: --no-auth: anyone who can reach this address can run the "
                   "agent's tools", file=sys.stderr, flush=True)
-        config = uvicorn.Config(app(make_agent, token=token), log_level="warning",
+        catalog = None  # the sidebar's list: in the sessions' SQLite file, to outlive restarts
+        if options.session is not None and not is_postgres_url(options.session):
+            catalog = SqliteCatalog(options.session)
+        config = uvicorn.Config(app(make_agent, token=token, catalog=catalog),
+                                log_level="warning",
                                 lifespan="on",
                                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the server stops
@@ -126,6 +129,14 @@ def _agent_maker(options: WebOptions, model: Model, mcp_tools: list[AgentTool]
                      thinking_level=options.thinking_level, session=session)
 
     return make_agent
+
+
+def _loopback(host: str) -> bool:
+    """Whether `--host` keeps the server to this machine (a loopback address or name)."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host.lower() == "localhost"
 
 
 def _fail(message: str) -> int:

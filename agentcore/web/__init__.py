@@ -8,7 +8,8 @@
 
 `app(make_agent)` serves `POST /ag-ui` (an AG-UI `RunAgentInput` in, the run's events out as
 Server-Sent Events; a client that disconnects aborts its run), `GET /ag-ui/threads/{id}` (a
-conversation's history) and the chat page at `/`: one static file, no build step, no CDN.
+conversation's history; `GET /ag-ui/threads` lists them, `PATCH`/`DELETE` rename and delete
+one, from a `ThreadCatalog`) and the chat page at `/`: one static file, no build step, no CDN.
 Each AG-UI `threadId` gets its own `Agent` from `make_agent`. `ag_ui_events(run)` is the
 translation on its own, for serving an `AgentRun` some other way. `python -m agentcore web`
 runs the page on the offline demo model.
@@ -26,10 +27,12 @@ except ImportError as exc:
     raise ImportError(
         "agentcore.web needs the 'web' extra: pip install 'agentcore[web]'") from exc
 
-from ._app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_THREADS, app
+from ._app import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_THREADS, DEFAULT_UPLOAD_TIMEOUT, app
+from ._catalog import MemoryCatalog, SqliteCatalog, ThreadCatalog, ThreadInfo
 from ._events import APPROVAL_EVENT, APPROVAL_REASON, ag_ui_events
 
 del _ag_ui, _starlette
 
 __all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS",
-           "ag_ui_events", "app"]
+           "DEFAULT_UPLOAD_TIMEOUT", "MemoryCatalog", "SqliteCatalog", "ThreadCatalog",
+           "ThreadInfo", "ag_ui_events", "app"]

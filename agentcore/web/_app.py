@@ -32,6 +32,8 @@ from starlette.routing import Route
 from .._agent import AgentRun
 from .._core import AgentBusyError, AgentClosedError
 from ._body import BadInput
+from ._catalog import MemoryCatalog, ThreadCatalog, title_of
+from ._conversations import conversation_routes
 from ._events import Translator
 from ._guard import Auth, Guard, check_hosts, check_origins
 from ._history import history
@@ -111,7 +113,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_threads: int = DEFAULT_MAX_THREADS, allowed_origins: Sequence[str] = (),
         allowed_hosts: Sequence[str] | None = None, token: str | None = None,
         auth: Auth | None = None, upload_timeout: float = DEFAULT_UPLOAD_TIMEOUT,
-        ) -> Starlette:
+        catalog: ThreadCatalog | None = None) -> Starlette:
     """An ASGI app serving agents over AG-UI, with the chat page at `/`.
 
     Safe by default (API §28): a request that changes something (a run, say) from a web page
@@ -139,6 +141,10 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         auth: The application's own check, called with each Starlette `Request` (its headers,
             cookies, client); a false result (or an exception) answers 401. It may be async.
         upload_timeout: Seconds a request body may take to arrive (408 beyond).
+        catalog: Where the conversations' titles and last activity are kept, for the page's
+            sidebar (`GET /ag-ui/threads`): `MemoryCatalog()` (the default) for the process's
+            life, `SqliteCatalog(path)` beside the sessions to keep the list across restarts
+            (closed by the app at shutdown).
 
     Returns:
         A Starlette app: mount it in FastAPI/Starlette or serve it with uvicorn.
@@ -168,6 +174,11 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         raise TypeError(f"'upload_timeout' must be a number of seconds, got {upload_timeout!r}")
     if not upload_timeout > 0:
         raise ValueError(f"'upload_timeout' must be positive, got {upload_timeout!r}")
+    if catalog is None:
+        catalog = MemoryCatalog()
+    elif not isinstance(catalog, ThreadCatalog):
+        raise TypeError(f"'catalog' must have the methods of a ThreadCatalog (threads, touch, "
+                        f"rename, forget), got {catalog!r}")
     threads = Threads(make_agent, max_threads)
     page = importlib.resources.files(__package__).joinpath("page.html").read_bytes()
 
@@ -184,6 +195,9 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             run = await _start(thread, run_request)
         finally:
             thread.starting -= 1
+        first = next((m.text for m in run_request.prompt if m.text.strip()), "")
+        await asyncio.to_thread(catalog.touch, run_request.thread_id,
+                                title_of(first) or "New chat")
         return _EventStream(run, Translator(run_request.thread_id, run_request.run_id))
 
     @_json_errors
@@ -215,10 +229,16 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             yield
         finally:
             await threads.close_all()
+            close = getattr(catalog, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.to_thread(close)
 
     return Starlette(
         routes=[Route("/", chat_page, methods=["GET"]),
                 Route("/ag-ui", run_endpoint, methods=["POST"]),
+                *conversation_routes(threads, catalog, MAX_ID_CHARS, _read_body,
+                                     _json_errors),
                 Route("/ag-ui/threads/{thread_id:path}", thread_history, methods=["GET"])],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,

@@ -88,6 +88,17 @@ class Threads:
             await _close(thread)
         return None
 
+    def running(self, thread_id: str) -> bool:
+        """Whether the open conversation `thread_id` has a run going (False if not open)."""
+        thread = self._threads.get(thread_id)
+        return thread is not None and thread.busy()
+
+    async def drop(self, thread: Thread) -> None:
+        """Close `thread` and take it out of the registry (a deleted conversation)."""
+        if self._threads.get(thread.thread_id) is thread:
+            del self._threads[thread.thread_id]
+        await _close(thread)
+
     async def close_all(self) -> None:
         """Close every conversation (at shutdown): running ones are aborted first."""
         threads = list(self._threads.values())

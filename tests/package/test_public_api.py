@@ -582,7 +582,8 @@ PUBLIC_SUBMODULE_NAMES = {
     "agentcore.sessions": {"JournalEntry", "JsonlSession", "PostgresSession", "Session",
                            "SessionJournal", "SqliteSession"},
     "agentcore.web": {"APPROVAL_EVENT", "APPROVAL_REASON", "DEFAULT_MAX_BODY_BYTES",
-                      "DEFAULT_MAX_THREADS", "ag_ui_events", "app"},
+                      "DEFAULT_MAX_THREADS", "DEFAULT_UPLOAD_TIMEOUT", "MemoryCatalog",
+                      "SqliteCatalog", "ThreadCatalog", "ThreadInfo", "ag_ui_events", "app"},
     "agentcore.providers.faux": set(FAUX_ALL),
     "agentcore.providers.models": {
         "env_var_for",

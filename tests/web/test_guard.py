@@ -22,54 +22,15 @@ pytest.importorskip("ag_ui")
 pytest.importorskip("uvicorn")
 
 import requests
-import uvicorn
 from _internals import Guard, origin_of
+from served import WAIT, Maker, Served, error_of
+from served import run_body as body
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
-from uvicorn_thread import ThreadServer
 
 import agentcore as ac
 from agentcore.providers.faux import FauxProvider, faux_assistant_message, register_faux_provider
 from agentcore.web import app
-
-WAIT = 10.0
-
-
-class Maker:
-    """A `make_agent` that records the threads it was asked for: empty means nothing ran."""
-
-    def __init__(self, model: ac.Model) -> None:
-        self.model = model
-        self.calls: list[str] = []
-
-    def __call__(self, thread_id: str) -> ac.Agent:
-        self.calls.append(thread_id)
-        return ac.Agent(self.model)
-
-
-class Served:
-    """The app on a uvicorn thread server; `url` without a trailing slash."""
-
-    def __init__(self, asgi: Any) -> None:
-        config = uvicorn.Config(asgi, host="127.0.0.1", port=0, log_level="warning",
-                                lifespan="on")
-        self.server = ThreadServer(config)
-        self.server.start(name="test-uvicorn")
-        assert self.server.ready.wait(WAIT), "uvicorn did not start in time"
-        assert self.server.started, "uvicorn did not start"
-        self.port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.http = requests.Session()
-        self.http.trust_env = False
-
-    def post(self, body: Any, **kwargs: Any) -> requests.Response:
-        if isinstance(body, (bytes, str)):
-            return self.http.post(f"{self.url}/ag-ui", data=body, timeout=WAIT, **kwargs)
-        return self.http.post(f"{self.url}/ag-ui", json=body, timeout=WAIT, **kwargs)
-
-    def stop(self) -> None:
-        self.http.close()
-        self.server.stop(WAIT)
 
 
 @pytest.fixture
@@ -92,17 +53,6 @@ def serve(faux: FauxProvider) -> Iterator[Callable[..., tuple[Served, Maker]]]:
     yield start
     for served in servers:
         served.stop()
-
-
-def body(thread_id: str = "t", text: str = "hi") -> dict[str, Any]:
-    return {"threadId": thread_id, "runId": "r1", "state": None, "tools": [], "context": [],
-            "forwardedProps": None, "messages": [{"id": "u1", "role": "user", "content": text}]}
-
-
-def error_of(reply: requests.Response, status: int) -> str:
-    assert reply.status_code == status, reply.text
-    assert reply.headers["content-type"] == "application/json"
-    return str(reply.json()["error"])
 
 
 def ran(reply: requests.Response) -> bool:
