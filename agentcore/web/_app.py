@@ -198,7 +198,10 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         first = next((m.text for m in run_request.prompt if m.text.strip()), "")
         await asyncio.to_thread(catalog.touch, run_request.thread_id,
                                 title_of(first) or "New chat")
-        return _EventStream(run, Translator(run_request.thread_id, run_request.run_id))
+        return _EventStream(run, Translator(run_request.thread_id, run_request.run_id,
+                                            first_position=functools.partial(
+                                                thread.first_position, run),
+                                            durations=thread.durations))
 
     @_json_errors
     async def thread_history(request: Request) -> Response:
@@ -214,7 +217,8 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                 await asyncio.to_thread(thread.agent.reload)
         state = thread.agent.state
         return JSONResponse({"threadId": thread_id, "running": thread.busy(),
-                             **history(state.messages, state.pending_approvals)})
+                             **history(state.messages, state.pending_approvals,
+                                       thread.durations)})
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)

@@ -44,6 +44,7 @@ from .._core import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
+    ToolApprovalMessage,
     ToolApprovalRequestEvent,
     ToolCall,
     ToolCallDeltaEvent,
@@ -57,8 +58,9 @@ from .._core import (
 if TYPE_CHECKING:
     from .._agent import AgentRun
 
-__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "FALLBACK_EVENT", "SUBAGENT_EVENT", "Translator",
-           "ag_ui_events", "interrupt_for", "tool_result_content"]
+__all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "DECISIONS_EVENT", "FALLBACK_EVENT",
+           "SUBAGENT_EVENT", "Translator", "ag_ui_events", "interrupt_for", "message_id",
+           "tool_result_content"]
 
 SUBAGENT_EVENT = "agentcore.subagent"
 """The `CUSTOM` event's name for a child agent's event (API §25): `{"toolCallId", "agentName",
@@ -71,6 +73,11 @@ FALLBACK_EVENT = "agentcore.model_fallback"
 """The `CUSTOM` event's name for a fallback (API §24): `{"messageId", "model", "reason",
 "circuitOpen"}`. `messageId` names the failed reply's text message, whose content a client
 should drop (None when no reply streamed); `model` is the next one (`"provider/id"`)."""
+
+DECISIONS_EVENT = "agentcore.tool_approval"
+"""The `CUSTOM` event's name for the decisions on calls that waited (a `ToolApprovalMessage`
+entering the transcript): `{"messageId", "approved": [call ids], "denied": {call id: reason}}`.
+The history shows the same as an `activity` message of this type."""
 
 APPROVAL_EVENT = "agentcore.tool_approval_request"
 """The `CUSTOM` event's name for a call waiting for approval; its value is
@@ -89,9 +96,20 @@ does)."""
 
 _QUESTION_CHARS = 200
 
+MAX_DURATIONS = 10_000
+"""The most tool-call durations a conversation keeps for its history (the latest)."""
+
 
 def _new_id() -> str:
     return uuid.uuid4().hex
+
+
+def message_id(position: int) -> str:
+    """The AG-UI id of the transcript's message at `position`, in a stream as in the history.
+
+    A reasoning span of it is `m<position>-r<content index>`.
+    """
+    return f"m{position}"
 
 
 def interrupt_for(call: ToolCall) -> ag.Interrupt:
@@ -142,10 +160,17 @@ class Translator:
     Not thread-safe: one consumer feeds it, in order. `clock` times tool calls (from
     `tool_execution_start` to their result) for the `durationMs` in `TOOL_CALL_RESULT`'s
     metadata; it is read as events are fed, so a late consumer measures nothing useful.
+    `first_position()` says where the run's first message sits in the transcript (asked when
+    the first message event is fed): messages then get the ids the history gives them
+    (`message_id`), so a client that reloads sees the ids it streamed; without it (or when it
+    says None) ids are random. Each call's `durationMs` also goes into `durations` (by call
+    id), when given, for the history to show the same (at most `MAX_DURATIONS` are kept).
     """
 
     def __init__(self, thread_id: str, run_id: str, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 first_position: Callable[[], int | None] | None = None,
+                 durations: dict[str, float] | None = None) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self.finished = False
@@ -157,6 +182,10 @@ class Translator:
         self._started: dict[str, float] = {}  # tool call id -> when it began to run
         self._calls: dict[str, ToolCall] = {}
         self._failed: list[AssistantMessage] = []  # replies a fallback model took over
+        self._first_position = first_position
+        self._position: int | None = None  # the next message's place in the transcript
+        self._placed = first_position is None  # asked already (or nobody to ask)
+        self._durations = durations
 
     def start(self) -> list[ag.BaseEvent]:
         """The run's opening event."""
@@ -167,12 +196,15 @@ class Translator:
         if isinstance(event, MessageUpdateEvent):
             return self._update(event)
         if isinstance(event, MessageStartEvent) and isinstance(event.message, AssistantMessage):
-            self._message_id = _new_id()
+            self._message_id = self._next_id()
             self._texts = 0
             self._open.clear()
             return []
         if isinstance(event, MessageEndEvent):
-            return self._message_end(event.message)
+            out = self._message_end(event.message, self._next_id())
+            if self._position is not None:  # it entered the transcript there
+                self._position += 1
+            return out
         if isinstance(event, ToolExecutionStartEvent):
             self._started[event.tool_call_id] = self._clock()
             return []
@@ -192,6 +224,18 @@ class Translator:
                 "summary": event.summary.summary, "tokensBefore": event.tokens_before,
                 "tokensAfter": event.tokens_after})]
         return []
+
+    def _next_id(self) -> str:
+        """The id of the message that starts or ends now: its transcript position's, if known.
+
+        A reply that a fallback model takes over never ends: its successor gets its place,
+        and its id (the client dropped the failed one on `agentcore.model_fallback`).
+        """
+        if not self._placed:
+            self._placed = True
+            assert self._first_position is not None
+            self._position = self._first_position()
+        return _new_id() if self._position is None else message_id(self._position)
 
     def _fallback(self, event: ModelFallbackEvent) -> list[ag.BaseEvent]:
         """Close what the failed reply opened, and say that it is dropped (API §24)."""
@@ -274,7 +318,8 @@ class Translator:
         out.append(ag.ToolCallEndEvent(tool_call_id=item_id))
         return out
 
-    def _message_end(self, message: AgentMessage) -> list[ag.BaseEvent]:
+    def _message_end(self, message: AgentMessage, ended_id: str) -> list[ag.BaseEvent]:
+        """The events of a message that entered the transcript with the id `ended_id`."""
         if isinstance(message, AssistantMessage):  # an error or abort can leave things open
             return self._close_all()
         if isinstance(message, ToolResultMessage):
@@ -282,9 +327,15 @@ class Translator:
             started = self._started.pop(message.tool_call_id, None)
             if started is not None:
                 meta["durationMs"] = round((self._clock() - started) * 1000, 1)
+                if self._durations is not None:
+                    if len(self._durations) >= MAX_DURATIONS:  # the oldest go first
+                        del self._durations[next(iter(self._durations))]
+                    self._durations[message.tool_call_id] = meta["durationMs"]
             return [ag.ToolCallResultEvent(
-                message_id=_new_id(), tool_call_id=message.tool_call_id, role="tool",
+                message_id=ended_id, tool_call_id=message.tool_call_id, role="tool",
                 content=tool_result_content(message), metadata={"agentcore": meta})]
+        if isinstance(message, ToolApprovalMessage):
+            return [ag.CustomEvent(name=DECISIONS_EVENT, value=decisions(message, ended_id))]
         return []
 
     def finish(self, run: AgentRun) -> list[ag.BaseEvent]:
@@ -311,6 +362,12 @@ class Translator:
                         else ag.RunFinishedCancelledOutcome())
         return [ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
                                     outcome=outcome)]
+
+
+def decisions(message: ToolApprovalMessage, message_id: str) -> dict[str, Any]:
+    """The decisions of `message` as `DECISIONS_EVENT` and the history carry them."""
+    return {"messageId": message_id, "approved": list(message.approved),
+            "denied": dict(message.denied)}
 
 
 def _subagent(event: SubagentEvent) -> list[ag.BaseEvent]:

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import attrs
 
 from .._agent import Agent, AgentRun
+from .._core import AbortSignal, AgentEvent, AgentStartEvent
 
 __all__ = ["MakeAgent", "Thread", "Threads"]
 
@@ -36,6 +37,25 @@ class Thread:
     run: AgentRun | None = None
     used: float = attrs.field(factory=time.monotonic)
     starting: int = 0  # requests between being handed this thread and recording their run
+    # Each run's first transcript position (by its signal), noted as it starts: its messages'
+    # ids are their positions, as in the history (`first_position`)
+    _firsts: dict[AbortSignal, int] = attrs.field(init=False, factory=dict)
+    # How long each tool call of its streams took (call id -> ms), for the history to show
+    durations: dict[str, float] = attrs.field(init=False, factory=dict)
+
+    def note(self, event: AgentEvent, signal: AbortSignal) -> None:
+        """The agent's listener (on the run's thread): where each run's messages begin.
+
+        At `agent_start` no message of the run is in the transcript yet.
+        """
+        if isinstance(event, AgentStartEvent):
+            if len(self._firsts) > 16:  # runs nobody streamed (the app streams all of its own)
+                self._firsts.clear()
+            self._firsts[signal] = len(self.agent.messages)
+
+    def first_position(self, run: AgentRun) -> int | None:
+        """Where `run`'s first message sits in the transcript (None if it did not start)."""
+        return self._firsts.pop(run.signal, None)
 
     def busy(self) -> bool:
         """Whether a run is going, or about to start (eviction passes a busy thread by)."""
@@ -113,6 +133,7 @@ class Threads:
             if not isinstance(agent, Agent):
                 raise TypeError(f"make_agent({thread_id!r}) returned {agent!r}, not an Agent")
             thread = Thread(thread_id, agent)
+            agent.subscribe(thread.note)
             self._threads[thread_id] = thread
             if evict:  # before the waiting requests resume: the maker gets the thread first
                 await self._evict(keep=thread_id)

@@ -468,16 +468,51 @@ def test_history_lists_the_conversation_in_ag_ui_shapes(serve: Callable[..., Ser
     assert (data["threadId"], data["interrupts"], data["running"]) == ("t", [], False)
     for message in data["messages"]:
         MESSAGE.validate_python(message)
+    streamed = served.run(body("t", "ls b"))
+    model = {"model": f"{maker.model.provider}/{maker.model.id}"}
+    usage = [m["metadata"]["agentcore"].pop("usage") for m in data["messages"]
+             if m["role"] == "assistant"]
+    assert all(set(u) == {"inputTokens", "outputTokens", "cachedInputTokens"} for u in usage)
+    duration = data["messages"][2]["metadata"]["agentcore"].pop("durationMs")
     assert data["messages"] == [
         {"id": "m0", "role": "user", "content": "ls a"},
         {"id": "m1", "role": "assistant", "toolCalls": [
             {"id": "ls-a", "type": "function",
-             "function": {"name": "ls", "arguments": '{"path": "a"}'}}]},
-        {"id": "m2", "role": "tool", "content": "ls a ok", "toolCallId": "ls-a"},
-        {"id": "m3", "role": "assistant", "content": "done: ls a ok"},
+             "function": {"name": "ls", "arguments": '{"path": "a"}'}}],
+         "metadata": {"agentcore": model}},
+        {"id": "m2", "role": "tool", "content": "ls a ok", "toolCallId": "ls-a",
+         "metadata": {"agentcore": {"isError": False}}},
+        {"id": "m3", "role": "assistant", "content": "done: ls a ok",
+         "metadata": {"agentcore": model}},
         {"id": "m4", "role": "user", "content": "thanks"},
-        {"id": "m5", "role": "assistant", "content": "echo 2: thanks"},
+        {"id": "m5", "role": "assistant", "content": "echo 2: thanks",
+         "metadata": {"agentcore": model}},
     ]
+    # a result's metadata is what its stream's TOOL_CALL_RESULT carried, duration included
+    (result,) = [e for e in streamed if e["type"] == "TOOL_CALL_RESULT"]
+    assert served.history("t").json()["messages"][8]["metadata"] == result["metadata"]
+    assert duration >= 0
+
+
+def test_a_stream_s_message_ids_are_the_history_s(serve: Callable[..., Served],
+                                                  maker: Maker) -> None:
+    served = serve(app(maker))
+    streamed = [*served.run(body("t", "ls a")), *served.run(body("t", "rm x"))]
+    streamed += served.run(body("t", resume=[deny("rm-x", "not that one")]))
+    streamed += served.run(body("t", "thanks"))
+
+    ids = {e.get("messageId") or e["parentMessageId"] for e in streamed
+           if e["type"] in ("TOOL_CALL_START", "TOOL_CALL_RESULT", "TEXT_MESSAGE_START")}
+    ids |= {e["value"]["messageId"] for e in streamed
+            if e.get("name") == "agentcore.tool_approval"}
+    history = served.history("t").json()["messages"]
+    shown = {m["id"]: m for m in history}
+    assert [m["id"] for m in history] == [f"m{i}" for i in range(len(history))]
+    assert ids == {m["id"] for m in history if m["role"] in ("assistant", "tool", "activity")}
+    decided = shown[next(e["value"]["messageId"] for e in streamed
+                         if e.get("name") == "agentcore.tool_approval")]
+    assert (decided["role"], decided["activityType"], decided["content"]["denied"]) == (
+        "activity", "agentcore.tool_approval", {"rm-x": "not that one"})
 
 
 def test_history_shows_an_error_result_and_reasoning(serve: Callable[..., Served],
@@ -946,6 +981,9 @@ def test_a_second_app_over_the_same_session_file_shows_the_same_history(
     maker = Maker(fast.get_model(), path)
     second = serve(app(maker))
 
+    # the same, but for the tool calls' durations: measured by the streams of the first app,
+    # kept in its memory
+    assert before[0]["messages"][2]["metadata"]["agentcore"].pop("durationMs") >= 0
     assert (second.history("t").json(), second.history("u").json()) == before
     assert before[1]["interrupts"][0]["id"] == "rm-b"
     resumed = second.run(body("u", resume=[allow("rm-b")]))  # the pause outlived the process

@@ -487,7 +487,11 @@ def test_calls_waiting_for_approval_end_the_run_with_one_interrupt_each(
             results.items()} == {"c1": ("rm ok", False), "c2": ("ls ok", False),
                                  "c3": ("denied: too much", True)}
     assert "durationMs" in results["c1"]["metadata"]["agentcore"]
-    assert of_type(resumed, T.CUSTOM) == []
+    (decided,) = of_type(resumed, T.CUSTOM)  # the decisions, as they enter the transcript
+    assert decided["name"] == "agentcore.tool_approval"
+    assert {k: v for k, v in decided["value"].items() if k != "messageId"} == {
+        "approved": ["c1"], "denied": {"c3": "too much"}}
+    assert types(resumed).index(T.CUSTOM) < types(resumed).index(T.TOOL_CALL_RESULT)
     assert of_type(resumed, T.TOOL_CALL_START) == []  # the calls streamed in the paused run
     assert resumed[-1]["outcome"] == {"type": "success"}
     assert resumed[-1]["runId"] == "r2"
