@@ -38,12 +38,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-__all__ = ["TOKEN_COOKIE", "Auth", "Guard", "origin_of"]
+__all__ = ["TOKEN_COOKIE", "Auth", "Guard", "origin_of", "token_cookie"]
 
 _log = logging.getLogger(__name__)
 
 TOKEN_COOKIE = "agentcore_token"
-"""The cookie in which the page keeps the app's token once it was opened with `?token=`."""
+"""The cookie in which the page keeps the app's token once it was opened with `?token=`
+(followed by `_<port>` when the address has a port: `token_cookie`)."""
 
 Auth = Callable[[Request], "bool | Awaitable[bool]"]
 """An application's own check of a request (its headers, cookies, client): true lets it in."""
@@ -230,15 +231,18 @@ class Guard:
         without it, so the token stays out of the address bar and the history.
         """
         if self.token is not None:
-            given, how = _given_token(request)
-            if given is None or not hmac.compare_digest(given.encode(), self.token.encode()):
-                return _unauthorized(request, "this server needs its token" if given is None
-                                     else "wrong token")
+            given = _given_tokens(request)
+            how = next((how for how, value in given if hmac.compare_digest(
+                value.encode(), self.token.encode())), None)
+            if how is None:
+                return _unauthorized(request, "wrong token" if given
+                                     else "this server needs its token")
             if how == "query" and request.method == "GET" and _wants_html(request):
                 kept = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
                 target = request.url.replace(query=urllib.parse.urlencode(kept))
                 redirect = RedirectResponse(str(target), status_code=303)
-                redirect.set_cookie(TOKEN_COOKIE, self.token, httponly=True, samesite="strict",
+                redirect.set_cookie(token_cookie(request), self.token, httponly=True,
+                                    samesite="strict",
                                     path=request.scope.get("root_path") or "/")
                 return redirect
         if self.auth is not None:
@@ -254,17 +258,27 @@ class Guard:
         return None
 
 
-def _given_token(request: Request) -> tuple[str | None, str]:
-    """The token the request carries and how: a bearer header, the cookie, or the query."""
-    authorization = request.headers.get("authorization", "")
-    scheme, _, value = authorization.partition(" ")
+def token_cookie(request: Request) -> str:
+    """The name of the cookie keeping the token: one per port.
+
+    Cookies ignore ports: two servers on one host would otherwise overwrite each other's.
+    """
+    port = request.url.port
+    return TOKEN_COOKIE if port is None else f"{TOKEN_COOKIE}_{port}"
+
+
+def _given_tokens(request: Request) -> list[tuple[str, str]]:
+    """The tokens the request carries, each with how: a bearer header, the cookie, the query."""
+    given = []
+    scheme, _, value = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and value.strip():
-        return value.strip(), "header"
-    if TOKEN_COOKIE in request.cookies:
-        return request.cookies[TOKEN_COOKIE], "cookie"
+        given.append(("header", value.strip()))
+    cookie = request.cookies.get(token_cookie(request))
+    if cookie:
+        given.append(("cookie", cookie))
     if "token" in request.query_params:
-        return request.query_params["token"], "query"
-    return None, ""
+        given.append(("query", request.query_params["token"]))
+    return given
 
 
 def _same_origin(origin: str, host: str) -> bool:

@@ -193,7 +193,7 @@ def test_beyond_loopback_a_random_token_is_printed_and_asked_for(web: Any) -> No
     opened = requests.get(server.url, headers={"Accept": "text/html"}, allow_redirects=False,
                           timeout=30)
     assert opened.status_code == 303
-    assert f"agentcore_token={token}" in opened.headers["set-cookie"]
+    assert f"={token}; HttpOnly" in opened.headers["set-cookie"]
     with requests.post(f"{base}ag-ui", json=body, headers={"Authorization": f"Bearer {token}"},
                        timeout=30) as reply:
         assert reply.status_code == 200

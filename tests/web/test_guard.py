@@ -273,11 +273,14 @@ def test_with_a_token_every_request_needs_it_and_the_page_keeps_it_in_a_cookie(
     assert opened.status_code == 303
     assert opened.headers["location"] == f"{served.url}/?x=1"
     cookie = opened.headers["set-cookie"]
-    assert "agentcore_token=s3cret-token" in cookie
+    assert f"agentcore_token_{served.port}=s3cret-token" in cookie  # a cookie per port
     assert "HttpOnly" in cookie
     assert "SameSite=strict" in cookie
     assert served.http.get(f"{served.url}/?x=1", timeout=WAIT).status_code == 200
     assert ran(served.post(body("page"), headers={"Origin": served.url}))
+    # another server's cookie on this host (cookies ignore ports) does not hide the right token
+    served.http.cookies.set("agentcore_token_1", "another-server-s")
+    assert ran(served.post(body("page"), headers={"Authorization": "Bearer s3cret-token"}))
     assert maker.calls == ["sdk", "page"]
 
 
