@@ -10,6 +10,9 @@ the mapping needs and turns each agent event into zero or more chunks, plain dic
 the `ai` package's own `uiMessageChunkSchema` wants them (the node tests read them with it).
 
 Choices where the protocols differ:
+- Tool parts are static ones (`tool-<name>`), as `streamText` makes them for its own tools; a
+  result's `output` is its text, or a list of text and file (`data:` URL) parts when it has
+  images.
 - A step opens at the first part a turn shows and closes when the next turn shows one, or at
   the end: a run's approval requests land in the step of their calls, and the results of calls
   approved in an earlier request update those calls' parts without a step of their own.

@@ -32,6 +32,7 @@ from _internals import (
     ChatTranslator,
     encode_chunk,
     parse_chat_request,
+    web_app,
 )
 from approval_tools import Ran
 from uvicorn_thread import ThreadServer
@@ -710,6 +711,19 @@ def test_a_run_aborted_on_the_server_ends_with_abort(serve: Callable[[Any], Serv
     assert types(chunks) == ["start", "start-step", "text-start", "text-delta", "text-end",
                              "finish-step", "abort"]
     assert maker.agents["stop"].messages[-1].stop_reason is ac.StopReason.ABORTED
+
+
+def test_heartbeat_comments_keep_a_slow_stream_open(serve: Callable[[Any], Served],
+                                                    maker: Maker,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(web_app, "HEARTBEAT_SECONDS", 0.05)
+    served = serve(app(maker))
+    with served.post(chat("slow", user("long 15")), stream=True) as reply:
+        lines = list(reply.iter_lines(decode_unicode=True))
+    assert lines.count(": heartbeat") >= 2  # SSE comments: the SDK's reader skips them
+    chunks = read_chunks(iter(lines))
+    check_stream(chunks)
+    assert text_of(chunks) == " ".join(["word"] * 15)
 
 
 def test_approvals_pause_the_stream_and_a_later_request_answers_them(
