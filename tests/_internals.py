@@ -192,6 +192,15 @@ except ImportError:
 else:
     del ag_ui, starlette
     from agentcore.web import _app as web_app
+    from agentcore.web._ai_sdk import (
+        DONE as AI_SDK_DONE,
+        FALLBACK_PART,
+        HEADERS as AI_SDK_HEADERS,
+        SUBAGENT_PART,
+        ChatTranslator,
+        encode_chunk,
+    )
+    from agentcore.web._ai_sdk_input import parse_chat_request
     from agentcore.web._events import Translator
     from agentcore.web._guard import Guard, origin_of
     from agentcore.web._input import parse_run_input

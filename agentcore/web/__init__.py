@@ -1,4 +1,4 @@
-"""The web: agents over AG-UI, and a chat page (API §21).
+"""The web: agents over AG-UI and the Vercel AI SDK's protocol, and a chat page (API §21, §28).
 
     from agentcore import Agent
     from agentcore.web import app
@@ -7,12 +7,14 @@
     # uvicorn module:asgi, or fastapi_app.mount("/agent", asgi)
 
 `app(make_agent)` serves `POST /ag-ui` (an AG-UI `RunAgentInput` in, the run's events out as
-Server-Sent Events; a client that disconnects aborts its run), `GET /ag-ui/threads/{id}` (a
-conversation's history; `GET /ag-ui/threads` lists them, `PATCH`/`DELETE` rename and delete
-one, from a `ThreadCatalog`) and the chat page at `/`: one static file, no build step, no CDN.
-Each AG-UI `threadId` gets its own `Agent` from `make_agent`. `ag_ui_events(run)` is the
-translation on its own, for serving an `AgentRun` some other way. `python -m agentcore web`
-runs the page on the offline demo model.
+Server-Sent Events; a client that disconnects aborts its run), `POST /api/chat` (the same for
+the AI SDK's `useChat`: its request in, its UI message stream out), `GET /ag-ui/threads/{id}`
+(a conversation's history; `GET /ag-ui/threads` lists them, `PATCH`/`DELETE` rename and
+delete one, from a `ThreadCatalog`) and the chat page at `/`: one static file, no build step,
+no CDN. Each thread id (AG-UI's `threadId`, `useChat`'s chat `id`) gets its own `Agent` from
+`make_agent`, whichever endpoint drives it. `ag_ui_events(run)` is the AG-UI translation on
+its own, for serving an `AgentRun` some other way. `python -m agentcore web` runs the page on
+the offline demo model.
 
 Needs the `web` extra (`pip install 'agentcore[web]'`: ag-ui-protocol, Starlette, uvicorn);
 `import agentcore` never imports it, only this module does.

@@ -1,7 +1,9 @@
-"""`app(make_agent)`: the ASGI app serving the AG-UI endpoint and the chat page.
+"""`app(make_agent)`: the ASGI app serving the AG-UI endpoint, the AI SDK's, and the chat page.
 
 Routes: `GET /` the page; `POST /ag-ui` a run, streamed back as Server-Sent Events;
-`GET /ag-ui/threads/{thread_id}` a conversation's history (what the page shows after a reload).
+`GET /ag-ui/threads/{thread_id}` a conversation's history (what the page shows after a reload);
+`POST /api/chat` a run for the Vercel AI SDK's `useChat`, streamed back as its UI message stream
+(`_ai_sdk.py`), on the same conversations (the chat id is the thread id).
 Every request passes `Guard` first (`_guard`: Host, Origin, JSON bodies, the token or the
 application's `auth`).
 The run itself goes on the agent's own background thread as always; the endpoint only reads
@@ -19,9 +21,9 @@ import functools
 import importlib.resources
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
-import ag_ui.core as ag
+import attrs
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -30,7 +32,9 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._agent import AgentRun
-from .._core import AgentBusyError, AgentClosedError
+from .._core import AgentBusyError, AgentClosedError, AgentEvent
+from ._ai_sdk import DONE, HEADERS, ChatTranslator, encode_chunk
+from ._ai_sdk_input import parse_chat_request
 from ._body import BadInput
 from ._catalog import MemoryCatalog, ThreadCatalog, title_of
 from ._conversations import conversation_routes
@@ -45,7 +49,7 @@ __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS", "DEFAULT_UPLOAD_TIME
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_BODY_BYTES = 1_000_000
-"""The largest `POST /ag-ui` body accepted by default (413 beyond)."""
+"""The largest `POST /ag-ui` or `POST /api/chat` body accepted by default (413 beyond)."""
 
 DEFAULT_UPLOAD_TIMEOUT = 30.0
 """How long a request body may take to arrive by default, in seconds (408 beyond)."""
@@ -72,6 +76,34 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+E = TypeVar("E")
+E_co = TypeVar("E_co", covariant=True)
+
+
+class _Translator(Protocol[E_co]):
+    """What `_EventStream` needs of a protocol's translator (AG-UI's, the AI SDK's)."""
+
+    def start(self) -> Sequence[E_co]: ...
+
+    def feed(self, event: AgentEvent) -> Sequence[E_co]: ...
+
+    def finish(self, run: AgentRun) -> Sequence[E_co]: ...
+
+    def error(self, message: str) -> Sequence[E_co]: ...
+
+
+@attrs.frozen
+class _Refusals:
+    """How `_start` words a refusal that depends on the protocol (AG-UI's by default)."""
+
+    request: str = "RunAgentInput"
+    answer_first: str = "answer their interrupts with 'resume' first"
+    nothing_to_answer: str = "'resume' has no interrupt to answer"
+
+
+_CHAT_REFUSALS = _Refusals(
+    "chat request", "answer them with tool approval responses first",
+    "the request answers tool approvals that no call waits for")
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -116,14 +148,20 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         catalog: ThreadCatalog | None = None) -> Starlette:
     """An ASGI app serving agents over AG-UI, with the chat page at `/`.
 
+    `POST /ag-ui` takes an AG-UI `RunAgentInput` and streams AG-UI events; `POST /api/chat`
+    takes the Vercel AI SDK's `useChat` request and streams its UI message stream (the chat
+    `id` is the thread id: both endpoints drive the same conversations); `GET /ag-ui/threads/
+    {thread_id}` returns a conversation's history. A client that disconnects aborts its run.
+
     Safe by default (API §28): a request that changes something (a run, say) from a web page
     of another origin is refused (403), and so is a body that is not JSON (415), so no other
     site's form or script drives the agent; served on a loopback address, a request whose
     `Host` names another site is refused too (403: DNS rebinding).
 
     Args:
-        make_agent: Called with an AG-UI `threadId` the first time the app sees it (on a worker
-            thread), returning that conversation's `Agent`; give it a session keyed by the id
+        make_agent: Called with a thread id (AG-UI's `threadId`, the AI SDK's chat `id`) the
+            first time the app sees it (on a worker thread), returning that conversation's
+            `Agent`; give it a session keyed by the id
             (`SqliteSession(path, session_id=thread_id)`) for conversations that outlive the
             process. The app owns the agents it gets: it closes them (and their sessions, when
             they have a `close`) when it shuts down or drops an idle conversation.
@@ -195,13 +233,30 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             run = await _start(thread, run_request)
         finally:
             thread.starting -= 1
-        first = next((m.text for m in run_request.prompt if m.text.strip()), "")
-        await asyncio.to_thread(catalog.touch, run_request.thread_id,
-                                title_of(first) or "New chat")
+        await note_use(run_request)
         return _EventStream(run, Translator(run_request.thread_id, run_request.run_id,
                                             first_position=functools.partial(
                                                 thread.first_position, run),
                                             durations=thread.durations))
+
+    async def note_use(request: RunRequest) -> None:
+        """Tell the catalog the conversation was used now (titled by its first prompt)."""
+        first = next((m.text for m in request.prompt if m.text.strip()), "")
+        await asyncio.to_thread(catalog.touch, request.thread_id, title_of(first) or "New chat")
+
+    @_json_errors
+    async def chat_endpoint(request: Request) -> Response:
+        body = await _read_body(request, max_body_bytes, upload_timeout)
+        chat = parse_chat_request(body)
+        thread = await threads.get(chat.run.thread_id)
+        thread.starting += 1  # as in `run_endpoint`
+        try:
+            run = await _start(thread, chat.run, _CHAT_REFUSALS)
+        finally:
+            thread.starting -= 1
+        await note_use(chat.run)
+        translator = ChatTranslator(chat.message_id, answered=chat.run.approvals or ())
+        return _EventStream(run, translator, encode=encode_chunk, headers=HEADERS, trailer=DONE)
 
     @_json_errors
     async def thread_history(request: Request) -> Response:
@@ -243,7 +298,8 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
                 Route("/ag-ui", run_endpoint, methods=["POST"]),
                 *conversation_routes(threads, catalog, MAX_ID_CHARS, _read_body,
                                      _json_errors),
-                Route("/ag-ui/threads/{thread_id:path}", thread_history, methods=["GET"])],
+                Route("/ag-ui/threads/{thread_id:path}", thread_history, methods=["GET"]),
+                Route("/api/chat", chat_endpoint, methods=["POST"])],
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
         middleware=[Middleware(
@@ -281,7 +337,8 @@ async def _read_body(request: Request, limit: int,
     return b"".join(chunks)
 
 
-async def _start(thread: Thread, request: RunRequest) -> AgentRun:
+async def _start(thread: Thread, request: RunRequest,
+                 refusals: _Refusals = _Refusals()) -> AgentRun:
     """Start the run `request` asks for on `thread`'s agent, or say why not (`BadInput`)."""
     previous = thread.run
     if previous is not None and not previous.done() and previous.signal.aborted:
@@ -306,31 +363,42 @@ async def _start(thread: Thread, request: RunRequest) -> AgentRun:
         pending = agent.state.pending_approvals
         if request.approvals is not None and not pending:
             raise BadInput(409, f"nothing on thread {thread.thread_id!r} waits for approval: "
-                           "'resume' has no interrupt to answer") from None
+                           f"{refusals.nothing_to_answer}") from None
         if request.approvals is None and pending:
             raise BadInput(409, f"{len(pending)} tool call(s) on thread {thread.thread_id!r} "
-                           "wait for approval: answer their interrupts with 'resume' first"
-                           ) from None
-        raise BadInput(422, f"invalid RunAgentInput: {exc}") from None
+                           f"wait for approval: {refusals.answer_first}") from None
+        raise BadInput(422, f"invalid {refusals.request}: {exc}") from None
     thread.run = run
     return run
 
 
-class _EventStream(Response):
-    """The SSE response of one run: its AG-UI events, aborting the run if the client leaves.
+def _ag_ui_json(event: Any) -> bytes:
+    """An AG-UI event's wire JSON (typed `Any`, to be `_EventStream`'s default for any `E`)."""
+    text: str = event.model_dump_json(by_alias=True)
+    return text.encode()
+
+
+class _EventStream(Response, Generic[E]):
+    """The SSE response of one run: its events, aborting the run if the client leaves.
 
     Two tasks share the work: this one reads the run and translates its events into a
     buffer, a writer sends whatever the buffer holds whenever the reader waits for news. The
     events a run produced while the event loop was busy elsewhere (under load, many at a time)
-    thus go out in one write, not one write each.
+    thus go out in one write, not one write each. AG-UI's by default; another protocol gives
+    its translator, how one of its events is encoded as JSON, its headers, and what ends the
+    stream after the last event (`trailer`; not sent to a client that left).
     """
 
-    def __init__(self, run: AgentRun, translator: Translator) -> None:
-        super().__init__(media_type="text/event-stream", headers={
+    def __init__(self, run: AgentRun, translator: _Translator[E], *,
+                 encode: Callable[[E], bytes] = _ag_ui_json,
+                 headers: Mapping[str, str] | None = None, trailer: bytes = b"") -> None:
+        super().__init__(media_type="text/event-stream", headers=headers or {
             "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
         self.run = run
         self.translator = translator
+        self._encode = encode
+        self._trailer = trailer
         self.gone = False  # the client left (or a write failed): nothing more is sent
         self._buffer = bytearray()
         self._ready = asyncio.Event()  # the buffer has something, or the stream is over
@@ -359,6 +427,8 @@ class _EventStream(Response):
         finally:
             heartbeat.cancel()
             watcher.cancel()
+            if self._trailer and not self.gone:
+                self._buffer += self._trailer
             self._over = True
             self._ready.set()
             with contextlib.suppress(Exception):
@@ -371,9 +441,9 @@ class _EventStream(Response):
             with contextlib.suppress(Exception):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    def _put(self, events: list[ag.BaseEvent]) -> None:
+    def _put(self, events: Sequence[E]) -> None:
         for event in events:
-            self._buffer += b"data: " + event.model_dump_json(by_alias=True).encode() + b"\n\n"
+            self._buffer += b"data: " + self._encode(event) + b"\n\n"
         self._ready.set()
 
     async def _writer(self, send: Send) -> None:
