@@ -9,9 +9,13 @@
 `app(make_agent)` serves `POST /ag-ui` (an AG-UI `RunAgentInput` in, the run's events out as
 Server-Sent Events; a client that disconnects aborts its run), `GET /ag-ui/threads/{id}` (a
 conversation's history) and the chat page at `/`: one static file, no build step, no CDN.
-Each AG-UI `threadId` gets its own `Agent` from `make_agent`. `ag_ui_events(run)` is the
-translation on its own, for serving an `AgentRun` some other way. `python -m agentcore web`
-runs the page on the offline demo model.
+Each AG-UI `threadId` gets its own `Agent` from `make_agent`. A request's own `tools` (a
+client's frontend tools, as CopilotKit sends them) are offered to the model for its run: a
+call of one ends the run with the call left for the client (`pendingToolCallIds`), whose next
+request brings its result as a tool message; its `context` reaches the model as a note after
+the system prompt, for that run only. `ag_ui_events(run)` is the translation on its own, for
+serving an `AgentRun` some other way. `python -m agentcore web` runs the page on the offline
+demo model.
 
 Needs the `web` extra (`pip install 'agentcore[web]'`: ag-ui-protocol, Starlette, uvicorn);
 `import agentcore` never imports it, only this module does.

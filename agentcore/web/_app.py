@@ -27,7 +27,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._agent import AgentRun
-from .._core import AgentBusyError, AgentClosedError
+from .._core import AgentBusyError, AgentClosedError, AgentMessage
+from ._client import answers, offered, open_client_calls
 from ._events import Translator
 from ._history import history
 from ._input import MAX_ID_CHARS, BadInput, RunRequest, parse_run_input
@@ -103,7 +104,9 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             thread), returning that conversation's `Agent`; give it a session keyed by the id
             (`SqliteSession(path, session_id=thread_id)`) for conversations that outlive the
             process. The app owns the agents it gets: it closes them (and their sessions, when
-            they have a `close`) when it shuts down or drops an idle conversation.
+            they have a `close`) when it shuts down or drops an idle conversation. A request's
+            own `tools` and `context` are given to its run alone, by setting the agent's
+            `tools` and `system_prompt` while the run starts (see `_client`).
         max_body_bytes: The largest request body accepted (413 beyond).
         max_threads: How many conversations stay open; past it the least recently used idle
             ones are closed (with a session, they reopen on their next request).
@@ -139,7 +142,9 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             run = await _start(thread, run_request)
         finally:
             thread.starting -= 1
-        return _EventStream(run, Translator(run_request.thread_id, run_request.run_id))
+        return _EventStream(run, Translator(
+            run_request.thread_id, run_request.run_id,
+            given=[result.tool_call_id for result in run_request.results]))
 
     @_json_errors
     async def thread_history(request: Request) -> Response:
@@ -149,8 +154,10 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         thread = await threads.find(thread_id)
         if thread is None:
             raise BadInput(404, f"unknown threadId {thread_id!r}: no conversation has it")
-        if thread.agent.session is not None and not thread.busy():
-            # other processes may have moved the conversation on (several workers; API §27)
+        agent = thread.agent
+        if agent.session is not None and not thread.busy() and not open_client_calls(agent):
+            # other processes may have moved the conversation on (several workers; API §27);
+            # not while a client's tool call waits here: a reload would answer it (_client)
             with contextlib.suppress(AgentBusyError):  # a run started meanwhile: it reloaded
                 await asyncio.to_thread(thread.agent.reload)
         state = thread.agent.state
@@ -207,9 +214,12 @@ async def _start(thread: Thread, request: RunRequest) -> AgentRun:
     try:  # on the event loop: starting a run takes a thread start (about 0.3 ms), while a
         # hop through a worker thread can wait for the GIL behind every run going on
         if request.approvals is not None:
-            run = agent.continue_(approvals=request.approvals)
-        else:
-            run = agent.prompt(request.prompt)
+            with offered(agent, request):
+                run = agent.continue_(approvals=request.approvals)
+        else:  # open calls of the client's tools are answered first (_client)
+            prompt: list[AgentMessage] = [*answers(agent, request), *request.prompt]
+            with offered(agent, request):
+                run = agent.prompt(prompt)
     except AgentBusyError:  # a run of this process, or of another (the session's lease)
         raise BadInput(409, f"thread {thread.thread_id!r} is running: wait for its run to "
                        "finish, or stop it") from None
