@@ -104,9 +104,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             thread), returning that conversation's `Agent`; give it a session keyed by the id
             (`SqliteSession(path, session_id=thread_id)`) for conversations that outlive the
             process. The app owns the agents it gets: it closes them (and their sessions, when
-            they have a `close`) when it shuts down or drops an idle conversation. A request's
-            own `tools` and `context` are given to its run alone, by setting the agent's
-            `tools` and `system_prompt` while the run starts (see `_client`).
+            they have a `close`) when it shuts down or drops an idle conversation.
         max_body_bytes: The largest request body accepted (413 beyond).
         max_threads: How many conversations stay open; past it the least recently used idle
             ones are closed (with a session, they reopen on their next request).

@@ -50,8 +50,8 @@ NO_RESULT_TEXT = "no result: the client's next request did not answer this tool 
 def open_client_calls(agent: Agent) -> list[ToolCall]:
     """The calls of the last reply in `agent`'s transcript that wait for the client's result.
 
-    Those without a result whose tool is none of the agent's: the agent's own calls are never
-    left open but for approval (API §20), which has its own way to answer them.
+    Those without a result whose tool is none of the agent's: the agent's own calls are left
+    open only to wait for approval (API §20, §25), which has its own way to answer them.
     """
     return _open(list(agent.messages), agent)
 
