@@ -53,12 +53,15 @@ def open_client_calls(agent: Agent) -> list[ToolCall]:
     Those without a result whose tool is none of the agent's: the agent's own calls are left
     open only to wait for approval (API §20, §25), which has its own way to answer them.
     """
-    return _open(list(agent.messages), agent)
+    return _open(agent.messages, agent)
 
 
 def _open(messages: Sequence[AgentMessage], agent: Agent) -> list[ToolCall]:
+    calls = unanswered_tool_calls(messages)  # from the end back to the last reply: O(1) mostly
+    if not calls:
+        return calls
     own = {tool.name for tool in agent.active_agent.tools}
-    return [call for call in unanswered_tool_calls(messages) if call.name not in own]
+    return [call for call in calls if call.name not in own]
 
 
 def answers(agent: Agent, request: RunRequest) -> list[ToolResultMessage]:
@@ -73,7 +76,7 @@ def answers(agent: Agent, request: RunRequest) -> list[ToolResultMessage]:
     """
     if agent.signal is not None:
         raise AgentBusyError("the agent is running")
-    messages = list(agent.messages)
+    messages = agent.messages  # an idle agent's: nothing changes it while this reads
     waiting = {call.id: call for call in _open(messages, agent)}
     given = {r.tool_call_id: r for r in request.results if r.tool_call_id in waiting}
     if not request.prompt and len(given) < len(request.results):
