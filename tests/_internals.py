@@ -28,6 +28,7 @@ from agentcore._core import (
     INTERRUPTED_RUNNING_TEXT,
     INTERRUPTED_TEXT,
     OPTION,
+    CallLeftOpen,
     _serde,
     answer_interrupted,
     default_breaker,

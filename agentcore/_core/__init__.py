@@ -160,6 +160,7 @@ from ._stream import AssistantMessageEventStream, EventStream
 from ._tools import (
     AgentTool,
     AgentToolResult,
+    CallLeftOpen,
     Tool,
     ToolUpdate,
     tool_hint,
@@ -226,6 +227,7 @@ __all__ = [
     "BranchSummaryMessage",
     "Budget",
     "CacheRetention",
+    "CallLeftOpen",
     "ChildPause",
     "ChildPaused",
     "ChildPauses",

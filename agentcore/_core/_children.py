@@ -18,11 +18,12 @@ import attrs
 
 from ._content import ToolCall
 from ._messages import AgentMessage
+from ._tools import CallLeftOpen
 
 __all__ = ["ChildPause", "ChildPaused", "ChildPauses"]
 
 
-class ChildPaused(Exception):  # a signal to the parent's batch, not a failure
+class ChildPaused(CallLeftOpen):
     """Raised by a child agent's tool call whose child stopped for approval (`ChildPauses`)."""
 
 

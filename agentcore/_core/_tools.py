@@ -31,7 +31,8 @@ from ._validators import (
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
-__all__ = ["AgentTool", "AgentToolResult", "Tool", "tool_hint", "validate_tool_arguments"]
+__all__ = ["AgentTool", "AgentToolResult", "CallLeftOpen", "Tool", "tool_hint",
+           "validate_tool_arguments"]
 
 _str = string
 
@@ -99,6 +100,17 @@ class AgentToolResult:
         default=None, validator=list_of(str, optional=True)
     )
     terminate: bool | None = attrs.field(default=None, validator=optional_instance_of(bool))
+
+
+class CallLeftOpen(Exception):  # a signal to the tool's batch, not a failure
+    """Raised by a tool whose call gets its result outside the run that made it.
+
+    The batch gives the call no result (and no `tool_execution_end`); its other calls run as
+    usual, and the run ends after the batch with the call open in the transcript, for a later
+    run to answer (its `ToolResultMessage` comes as a prompt). A child agent waiting for
+    approval (`ChildPaused`, API §25) is one such call; a web client's own tool
+    (`agentcore.web`, API §28), answered by the client's next request, is another.
+    """
 
 
 ToolUpdate = Callable[[AgentToolResult], None]

@@ -341,7 +341,7 @@ class Run:
         results, terminate = batch.run(calls, refusal)
         self.context.messages.extend(results)
         self.new_messages.extend(results)
-        if batch.paused:  # a child agent waits for approval: the run ends, the call waits
+        if batch.paused:  # calls left open (`CallLeftOpen`): the run ends, they wait
             self._paused_results = results
             return None
         return results, terminate

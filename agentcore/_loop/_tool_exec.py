@@ -27,7 +27,7 @@ from .._core import (
     AgentEvent,
     AgentToolResult,
     AssistantMessage,
-    ChildPaused,
+    CallLeftOpen,
     MessageEndEvent,
     MessageStartEvent,
     Nesting,
@@ -111,7 +111,7 @@ class ToolBatch:
     denied: dict[str, str] | None = None  # call id -> reason, for calls a person refused
     scope: str = ""  # the run's idempotency scope: a call's key derives from it (`enter_deps`)
     nesting: Nesting = attrs.field(factory=Nesting)  # the run's place among agents (API §25)
-    paused: list[str] = attrs.field(init=False, factory=list)  # calls whose child waits
+    paused: list[str] = attrs.field(init=False, factory=list)  # calls left open
 
     def run(self, tool_calls: list[ToolCall], refusal: str | None = None,
             ) -> tuple[list[ToolResultMessage], bool]:
@@ -336,7 +336,7 @@ class ToolBatch:
                 case Raised(c, exc) if pending.pop(id(c), None) is not None:
                     if isinstance(exc, KeyboardInterrupt):  # the user stopping the program
                         raise exc
-                    if isinstance(exc, ChildPaused):  # its child waits for approval
+                    if isinstance(exc, CallLeftOpen):  # its result comes in a later run
                         c.paused = c.finished = True
                         self.paused.append(c.call.id)
                         continue

@@ -37,7 +37,7 @@ class Call:
     own: AbortController | None = None  # this call's own signal, when it has a timeout
     unlink: Callable[[], None] | None = None  # stops `own` following the tools' signal
     future: Future[Any] | None = None  # on an executor that may run the call elsewhere
-    paused: bool = False  # its child agent waits for approval: no result yet (API §25)
+    paused: bool = False  # left open (`CallLeftOpen`): no result in this run
 
 
 @attrs.frozen

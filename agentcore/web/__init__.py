@@ -12,9 +12,13 @@ the AI SDK's `useChat`: its request in, its UI message stream out), `GET /ag-ui/
 (a conversation's history; `GET /ag-ui/threads` lists them, `PATCH`/`DELETE` rename and
 delete one, from a `ThreadCatalog`) and the chat page at `/`: one static file, no build step,
 no CDN. Each thread id (AG-UI's `threadId`, `useChat`'s chat `id`) gets its own `Agent` from
-`make_agent`, whichever endpoint drives it. `ag_ui_events(run)` is the AG-UI translation on
-its own, for serving an `AgentRun` some other way. `python -m agentcore web` runs the page on
-the offline demo model.
+`make_agent`, whichever endpoint drives it. An AG-UI request's own `tools` (a client's
+frontend tools, as CopilotKit sends them) are offered to the model for its run: a call of one
+ends the run with the call left for the client (`pendingToolCallIds`), whose next request
+brings its result as a tool message; its `context` reaches the model as a note after the
+system prompt, for that run only. `ag_ui_events(run)` is the AG-UI translation on its own,
+for serving an `AgentRun` some other way. `python -m agentcore web` runs the page on the
+offline demo model.
 
 Needs the `web` extra (`pip install 'agentcore[web]'`: ag-ui-protocol, Starlette, uvicorn);
 `import agentcore` never imports it, only this module does.

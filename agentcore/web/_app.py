@@ -32,11 +32,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._agent import AgentRun
-from .._core import AgentBusyError, AgentClosedError, AgentEvent
+from .._core import AgentBusyError, AgentClosedError, AgentEvent, AgentMessage
 from ._ai_sdk import DONE, HEADERS, ChatTranslator, encode_chunk
 from ._ai_sdk_input import parse_chat_request
 from ._body import BadInput
 from ._catalog import MemoryCatalog, ThreadCatalog, title_of
+from ._client import answers, offered, open_client_calls
 from ._conversations import conversation_routes
 from ._events import Translator
 from ._guard import Auth, Guard, check_hosts, check_origins
@@ -237,7 +238,9 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         return _EventStream(run, Translator(run_request.thread_id, run_request.run_id,
                                             first_position=functools.partial(
                                                 thread.first_position, run),
-                                            durations=thread.durations))
+                                            durations=thread.durations,
+                                            given=[result.tool_call_id
+                                                   for result in run_request.results]))
 
     async def note_use(request: RunRequest) -> None:
         """Tell the catalog the conversation was used now (titled by its first prompt)."""
@@ -266,8 +269,10 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         thread = await threads.find(thread_id)
         if thread is None:
             raise BadInput(404, f"unknown threadId {thread_id!r}: no conversation has it")
-        if thread.agent.session is not None and not thread.busy():
-            # other processes may have moved the conversation on (several workers; API §27)
+        agent = thread.agent
+        if agent.session is not None and not thread.busy() and not open_client_calls(agent):
+            # other processes may have moved the conversation on (several workers; API §27);
+            # not while a client's tool call waits here: a reload would answer it (_client)
             with contextlib.suppress(AgentBusyError):  # a run started meanwhile: it reloaded
                 await asyncio.to_thread(thread.agent.reload)
         state = thread.agent.state
@@ -349,9 +354,12 @@ async def _start(thread: Thread, request: RunRequest,
     try:  # on the event loop: starting a run takes a thread start (about 0.3 ms), while a
         # hop through a worker thread can wait for the GIL behind every run going on
         if request.approvals is not None:
-            run = agent.continue_(approvals=request.approvals)
-        else:
-            run = agent.prompt(request.prompt)
+            with offered(agent, request):
+                run = agent.continue_(approvals=request.approvals)
+        else:  # open calls of the client's tools are answered first (_client)
+            prompt: list[AgentMessage] = [*answers(agent, request), *request.prompt]
+            with offered(agent, request):
+                run = agent.prompt(prompt)
     except AgentBusyError:  # a run of this process, or of another (the session's lease)
         raise BadInput(409, f"thread {thread.thread_id!r} is running: wait for its run to "
                        "finish, or stop it") from None

@@ -11,7 +11,10 @@ a pause for approval (API §20) ends the run with an interrupt outcome, one `Int
 waiting call, after one `CUSTOM` event `agentcore.tool_approval_request` per call. A fallback
 to another model (API §24) closes what the failed reply had opened and sends a `CUSTOM` event
 `agentcore.model_fallback` naming that reply's message, for the client to drop. A child
-agent's events (API §25) are `CUSTOM` events `agentcore.subagent`, its text as deltas.
+agent's events (API §25) are `CUSTOM` events `agentcore.subagent`, its text as deltas. A run
+that ends with calls of a client's own tools left for the client to run (API §28) finishes with
+a success outcome naming them in `pendingToolCallIds`; the results a client gave for such calls
+are not sent back to it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import ag_ui.core as ag
@@ -165,21 +168,25 @@ class Translator:
     (`message_id`), so a client that reloads sees the ids it streamed; without it (or when it
     says None) ids are random. Each call's `durationMs` also goes into `durations` (by call
     id), when given, for the history to show the same (at most `MAX_DURATIONS` are kept).
+    `given` are the ids of calls whose results the client gave (API §28): it has them, so
+    they get no `TOOL_CALL_RESULT`.
     """
 
     def __init__(self, thread_id: str, run_id: str, *,
                  clock: Callable[[], float] = time.monotonic,
                  first_position: Callable[[], int | None] | None = None,
-                 durations: dict[str, float] | None = None) -> None:
+                 durations: dict[str, float] | None = None,
+                 given: Collection[str] = ()) -> None:
         self.thread_id = thread_id
         self.run_id = run_id
         self.finished = False
         self._clock = clock
+        self._given = frozenset(given)
         self._message_id = ""  # the assistant message streaming now
         self._texts = 0  # text blocks opened in it so far
         self._open: dict[int, tuple[str, str]] = {}  # content index -> (kind, AG-UI id)
         self._args_sent: set[str] = set()  # tool calls whose arguments streamed
-        self._started: dict[str, float] = {}  # tool call id -> when it began to run
+        self._started: dict[str, float] = {}  # tool call id -> when it began, until its result
         self._calls: dict[str, ToolCall] = {}
         self._failed: list[AssistantMessage] = []  # replies a fallback model took over
         self._first_position = first_position
@@ -322,7 +329,7 @@ class Translator:
         """The events of a message that entered the transcript with the id `ended_id`."""
         if isinstance(message, AssistantMessage):  # an error or abort can leave things open
             return self._close_all()
-        if isinstance(message, ToolResultMessage):
+        if isinstance(message, ToolResultMessage) and message.tool_call_id not in self._given:
             meta: dict[str, Any] = {"isError": message.is_error}
             started = self._started.pop(message.tool_call_id, None)
             if started is not None:
@@ -342,8 +349,9 @@ class Translator:
         """The closing event of `run`, once its events are all fed (the run has ended).
 
         `RUN_FINISHED` with an interrupt outcome when calls wait for approval, a cancelled one
-        when the run was aborted (mid-reply, or while its tools ran), else a success; or
-        `RUN_ERROR` when the model failed. Token usage goes on either.
+        when the run was aborted (mid-reply, or while its tools ran), else a success, naming
+        the calls left for the client to run (`pendingToolCallIds`) if any; or `RUN_ERROR`
+        when the model failed. Token usage goes on either.
         """
         self.finished = True
         messages = run.result(0)  # ended: this does not wait
@@ -358,8 +366,10 @@ class Translator:
         if last is not None and last.stop_reason is StopReason.ERROR:
             return [ag.RunErrorEvent(message=last.error_message or "the model failed",
                                      usage=usage)]
-        outcome: Any = (ag.RunFinishedSuccessOutcome() if run.error is None
-                        else ag.RunFinishedCancelledOutcome())
+        outcome: Any = ag.RunFinishedCancelledOutcome()
+        if run.error is None:  # calls begun and left without a result: the client's to run
+            left = list(self._started)
+            outcome = ag.RunFinishedSuccessOutcome(pending_tool_call_ids=left or None)
         return [ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
                                     outcome=outcome)]
 
