@@ -193,6 +193,7 @@ except ImportError:
 else:
     del ag_ui, starlette
     from agentcore.web import _app as web_app
+    from agentcore.web import _sse as web_sse
     from agentcore.web._ai_sdk import (
         DONE as AI_SDK_DONE,
         FALLBACK_PART,

@@ -4,13 +4,9 @@ Routes: `GET /` the page; `POST /ag-ui` a run, streamed back as Server-Sent Even
 `GET /ag-ui/threads/{thread_id}` a conversation's history (what the page shows after a reload);
 `POST /api/chat` a run for the Vercel AI SDK's `useChat`, streamed back as its UI message stream
 (`_ai_sdk.py`), on the same conversations (the chat id is the thread id).
+`GET`/`PATCH`/`DELETE /ag-ui/threads[/{thread_id}]` the conversations (`_conversations`).
 Every request passes `Guard` first (`_guard`: Host, Origin, JSON bodies, the token or the
-application's `auth`).
-The run itself goes on the agent's own background thread as always; the endpoint only reads
-its events (`async for`, never blocking the event loop), translates and sends them. A client
-that goes away is noticed by a task waiting on the connection, which aborts the run at once;
-the endpoint then waits for the run to end, so the agent is idle (and its session holds the
-aborted reply) before the next request on that thread.
+application's `auth`); a run's response is an `EventStream` (`_sse`).
 """
 
 from __future__ import annotations
@@ -20,8 +16,7 @@ import contextlib
 import functools
 import importlib.resources
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping, Sequence
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 
 import attrs
 from starlette.applications import Starlette
@@ -32,7 +27,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .._agent import AgentRun
-from .._core import AgentBusyError, AgentClosedError, AgentEvent, AgentMessage
+from .._core import AgentBusyError, AgentClosedError, AgentMessage
 from ._ai_sdk import DONE, HEADERS, ChatTranslator, encode_chunk
 from ._ai_sdk_input import parse_chat_request
 from ._body import BadInput
@@ -43,6 +38,7 @@ from ._events import Translator
 from ._guard import Auth, Guard, check_hosts, check_origins
 from ._history import history
 from ._input import MAX_ID_CHARS, RunRequest, parse_run_input
+from ._sse import EventStream
 from ._threads import MakeAgent, Thread, Threads
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_THREADS", "DEFAULT_UPLOAD_TIMEOUT", "app"]
@@ -58,9 +54,6 @@ DEFAULT_UPLOAD_TIMEOUT = 30.0
 DEFAULT_MAX_THREADS = 1_000
 """How many conversations the app keeps open by default (least recently used idle ones close)."""
 
-HEARTBEAT_SECONDS = 15.0
-"""An SSE comment goes out this often while a run streams, so proxies keep the stream open."""
-
 ABORT_GRACE_SECONDS = 5.0
 """How long a new request waits for a thread's aborted run to wind down before a 409."""
 
@@ -72,26 +65,6 @@ _PAGE_SECURITY = {
     "X-Content-Type-Options": "nosniff",
     "Cache-Control": "no-cache",
 }
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-E = TypeVar("E")
-E_co = TypeVar("E_co", covariant=True)
-
-
-class _Translator(Protocol[E_co]):
-    """What `_EventStream` needs of a protocol's translator (AG-UI's, the AI SDK's)."""
-
-    def start(self) -> Sequence[E_co]: ...
-
-    def feed(self, event: AgentEvent) -> Sequence[E_co]: ...
-
-    def finish(self, run: AgentRun) -> Sequence[E_co]: ...
-
-    def error(self, message: str) -> Sequence[E_co]: ...
-
 
 @attrs.frozen
 class _Refusals:
@@ -235,7 +208,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         finally:
             thread.starting -= 1
         await note_use(run_request)
-        return _EventStream(run, Translator(run_request.thread_id, run_request.run_id,
+        return EventStream(run, Translator(run_request.thread_id, run_request.run_id,
                                             first_position=functools.partial(
                                                 thread.first_position, run),
                                             durations=thread.durations,
@@ -259,7 +232,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
             thread.starting -= 1
         await note_use(chat.run)
         translator = ChatTranslator(chat.message_id, answered=chat.run.approvals or ())
-        return _EventStream(run, translator, encode=encode_chunk, headers=HEADERS, trailer=DONE)
+        return EventStream(run, translator, encode=encode_chunk, headers=HEADERS, trailer=DONE)
 
     @_json_errors
     async def thread_history(request: Request) -> Response:
@@ -378,113 +351,3 @@ async def _start(thread: Thread, request: RunRequest,
         raise BadInput(422, f"invalid {refusals.request}: {exc}") from None
     thread.run = run
     return run
-
-
-def _ag_ui_json(event: Any) -> bytes:
-    """An AG-UI event's wire JSON (typed `Any`, to be `_EventStream`'s default for any `E`)."""
-    text: str = event.model_dump_json(by_alias=True)
-    return text.encode()
-
-
-class _EventStream(Response, Generic[E]):
-    """The SSE response of one run: its events, aborting the run if the client leaves.
-
-    Two tasks share the work: this one reads the run and translates its events into a
-    buffer, a writer sends whatever the buffer holds whenever the reader waits for news. The
-    events a run produced while the event loop was busy elsewhere (under load, many at a time)
-    thus go out in one write, not one write each. AG-UI's by default; another protocol gives
-    its translator, how one of its events is encoded as JSON, its headers, and what ends the
-    stream after the last event (`trailer`; not sent to a client that left).
-    """
-
-    def __init__(self, run: AgentRun, translator: _Translator[E], *,
-                 encode: Callable[[E], bytes] = _ag_ui_json,
-                 headers: Mapping[str, str] | None = None, trailer: bytes = b"") -> None:
-        super().__init__(media_type="text/event-stream", headers=headers or {
-            "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        self.raw_headers = [(k, v) for k, v in self.raw_headers if k != b"content-length"]
-        self.run = run
-        self.translator = translator
-        self._encode = encode
-        self._trailer = trailer
-        self.gone = False  # the client left (or a write failed): nothing more is sent
-        self._buffer = bytearray()
-        self._ready = asyncio.Event()  # the buffer has something, or the stream is over
-        self._over = False
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": self.status_code,
-                    "headers": self.raw_headers})
-        writer = asyncio.create_task(self._writer(send))
-        watcher = asyncio.create_task(self._watch(receive))
-        heartbeat = asyncio.create_task(self._heartbeat())
-        try:
-            self._put(self.translator.start())
-            async for event in self.run:
-                if self.gone:
-                    break
-                out = self.translator.feed(event)
-                if out:
-                    self._put(out)
-            if not self.gone:
-                self._put(self.translator.finish(self.run))
-        except Exception as exc:  # a translation that failed: say so, end the stream
-            _log.exception("streaming the run failed")
-            with contextlib.suppress(Exception):
-                self._put(self.translator.error(f"streaming failed: {exc}"))
-        finally:
-            heartbeat.cancel()
-            watcher.cancel()
-            if self._trailer and not self.gone:
-                self._buffer += self._trailer
-            self._over = True
-            self._ready.set()
-            with contextlib.suppress(Exception):
-                await writer  # the last events go out before the body ends
-            if self.gone or not self.run.done():
-                self.run.abort()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.run.wait_async()  # the agent is idle before the next request
-        if not self.gone:
-            with contextlib.suppress(Exception):
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-    def _put(self, events: Sequence[E]) -> None:
-        for event in events:
-            self._buffer += b"data: " + self._encode(event) + b"\n\n"
-        self._ready.set()
-
-    async def _writer(self, send: Send) -> None:
-        """Send what the buffer holds each time it fills, until the stream is over."""
-        while True:
-            await self._ready.wait()
-            self._ready.clear()
-            if self._buffer and not self.gone:
-                body = bytes(self._buffer)
-                self._buffer.clear()
-                try:
-                    await send({"type": "http.response.body", "body": body, "more_body": True})
-                except Exception:  # the client is gone: the reader stops at its next event
-                    self._gone()
-            if self._over and (not self._buffer or self.gone):
-                return
-
-    async def _watch(self, receive: Receive) -> None:
-        """Wait for the client to disconnect; then abort the run (the reader sees it)."""
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                self._gone()
-                return
-
-    async def _heartbeat(self) -> None:
-        while True:
-            await asyncio.sleep(HEARTBEAT_SECONDS)
-            if not self._buffer:
-                self._buffer += b": heartbeat\n\n"
-                self._ready.set()
-
-    def _gone(self) -> None:
-        self.gone = True
-        self._buffer.clear()
-        self.run.abort()

@@ -32,7 +32,7 @@ from _internals import (
     ChatTranslator,
     encode_chunk,
     parse_chat_request,
-    web_app,
+    web_sse,
 )
 from approval_tools import Ran
 from uvicorn_thread import ThreadServer
@@ -716,7 +716,7 @@ def test_a_run_aborted_on_the_server_ends_with_abort(serve: Callable[[Any], Serv
 def test_heartbeat_comments_keep_a_slow_stream_open(serve: Callable[[Any], Served],
                                                     maker: Maker,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web_app, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(web_sse, "HEARTBEAT_SECONDS", 0.05)
     served = serve(app(maker))
     with served.post(chat("slow", user("long 15")), stream=True) as reply:
         lines = list(reply.iter_lines(decode_unicode=True))

@@ -30,7 +30,7 @@ import ag_ui.core as ag
 import pydantic
 import requests
 import uvicorn
-from _internals import web_app
+from _internals import web_sse
 from approval_tools import Ran
 from starlette.applications import Starlette
 from uvicorn_thread import ThreadServer
@@ -956,7 +956,7 @@ def test_a_client_that_disconnects_aborts_the_run_at_once(serve: Callable[..., S
 def test_heartbeat_comments_keep_a_slow_stream_open(serve: Callable[..., Served],
                                                     slow: FauxProvider,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web_app, "HEARTBEAT_SECONDS", 0.05)
+    monkeypatch.setattr(web_sse, "HEARTBEAT_SECONDS", 0.05)
     served = serve(app(Maker(slow.get_model())))
     with served.post(body("t", "long 15"), stream=True) as reply:
         lines = list(reply.iter_lines(decode_unicode=True))
