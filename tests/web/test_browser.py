@@ -667,7 +667,7 @@ def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
         return ac.Agent(faux.get_model(), tools=[calculator_tool()])
 
     try:
-        page = browser.open(serve(make_agent).url, viewport={"width": 900, "height": 900})
+        page = browser.open(serve(make_agent).url, viewport={"width": 900, "height": 840})
         page.context.grant_permissions(["clipboard-read", "clipboard-write"])
         ask(page, "What are the squares of 1 and 2, summed?")
         reply = page.locator(".msg.assistant").last
@@ -687,6 +687,8 @@ def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
         assert code.text_content() == source + "\n"
         copy = reply.locator(".code-block button.copy")
         expect(copy).to_have_attribute("aria-label", "Copy the code")
+        if os.environ.get("AGENTCORE_SCREENSHOTS") == "1":  # the README's picture
+            page.screenshot(path=str(Path(__file__).parents[2] / "examples" / "web_chat.png"))
         copy.click()
         expect(copy).to_have_attribute("aria-label", "Copied")
         assert page.evaluate("navigator.clipboard.readText()") == source
@@ -694,8 +696,6 @@ def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
         expect(link).to_have_attribute("href", "https://example.com/docs")
         expect(link).to_have_attribute("target", "_blank")
         expect(link).to_have_attribute("rel", "noopener noreferrer")
-        if os.environ.get("AGENTCORE_SCREENSHOTS") == "1":  # the README's picture
-            page.screenshot(path=str(Path(__file__).parents[2] / "examples" / "web_chat.png"))
 
         ask(page, "Say something hostile.")
         hostile = page.locator(".msg.assistant").last
@@ -842,6 +842,8 @@ def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card(serve, br
         assert json.loads(nested.locator(".tool-args").text_content()) == {"query": "tides"}
         expect(sub.locator(".sub-reply")).to_have_text("Found: tides follow the moon.")
         expect(sub.locator(".sub-reply strong")).to_have_text("tides")
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "subagent.png"), full_page=True)
         sub.locator("summary").click()  # it folds
         expect(nested).to_be_hidden()
         assert sub.evaluate("d => d.open") is False
