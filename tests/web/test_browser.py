@@ -802,7 +802,10 @@ def test_the_page_follows_the_answer_unless_scrolled_up_then_jumps_to_latest(
 # --- a fallback, and sub-agents ------------------------------------------------------------------
 
 
-def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card(serve, browser):
+def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card_asking_there(
+        serve, browser):
+    """A failed model's streamed text is dropped for a notice; a sub-agent streams in a folding
+    card under the call running it, where its call waiting for approval is Allowed."""
     first = register_faux_provider(["gpt-x"])
     backup = register_faux_provider(["backup"])
     child = register_faux_provider(["researcher-model"])
@@ -813,7 +816,7 @@ def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card(serve, br
     child.set_responses([faux_assistant_message(faux_tool_call("search", {"query": "tides"})),
                          faux_assistant_message("Found: **tides** follow the moon.")])
 
-    @ac.tool
+    @ac.tool(requires_approval=True)
     def search(query: str) -> str:
         """Search the notes."""
         return "Tides follow the moon."
@@ -826,16 +829,24 @@ def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card(serve, br
     try:
         page = browser.open(serve(make_agent).url)
         ask(page, "tell me about tides")
-        expect(page.locator(".msg.assistant").last).to_have_text("Done: tides it is.")
         expect(page.locator(".note.fallback")).to_have_text(
             "faux/gpt-x failed: boom; trying faux/backup")
         expect(page.locator("#messages")).not_to_contain_text("I will ans")  # dropped
 
         card = page.locator('#messages > .tool-card[data-tool-call-id="call_research"]')
-        expect(card.locator("> .tool-result")).to_have_text("Found: **tides** follow the moon.")
         sub = card.locator("details.subagent")
+        nested = sub.locator(".tool-card")  # the child's call waits for approval, in its card
+        expect(sub.locator("summary")).to_have_text(
+            re.compile(r"^researcher\s*waiting for approval$"))
+        expect(page.locator("#waiting")).to_have_text(
+            "Waiting for your approval of 1 tool call above.")
+        expect(page.locator("#send")).to_be_disabled()
+        nested.locator("button.allow").click()
+        expect(nested.locator(".approval")).to_have_text("allowed")
+
+        expect(page.locator(".msg.assistant").last).to_have_text("Done: tides it is.")
+        expect(card.locator("> .tool-result")).to_have_text("Found: **tides** follow the moon.")
         expect(sub.locator("summary")).to_have_text(re.compile(r"^researcher\s*done$"))
-        nested = sub.locator(".tool-card")
         expect(nested.locator(".tool-name")).to_have_text("search")
         expect(nested.locator(".tool-state")).to_have_text("done")
         expect(nested.locator(".tool-result")).to_have_text("Tides follow the moon.")
