@@ -724,13 +724,17 @@ def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
 
 
 def _answer(context: ac.Context, options: Any, model: ac.Model) -> ac.AssistantMessage:
-    """A dozen lines of Markdown for a prompt; a call of `slow` for the prompt "slow"."""
+    """A dozen lines of Markdown for a prompt, with a wide line of code and a wide table; a
+    call of `slow` for the prompt "slow"."""
     last = context.messages[-1]
     if isinstance(last, ac.UserMessage) and last.text == "slow":
         return faux_assistant_message(faux_tool_call("slow", {}))
     title = "the slow one" if isinstance(last, ac.ToolResultMessage) else last.text
     lines = "\n".join(f"{i}. line {i} of the answer to *{title}*" for i in range(1, 13))
-    return faux_assistant_message(f"Answer to {title}:\n\n{lines}\n\nThe end of {title}.")
+    code = "total = " + " + ".join(f"value_{i}" for i in range(30))
+    table = "| " + " | ".join(f"column {i}" for i in range(12)) + " |\n" + "|---" * 12 + "|"
+    return faux_assistant_message(f"Answer to {title}:\n\n{lines}\n\n```python\n{code}\n```"
+                                  f"\n\n{table}\n\nThe end of {title}.")
 
 
 END_IN_VIEW = """async () => {  // after two frames: the page has had one to follow
@@ -747,7 +751,7 @@ RUN_OVER = """(n) => document.querySelectorAll(".usage").length === n
 @pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
 def test_the_page_follows_the_answer_unless_scrolled_up_then_jumps_to_latest(
         serve, browser, viewport):
-    faux = register_faux_provider(tokens_per_second=4000, token_size=(4, 4))  # 16 characters
+    faux = register_faux_provider(tokens_per_second=8000, token_size=(8, 8))  # 32 characters
     faux.set_responses([_answer] * 16)  # a millisecond: an answer streams over a few frames
     release = threading.Event()
 
@@ -794,6 +798,8 @@ def test_the_page_follows_the_answer_unless_scrolled_up_then_jumps_to_latest(
         assert page.evaluate(END_IN_VIEW)
         expect(jump).to_be_hidden()
         assert page.evaluate("document.scrollingElement.scrollWidth") <= viewport["width"]
+        for wide in (".code-block pre", ".table-wrap"):  # scroll inside the reply instead
+            assert page.locator(wide).last.evaluate("n => n.scrollWidth > n.clientWidth")
     finally:
         release.set()
         faux.unregister()
