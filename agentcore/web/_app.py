@@ -1,12 +1,13 @@
 """`app(make_agent)`: the ASGI app serving the AG-UI endpoint, the AI SDK's, and the chat page.
 
-Routes: `GET /` the page; `POST /ag-ui` a run, streamed back as Server-Sent Events;
-`GET /ag-ui/threads/{thread_id}` a conversation's history (what the page shows after a reload);
-`POST /api/chat` a run for the Vercel AI SDK's `useChat`, streamed back as its UI message stream
-(`_ai_sdk.py`), on the same conversations (the chat id is the thread id).
-`GET`/`PATCH`/`DELETE /ag-ui/threads[/{thread_id}]` the conversations (`_conversations`).
-Every request passes `Guard` first (`_guard`: Host, Origin, JSON bodies, the token or the
-application's `auth`); a run's response is an `EventStream` (`_sse`).
+Routes: `GET /` the page, and `GET /static/{name}` the vendored scripts it loads; `POST /ag-ui`
+a run, streamed back as Server-Sent Events; `GET /ag-ui/threads/{thread_id}` a conversation's
+history (what the page shows after a reload); `POST /api/chat` a run for the Vercel AI SDK's
+`useChat`, streamed back as its UI message stream (`_ai_sdk.py`), on the same conversations
+(the chat id is the thread id); `GET`/`PATCH`/`DELETE /ag-ui/threads[/{thread_id}]` the
+conversations (`_conversations`). Every request passes `Guard` first (`_guard`: Host, Origin,
+JSON bodies, the token or the application's `auth`); a run's response is an `EventStream`
+(`_sse`).
 """
 
 from __future__ import annotations
@@ -58,8 +59,9 @@ ABORT_GRACE_SECONDS = 5.0
 """How long a new request waits for a thread's aborted run to wind down before a 409."""
 
 _PAGE_SECURITY = {
-    # the page is one file with inline script and style; it may talk to this server only
-    "Content-Security-Policy": "default-src 'none'; script-src 'unsafe-inline'; "
+    # the page is one file with inline script and style, plus the vendored scripts it loads
+    # from this server (`GET /static/{name}`); it may talk to this server only
+    "Content-Security-Policy": "default-src 'none'; script-src 'self' 'unsafe-inline'; "
     "style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; "
     "form-action 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
@@ -78,6 +80,17 @@ class _Refusals:
 _CHAT_REFUSALS = _Refusals(
     "chat request", "answer them with tool approval responses first",
     "the request answers tool approvals that no call waits for")
+
+
+_STATIC_SCRIPTS = ("marked-18.3.0.umd.js", "purify-3.5.0.min.js")
+"""The vendored scripts the page loads (`static/README.md`): their names carry their versions,
+so a browser may keep them for good."""
+
+_STATIC_SECURITY = {
+    "X-Content-Type-Options": "nosniff",
+    "Cache-Control": "public, max-age=31536000, immutable",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -192,10 +205,20 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         raise TypeError(f"'catalog' must have the methods of a ThreadCatalog (threads, touch, "
                         f"rename, forget), got {catalog!r}")
     threads = Threads(make_agent, max_threads)
-    page = importlib.resources.files(__package__).joinpath("page.html").read_bytes()
+    files = importlib.resources.files(__package__)
+    page = files.joinpath("page.html").read_bytes()
+    scripts = {name: files.joinpath("static").joinpath(name).read_bytes()
+               for name in _STATIC_SCRIPTS}
 
     async def chat_page(request: Request) -> Response:
         return Response(page, media_type="text/html; charset=utf-8", headers=_PAGE_SECURITY)
+
+    async def static_script(request: Request) -> Response:
+        name: str = request.path_params["name"]
+        if name not in scripts:
+            return _error(404, f"no static file {name!r}")
+        return Response(scripts[name], media_type="text/javascript; charset=utf-8",
+                        headers=_STATIC_SECURITY)
 
     @_json_errors
     async def run_endpoint(request: Request) -> Response:
@@ -273,6 +296,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 
     return Starlette(
         routes=[Route("/", chat_page, methods=["GET"]),
+                Route("/static/{name}", static_script, methods=["GET"]),
                 Route("/ag-ui", run_endpoint, methods=["POST"]),
                 *conversation_routes(threads, catalog, MAX_ID_CHARS, _read_body,
                                      _json_errors),

@@ -11,9 +11,12 @@ of a shared queue.
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
+import hashlib
 import http.client
 import json
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,7 +51,7 @@ from agentcore.web import app
 WAIT = 10.0
 EVENT = pydantic.TypeAdapter(ag.Event)
 MESSAGE = pydantic.TypeAdapter(ag.Message)
-CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+CSP = ("default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'unsafe-inline'; "
        "connect-src 'self'; img-src 'self' data:")
 
 
@@ -377,6 +380,33 @@ def test_the_page_is_served_as_html_with_a_content_security_policy(
     assert page.headers["x-content-type-options"] == "nosniff"
     assert page.content == (Path(ac.__file__).parent / "web" / "page.html").read_bytes()
     assert maker.calls == []
+
+
+def test_the_page_s_vendored_scripts_are_served_as_it_asks_for_them(
+        shared: tuple[Served, Maker]) -> None:
+    served, _ = shared
+    static = Path(ac.__file__).parent / "web" / "static"
+    html = (static.parent / "page.html").read_text()
+    tags = re.findall(r'<script src="static/([^"]+)" integrity="([^"]+)"></script>', html)
+    assert [name for name, _ in tags] == ["marked-18.3.0.umd.js", "purify-3.5.0.min.js"]
+    readme = (static / "README.md").read_text()
+    for name, integrity in tags:
+        script = served.http.get(f"{served.url}/static/{name}", timeout=WAIT)
+        assert script.status_code == 200
+        assert script.content == (static / name).read_bytes()
+        digest = base64.b64encode(hashlib.sha384(script.content).digest()).decode()
+        assert integrity == f"sha384-{digest}"  # what the page checks it against
+        assert script.headers["content-type"] == "text/javascript; charset=utf-8"
+        assert script.headers["x-content-type-options"] == "nosniff"
+        assert "immutable" in script.headers["cache-control"]  # the name carries the version
+        assert f"`{name}`" in readme
+    for name in ("README.md", "marked-LICENSE.md", "..%2Fpage.html", "nothing.js"):
+        missing = served.http.get(f"{served.url}/static/{name}", timeout=WAIT)
+        assert missing.status_code == 404
+        assert "error" in missing.json()
+    assert sorted(p.name for p in static.iterdir()) == [
+        "README.md", "dompurify-LICENSE-Apache-2.0", "dompurify-LICENSE-MPL-2.0",
+        "marked-18.3.0.umd.js", "marked-LICENSE.md", "purify-3.5.0.min.js"]
 
 
 def test_a_prompt_streams_its_reply_to_run_finished_and_the_agent_keeps_it(

@@ -14,7 +14,9 @@ from __future__ import annotations
 import concurrent.futures
 import importlib.util
 import json
+import os
 import re
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -302,8 +304,8 @@ def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, brow
         expect(page.locator(".msg")).to_have_text([
             "talk for a while", re.compile(r"^(word )+\S* ?\[stopped\]$"), "once more",
             "Again."])
-        assert page.locator(".msg.assistant").first.text_content() == (
-            f"{last.text} [stopped]")
+        shown = page.locator(".msg.assistant").first.text_content()
+        assert shown.split() == f"{last.text} [stopped]".split()  # as Markdown: spaces fold
     finally:
         faux.unregister()
 
@@ -348,29 +350,38 @@ def test_allow_runs_the_call_and_deny_does_not_in_one_resume(serve, browser):
         for card in (old, new):
             expect(card.locator(".approval button.allow")).to_have_text("Allow")
             expect(card.locator(".approval button.deny")).to_have_text("Deny")
-        expect(page.locator("#send")).to_be_enabled()
-
-        ask(page, "anything else?")  # the server refuses: the calls wait for a decision
-        expect(page.locator(".run-error")).to_contain_text("wait for approval")
+        waiting = page.locator("#waiting")  # Send is off until both are decided, and says why
+        expect(waiting).to_have_text("Waiting for your approval of 2 tool calls above.")
+        expect(page.locator("#send")).to_be_disabled()
+        page.fill("#prompt", "anything else?")
+        page.press("#prompt", "Enter")  # Enter sends nothing either
+        expect(page.locator("#prompt")).to_have_value("anything else?")
 
         page.reload()  # the waiting calls come back from the history, still to decide
         expect(old.locator(".approval-question")).to_have_text(
             'Allow wipe({"path": "old.log"})?')
         expect(new.locator(".approval button.deny")).to_have_text("Deny")
         expect(page.locator(".msg")).to_have_text(["wipe the logs", "Wiping both."])
+        expect(waiting).to_have_text("Waiting for your approval of 2 tool calls above.")
+        expect(page.locator("#send")).to_be_disabled()
 
         old.locator("button.allow").click()
         expect(old.locator(".approval")).to_have_text("allowed")
-        assert len(posts) == 2  # the prompt and the refused one: no resume while one waits
+        expect(waiting).to_have_text("Waiting for your approval of 1 tool call above.")
+        assert len(posts) == 1  # the prompt: no resume while one waits
         new.locator("button.deny").click()
         expect(new.locator(".approval")).to_have_text("denied")
 
         expect(old.locator(".tool-result")).to_have_text("wipe {'path': 'old.log'}")
         expect(new.locator(".tool-result")).to_have_text(re.compile(r"^denied"))
-        expect(new).to_have_class(re.compile(r"\berror\b"))
-        expect(old).not_to_have_class(re.compile(r"\berror\b"))
+        expect(new.locator(".tool-state")).to_have_text("denied")  # the person said no: no
+        expect(new).to_have_class(re.compile(r"\bdenied\b"))  # "failed" (an error result
+        expect(old.locator(".tool-state")).to_have_text("done")  # for the model, still)
+        expect(old).not_to_have_class(re.compile(r"\b(error|denied)\b"))
         expect(page.locator(".msg.assistant").last).to_have_text(
             "wipe {'path': 'old.log'}; denied: the user did not allow this call")
+        expect(waiting).to_be_hidden()
+        expect(page.locator("#send")).to_be_enabled()
         assert ran.ids == ["call_old"]
         resumes = [p for p in posts if p.get("resume")]
         assert len(resumes) == 1
@@ -378,8 +389,12 @@ def test_allow_runs_the_call_and_deny_does_not_in_one_resume(serve, browser):
         assert resumes[0]["resume"] == [
             {"interruptId": "call_old", "status": "resolved", "payload": {"approved": True}},
             {"interruptId": "call_new", "status": "resolved", "payload": {"approved": False}}]
-        assert len({p["runId"] for p in posts}) == len(posts) == 3
+        assert len({p["runId"] for p in posts}) == len(posts) == 2
         assert len({p["threadId"] for p in posts}) == 1
+
+        page.reload()  # the history says "denied" too
+        expect(new.locator(".tool-state")).to_have_text("denied")
+        expect(old.locator(".tool-state")).to_have_text("done")
     finally:
         faux.unregister()
 
@@ -609,6 +624,254 @@ def test_the_eval_report_page_renders_its_table_and_chart_with_no_request(
         context.close()
     assert errors == []
     assert requests == [path.as_uri()]  # the page itself, and nothing it would fetch
+
+
+# --- Markdown -------------------------------------------------------------------------------------
+
+MARKDOWN_REPLY = """## Sum of squares
+
+The **answer** is *42*, from the `calculator`:
+
+| n | n² |
+|---|----|
+| 1 | 1 |
+| 2 | 4 |
+
+```python
+def squares(n):
+    return sum(i * i for i in range(1, n + 1))
+```
+
+- one
+- two
+
+See [the docs](https://example.com/docs)."""
+
+HOSTILE_REPLY = """<script>window.pwned = "script"</script>
+
+Text <img src=x onerror="window.pwned = 'img'"> and [a link](javascript:window.pwned='link')
+and <a href="javascript:window.pwned='a'" onclick="window.pwned='click'">raw</a>.
+
+<iframe src="javascript:window.pwned='iframe'"></iframe>
+
+![a picture](javascript:window.pwned='image') [here](./)"""
+
+
+def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
+        serve, browser, fast_offline):
+    """One page: a Markdown reply after a tool card (the README's screenshot, with
+    AGENTCORE_SCREENSHOTS=1), then a hostile one: rendered inert, scripts never run."""
+    faux = register_faux_provider()
+    faux.set_responses([
+        faux_assistant_message([faux_text("Let me compute it."),
+                                faux_tool_call("calculator", {"expression": "1*1 + 2*2"})]),
+        faux_assistant_message(MARKDOWN_REPLY),
+        faux_assistant_message(HOSTILE_REPLY)])
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        return ac.Agent(faux.get_model(), tools=[calculator_tool()])
+
+    try:
+        page = browser.open(serve(make_agent).url, viewport={"width": 900, "height": 840})
+        page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+        ask(page, "What are the squares of 1 and 2, summed?")
+        reply = page.locator(".msg.assistant").last
+        expect(reply.locator("h2")).to_have_text("Sum of squares")
+        expect(page.locator(".tool-card .tool-result")).to_have_text("5")
+        expect(page.locator(".usage")).to_be_visible()  # the run is over
+        expect(reply.locator("strong")).to_have_text("answer")
+        expect(reply.locator("em")).to_have_text("42")
+        expect(reply.locator("p code")).to_have_text("calculator")
+        expect(reply.locator("ul > li")).to_have_text(["one", "two"])
+        expect(reply.locator("table th")).to_have_text(["n", "n²"])
+        expect(reply.locator("table tbody tr")).to_have_count(2)
+        code = reply.locator(".code-block pre code")
+        assert "monospace" in code.evaluate("c => getComputedStyle(c).fontFamily")
+        assert code.evaluate("c => getComputedStyle(c.parentElement).whiteSpace") == "pre"
+        source = "def squares(n):\n    return sum(i * i for i in range(1, n + 1))"
+        assert code.text_content() == source + "\n"
+        copy = reply.locator(".code-block button.copy")
+        expect(copy).to_have_attribute("aria-label", "Copy the code")
+        if os.environ.get("AGENTCORE_SCREENSHOTS") == "1":  # the README's picture
+            page.screenshot(path=str(Path(__file__).parents[2] / "examples" / "web_chat.png"))
+        copy.click()
+        expect(copy).to_have_attribute("aria-label", "Copied")
+        assert page.evaluate("navigator.clipboard.readText()") == source
+        link = reply.locator("a", has_text="the docs")
+        expect(link).to_have_attribute("href", "https://example.com/docs")
+        expect(link).to_have_attribute("target", "_blank")
+        expect(link).to_have_attribute("rel", "noopener noreferrer")
+
+        ask(page, "Say something hostile.")
+        hostile = page.locator(".msg.assistant").last
+        expect(hostile).to_contain_text('<script>window.pwned = "script"</script>')  # as text
+        expect(page.locator(".usage")).to_have_count(2)
+        expect(hostile).to_contain_text("<img src=x onerror=")
+        assert page.evaluate("""() => {
+            const box = document.querySelector("#messages");
+            return box.querySelectorAll("script, iframe, img, [onerror], [onclick]").length
+                + Array.from(box.querySelectorAll("[href], [src]"), (n) =>
+                    n.getAttribute("href") || n.getAttribute("src"))
+                    .filter((url) => /^\\s*javascript:/i.test(url)).length;
+        }""") == 0
+        for text in ("a link", "a picture"):  # kept as words, their targets dropped
+            hostile.locator("a", has_text=text).click()
+        with page.context.expect_page() as opened:  # a link opens in a new tab
+            hostile.locator("a", has_text="here").click()
+        opened.value.close()
+        assert page.evaluate("window.pwned") is None
+        assert page.url == browser.contexts[-1].pages[0].url  # this tab stayed
+    finally:
+        faux.unregister()
+
+
+# --- following the conversation -----------------------------------------------------------------
+
+
+def _answer(context: ac.Context, options: Any, model: ac.Model) -> ac.AssistantMessage:
+    """A dozen lines of Markdown for a prompt, with a wide line of code and a wide table; a
+    call of `slow` for the prompt "slow"."""
+    last = context.messages[-1]
+    if isinstance(last, ac.UserMessage) and last.text == "slow":
+        return faux_assistant_message(faux_tool_call("slow", {}))
+    title = "the slow one" if isinstance(last, ac.ToolResultMessage) else last.text
+    lines = "\n".join(f"{i}. line {i} of the answer to *{title}*" for i in range(1, 13))
+    code = "total = " + " + ".join(f"value_{i}" for i in range(30))
+    table = "| " + " | ".join(f"column {i}" for i in range(12)) + " |\n" + "|---" * 12 + "|"
+    return faux_assistant_message(f"Answer to {title}:\n\n{lines}\n\n```python\n{code}\n```"
+                                  f"\n\n{table}\n\nThe end of {title}.")
+
+
+END_IN_VIEW = """async () => {  // after two frames: the page has had one to follow
+    await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));
+    const last = Array.from(document.querySelectorAll("#messages > .msg.assistant")).pop();
+    const end = last.getBoundingClientRect().bottom;
+    return end > document.querySelector("header").getBoundingClientRect().bottom
+        && end <= document.querySelector("#composer").getBoundingClientRect().top + 1;
+}"""
+RUN_OVER = """(n) => document.querySelectorAll(".usage").length === n
+    && !document.querySelector("#send").disabled"""
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_the_page_follows_the_answer_unless_scrolled_up_then_jumps_to_latest(
+        serve, browser, viewport):
+    faux = register_faux_provider(tokens_per_second=8000, token_size=(8, 8))  # 32 characters
+    faux.set_responses([_answer] * 16)  # a millisecond: an answer streams over a few frames
+    release = threading.Event()
+
+    @ac.tool
+    def slow() -> str:
+        """Wait for the test."""
+        release.wait(WAIT_MS / 1000)
+        return "ready"
+
+    try:
+        page = browser.open(serve(lambda thread_id: ac.Agent(faux.get_model(), tools=[slow])).url,
+                            viewport=viewport)
+        for n in range(1, 13):
+            ask(page, f"question {n}")
+            page.wait_for_function(RUN_OVER, arg=n)  # (polled each frame: expect waits longer)
+            assert page.evaluate(END_IN_VIEW), f"answer {n} ends out of view"
+        expect(page.locator("#jump")).to_be_hidden()
+        assert page.evaluate("document.scrollingElement.scrollHeight") > 5 * viewport["height"]
+
+        ask(page, "slow")  # while its tool runs, the person scrolls up
+        expect(page.locator(".tool-card.running")).to_be_visible()
+        page.mouse.move(viewport["width"] / 2, viewport["height"] / 2)
+        page.mouse.wheel(0, -400)
+        jump = page.locator("#jump")
+        expect(jump).to_be_visible()
+        expect(jump).to_have_text(re.compile("^Jump to latest"))
+        top = page.evaluate("document.scrollingElement.scrollTop")
+        release.set()  # the answer streams below, out of view: the page stays put
+        page.wait_for_function(RUN_OVER, arg=13)
+        expect(page.locator(".msg.assistant").last).to_contain_text("The end of the slow one.")
+        assert page.evaluate("document.scrollingElement.scrollTop") <= top + 1
+        assert not page.evaluate(END_IN_VIEW)
+        expect(jump).to_be_visible()
+        jump.click()
+        expect(jump).to_be_hidden()
+        assert page.evaluate(END_IN_VIEW)
+        assert page.evaluate("""() => { const d = document.scrollingElement;
+            return d.scrollHeight - d.scrollTop - d.clientHeight; }""") <= 1
+
+        page.evaluate("window.scrollTo(0, 0)")  # at the top, sending brings the end back
+        expect(jump).to_be_visible()
+        ask(page, "question 14")
+        page.wait_for_function(RUN_OVER, arg=14)
+        assert page.evaluate(END_IN_VIEW)
+        expect(jump).to_be_hidden()
+        assert page.evaluate("document.scrollingElement.scrollWidth") <= viewport["width"]
+        for wide in (".code-block pre", ".table-wrap"):  # scroll inside the reply instead
+            assert page.locator(wide).last.evaluate("n => n.scrollWidth > n.clientWidth")
+    finally:
+        release.set()
+        faux.unregister()
+
+
+# --- a fallback, and sub-agents ------------------------------------------------------------------
+
+
+def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card_asking_there(
+        serve, browser):
+    """A failed model's streamed text is dropped for a notice; a sub-agent streams in a folding
+    card under the call running it, where its call waiting for approval is Allowed."""
+    first = register_faux_provider(["gpt-x"])
+    backup = register_faux_provider(["backup"])
+    child = register_faux_provider(["researcher-model"])
+    first.set_responses([faux_assistant_message("I will ans", "error", "boom"),
+                         faux_assistant_message("Done: **tides** it is.")])
+    backup.set_responses([faux_assistant_message(
+        faux_tool_call("researcher", {"input": "tides?"}, id="call_research"))])
+    child.set_responses([faux_assistant_message(faux_tool_call("search", {"query": "tides"})),
+                         faux_assistant_message("Found: **tides** follow the moon.")])
+
+    @ac.tool(requires_approval=True)
+    def search(query: str) -> str:
+        """Search the notes."""
+        return "Tides follow the moon."
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        researcher = ac.Agent(child.get_model(), name="researcher", tools=[search])
+        return ac.Agent(first.get_model(), fallback_models=[backup.get_model()],
+                        circuit_breaker=ac.CircuitBreaker(), tools=[researcher.as_tool()])
+
+    try:
+        page = browser.open(serve(make_agent).url)
+        ask(page, "tell me about tides")
+        expect(page.locator(".note.fallback")).to_have_text(
+            "faux/gpt-x failed: boom; trying faux/backup")
+        expect(page.locator("#messages")).not_to_contain_text("I will ans")  # dropped
+
+        card = page.locator('#messages > .tool-card[data-tool-call-id="call_research"]')
+        sub = card.locator("details.subagent")
+        nested = sub.locator(".tool-card")  # the child's call waits for approval, in its card
+        expect(sub.locator("summary")).to_have_text(
+            re.compile(r"^researcher\s*waiting for approval$"))
+        expect(page.locator("#waiting")).to_have_text(
+            "Waiting for your approval of 1 tool call above.")
+        expect(page.locator("#send")).to_be_disabled()
+        nested.locator("button.allow").click()
+        expect(nested.locator(".approval")).to_have_text("allowed")
+
+        expect(page.locator(".msg.assistant").last).to_have_text("Done: tides it is.")
+        expect(card.locator("> .tool-result")).to_have_text("Found: **tides** follow the moon.")
+        expect(sub.locator("summary")).to_have_text(re.compile(r"^researcher\s*done$"))
+        expect(nested.locator(".tool-name")).to_have_text("search")
+        expect(nested.locator(".tool-state")).to_have_text("done")
+        expect(nested.locator(".tool-result")).to_have_text("Tides follow the moon.")
+        assert json.loads(nested.locator(".tool-args").text_content()) == {"query": "tides"}
+        expect(sub.locator(".sub-reply")).to_have_text("Found: tides follow the moon.")
+        expect(sub.locator(".sub-reply strong")).to_have_text("tides")
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "subagent.png"), full_page=True)
+        sub.locator("summary").click()  # it folds
+        expect(nested).to_be_hidden()
+        assert sub.evaluate("d => d.open") is False
+    finally:
+        for provider in (first, backup, child):
+            provider.unregister()
 
 
 # --- another site's page (API §28) -------------------------------------------------------------
