@@ -23,7 +23,6 @@ pytest.importorskip("ag_ui")
 pytest.importorskip("uvicorn")
 
 import requests
-import uvicorn
 from _internals import (
     AI_SDK_DONE,
     AI_SDK_HEADERS,
@@ -35,7 +34,7 @@ from _internals import (
     web_sse,
 )
 from approval_tools import Ran
-from uvicorn_thread import ThreadServer
+from served import Served as AppServer
 
 import agentcore as ac
 from agentcore.providers.faux import (
@@ -547,26 +546,11 @@ def test_an_assistant_message_answering_approvals_resumes() -> None:
 # --- over HTTP ---------------------------------------------------------------------------------
 
 
-class Served:
-    """The app on a uvicorn thread server of its own, and a `requests` session for it."""
+class Served(AppServer):
+    """The app on a uvicorn thread server of its own; `post` and `chat` speak `/api/chat`."""
 
-    def __init__(self, asgi: Any) -> None:
-        config = uvicorn.Config(asgi, host="127.0.0.1", port=0, log_level="warning",
-                                lifespan="on")
-        self.server = ThreadServer(config)
-        self.server.start(name="test-uvicorn")
-        assert self.server.ready.wait(WAIT), "uvicorn did not start in time"
-        assert self.server.started, "uvicorn did not start"
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.http = requests.Session()
-        self.http.trust_env = False  # no proxy from the environment for 127.0.0.1
-
-    def stop(self) -> None:
-        self.http.close()
-        self.server.stop(WAIT)
-
-    def post(self, body: Any, path: str = "/api/chat", **kwargs: Any) -> requests.Response:
+    def post(self, body: Any, path: str = "/api/chat",  # type: ignore[override]
+             **kwargs: Any) -> requests.Response:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
         return self.http.post(f"{self.url}{path}", data=data, timeout=WAIT,
                               headers={"Content-Type": "application/json"}, **kwargs)

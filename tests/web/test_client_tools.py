@@ -27,9 +27,8 @@ import ag_ui.core as ag
 import attrs
 import pydantic
 import requests
-import uvicorn
 from approval_tools import Ran, make_tool
-from uvicorn_thread import ThreadServer
+from served import Served as AppServer
 
 import agentcore as ac
 from agentcore.providers.faux import (
@@ -123,27 +122,11 @@ class Agents:
         return agent
 
 
-class Served:
-    """The app of `make_agent` on uvicorn in a thread, and a `requests` session for it."""
+class Served(AppServer):
+    """The app of `make_agent` on uvicorn in a thread, read as AG-UI streams and histories."""
 
     def __init__(self, make_agent: Callable[[str], ac.Agent]) -> None:
-        config = uvicorn.Config(app(make_agent), host="127.0.0.1", port=0,
-                                log_level="warning", lifespan="on")
-        self.server = ThreadServer(config)
-        self.server.start()
-        assert self.server.ready.wait(WAIT), "uvicorn did not start"
-        assert self.server.started, "uvicorn failed to start"
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
-        self.http = requests.Session()
-        self.http.trust_env = False
-
-    def stop(self) -> None:
-        self.http.close()
-        self.server.stop(WAIT)
-
-    def post(self, body: dict[str, Any]) -> requests.Response:
-        return self.http.post(f"{self.url}/ag-ui", json=body, timeout=WAIT)
+        super().__init__(app(make_agent))
 
     def run(self, body: dict[str, Any]) -> list[dict[str, Any]]:
         """POST a run and read its stream, each event checked against AG-UI's models."""
