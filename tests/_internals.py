@@ -197,6 +197,7 @@ else:
     from agentcore.web._ai_sdk import (
         DONE as AI_SDK_DONE,
         FALLBACK_PART,
+        GUARDRAIL_PART,
         HEADERS as AI_SDK_HEADERS,
         SUBAGENT_PART,
         ChatTranslator,

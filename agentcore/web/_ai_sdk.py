@@ -41,6 +41,7 @@ from .._core import (
     AgentEvent,
     AgentMessage,
     AssistantMessage,
+    GuardrailTrippedEvent,
     ImageContent,
     MessageEndEvent,
     MessageStartEvent,
@@ -65,12 +66,13 @@ from .._core import (
     TurnEndEvent,
     to_dict,
 )
+from ._events import guardrail
 
 if TYPE_CHECKING:
     from .._agent import AgentRun
 
-__all__ = ["DONE", "FALLBACK_PART", "HEADERS", "SUBAGENT_PART", "ChatTranslator", "Chunk",
-           "encode_chunk"]
+__all__ = ["DONE", "FALLBACK_PART", "GUARDRAIL_PART", "HEADERS", "SUBAGENT_PART",
+           "ChatTranslator", "Chunk", "encode_chunk"]
 
 Chunk = dict[str, Any]
 """One UI message chunk, as JSON."""
@@ -89,6 +91,10 @@ event}`, as AG-UI's `agentcore.subagent` custom event."""
 
 FALLBACK_PART = "data-agentcore-model-fallback"
 """The data part saying the step's parts came from a model that failed (API §24)."""
+
+GUARDRAIL_PART = "data-agentcore-guardrail"
+"""The data part of a guardrail that tripped (API §26): `{kind, name, reason, retry}`, as
+AG-UI's `agentcore.guardrail_tripped` custom event."""
 
 _FINISH_REASONS = {StopReason.STOP: "stop", StopReason.LENGTH: "length",
                    StopReason.TOOL_USE: "tool-calls"}
@@ -161,6 +167,8 @@ class ChatTranslator:
             return out + self._end_step()
         if isinstance(event, SubagentEvent):
             return self._subagent(event)
+        if isinstance(event, GuardrailTrippedEvent):
+            return [*self._step(), {"type": GUARDRAIL_PART, "data": guardrail(event)}]
         return []
 
     def error(self, message: str) -> list[Chunk]:

@@ -33,6 +33,7 @@ from .._core import (
     AssistantMessage,
     CompactionEndEvent,
     CompactionStartEvent,
+    GuardrailTrippedEvent,
     ImageContent,
     MessageEndEvent,
     MessageStartEvent,
@@ -62,6 +63,7 @@ if TYPE_CHECKING:
     from .._agent import AgentRun
 
 __all__ = ["APPROVAL_EVENT", "APPROVAL_REASON", "DECISIONS_EVENT", "FALLBACK_EVENT",
+           "GUARDRAIL_EVENT",
            "SUBAGENT_EVENT", "Translator", "ag_ui_events", "interrupt_for", "message_id",
            "tool_result_content"]
 
@@ -81,6 +83,11 @@ DECISIONS_EVENT = "agentcore.tool_approval"
 """The `CUSTOM` event's name for the decisions on calls that waited (a `ToolApprovalMessage`
 entering the transcript): `{"messageId", "approved": [call ids], "denied": {call id: reason}}`.
 The history shows the same as an `activity` message of this type."""
+
+GUARDRAIL_EVENT = "agentcore.guardrail_tripped"
+"""The `CUSTOM` event's name for a guardrail that tripped (API §26): `{"kind": "input" |
+"output", "name", "reason", "retry"}`; with `retry` the reason went back to the model and the
+run goes on, else the run ends with the error `guardrail tripped: <name>: <reason>`."""
 
 APPROVAL_EVENT = "agentcore.tool_approval_request"
 """The `CUSTOM` event's name for a call waiting for approval; its value is
@@ -223,6 +230,8 @@ class Translator:
             return self._fallback(event)
         if isinstance(event, SubagentEvent):
             return _subagent(event)
+        if isinstance(event, GuardrailTrippedEvent):
+            return [ag.CustomEvent(name=GUARDRAIL_EVENT, value=guardrail(event))]
         if isinstance(event, CompactionStartEvent):
             return [ag.CustomEvent(name="agentcore.compaction_start",
                                    value={"reason": event.reason})]
@@ -372,6 +381,12 @@ class Translator:
             outcome = ag.RunFinishedSuccessOutcome(pending_tool_call_ids=left or None)
         return [ag.RunFinishedEvent(thread_id=self.thread_id, run_id=self.run_id, usage=usage,
                                     outcome=outcome)]
+
+
+def guardrail(event: GuardrailTrippedEvent) -> dict[str, Any]:
+    """A tripped guardrail as `GUARDRAIL_EVENT` (and the AI SDK's data part) carry it."""
+    return {"kind": event.kind, "name": event.name, "reason": event.reason,
+            "retry": event.retry}
 
 
 def decisions(message: ToolApprovalMessage, message_id: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from _internals import (
     AI_SDK_DONE,
     AI_SDK_HEADERS,
     FALLBACK_PART,
+    GUARDRAIL_PART,
     SUBAGENT_PART,
     ChatTranslator,
     encode_chunk,
@@ -403,6 +404,24 @@ def test_a_reply_that_fails_mid_call_fails_its_calls() -> None:
     ]
     assert chunks[-2:] == [{"type": "error", "errorText": "connection reset"},
                            {"type": "finish", "finishReason": "error"}]
+
+
+def test_a_tripped_guardrail_is_a_data_part_before_the_error(fast: FauxProvider) -> None:
+    fast.set_responses([faux_assistant_message("the password is hunter2")])
+
+    def no_secrets(message: ac.AssistantMessage, output: Any) -> str | None:
+        return "a secret in the reply" if "password" in message.text else None
+
+    with ac.Agent(fast.get_model(), output_guardrails=[no_secrets]) as agent:
+        chunks = translate(agent.prompt("tell me"))
+    kinds = [c["type"] for c in chunks]
+    (trip,) = [c for c in chunks if c["type"] == GUARDRAIL_PART]
+    assert trip["data"] == {"kind": "output", "name": "no_secrets",
+                            "reason": "a secret in the reply", "retry": False}
+    assert kinds.index(GUARDRAIL_PART) < kinds.index("error")
+    assert chunks[-2:] == [
+        {"type": "error", "errorText": "guardrail tripped: no_secrets: a secret in the reply"},
+        {"type": "finish", "finishReason": "error"}]
 
 
 def test_a_fallback_ends_the_failed_replys_step_with_a_data_part(fast: FauxProvider) -> None:

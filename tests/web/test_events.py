@@ -785,3 +785,30 @@ def test_a_child_agent_s_events_are_custom_events_with_its_text_as_deltas() -> N
     call_start = next(i for i, e in enumerate(events) if e["type"] == T.TOOL_CALL_START)
     call_result = next(i for i, e in enumerate(events) if e["type"] == T.TOOL_CALL_RESULT)
     assert all(call_start < events.index(e) < call_result for e in subs)
+
+
+def test_a_tripped_guardrail_is_a_custom_event_before_the_run_s_error(faux: FauxProvider,
+                                                                      ) -> None:
+    faux.set_responses([faux_assistant_message("the password is hunter2"),
+                        faux_assistant_message("I cannot say")])
+
+    def no_secrets(message: ac.AssistantMessage, output: Any) -> str | None:
+        return "a secret in the reply" if "password" in message.text else None
+
+    agent = ac.Agent(faux.get_model(), output_guardrails=[ac.retry_guardrail(no_secrets)])
+    retried = collect(ag_ui_events(agent.prompt("tell me"), thread_id="t", run_id="r"))
+    (trip,) = of_type(retried, T.CUSTOM)
+    assert (trip["name"], trip["value"]) == ("agentcore.guardrail_tripped", {
+        "kind": "output", "name": "no_secrets", "reason": "a secret in the reply",
+        "retry": True})
+    assert retried[-1]["type"] == T.RUN_FINISHED  # sent back to the model, which complied
+
+    faux.set_responses([faux_assistant_message("the password is hunter2")])
+    agent = ac.Agent(faux.get_model(), output_guardrails=[no_secrets])
+    ended = collect(ag_ui_events(agent.prompt("tell me"), thread_id="t", run_id="r"))
+    (trip,) = of_type(ended, T.CUSTOM)
+    assert trip["value"]["retry"] is False
+    assert ended[-1] == {"type": T.RUN_ERROR,
+                         "message": "guardrail tripped: no_secrets: a secret in the reply",
+                         "usage": ended[-1]["usage"]}
+    assert types(ended).index(T.CUSTOM) < len(ended) - 1
