@@ -177,6 +177,7 @@ def _web_command(args: argparse.Namespace) -> int:
         tokens_per_second=args.tokens_per_second or DEFAULT_TOKENS_PER_SECOND,
         session=args.session, mcp=tuple(args.mcp), confirm_tools=args.confirm_tools,
         host=args.host, port=args.port, token=args.token, no_auth=args.no_auth,
+        allowed_origins=tuple(args.allow_origin),
     )
     return run_web(options)
 
@@ -305,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     web.add_argument("--token", default=None,
                      help="ask every request for this token (default: a random one when "
                      "--host is not this machine only; the URL printed carries it)")
+    web.add_argument("--allow-origin", metavar="ORIGIN", action="append", default=[],
+                     help="also accept requests from pages of ORIGIN (scheme://host[:port], "
+                     "e.g. a front end on http://localhost:3000; repeatable)")
     web.add_argument("--no-auth", action="store_true",
                      help="serve beyond this machine without a token (anyone who can reach "
                      "the address can run the agent's tools)")

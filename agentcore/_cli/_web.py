@@ -51,6 +51,7 @@ class WebOptions:
     port: int = 8000
     token: str | None = None
     no_auth: bool = False
+    allowed_origins: tuple[str, ...] = ()
 
 
 def run_web(options: WebOptions, out: TextIO | None = None) -> int:
@@ -93,6 +94,16 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
             return _fail(f"--mcp: {exc}")
         model = options.model or offline.get_model()
         make_agent = _agent_maker(options, model, mcp_tools)
+        catalog = None  # the sidebar's list: in the sessions' SQLite file, to outlive restarts
+        if options.session is not None and not is_postgres_url(options.session):
+            catalog = SqliteCatalog(options.session)
+        try:
+            asgi = app(make_agent, token=token, catalog=catalog,
+                       allowed_origins=options.allowed_origins)
+        except ValueError as exc:
+            if catalog is not None:
+                catalog.close()
+            return _fail(f"--allow-origin: {exc}")
         host, port = sock.getsockname()[:2]
         wildcard = host in ("0.0.0.0", "::")
         shown = "127.0.0.1" if wildcard else f"[{host}]" if ":" in host else host
@@ -103,11 +114,7 @@ def run_web(options: WebOptions, out: TextIO | None = None) -> int:
         if options.no_auth and not _loopback(options.host):
             print("agentcore web: --no-auth: anyone who can reach this address can run the "
                   "agent's tools", file=sys.stderr, flush=True)
-        catalog = None  # the sidebar's list: in the sessions' SQLite file, to outlive restarts
-        if options.session is not None and not is_postgres_url(options.session):
-            catalog = SqliteCatalog(options.session)
-        config = uvicorn.Config(app(make_agent, token=token, catalog=catalog),
-                                log_level="warning",
+        config = uvicorn.Config(asgi, log_level="warning",
                                 lifespan="on",
                                 timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS)
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how the server stops

@@ -215,3 +215,23 @@ def test_a_token_given_on_loopback_is_asked_for_and_no_auth_contradicts_it(web: 
                           check=False)
     assert done.returncode == 2
     assert "--no-auth and --token contradict each other" in done.stderr
+    bad = subprocess.run([sys.executable, "-m", "agentcore", "web", "--port", "0",
+                          "--allow-origin", "localhost:3000"], capture_output=True, text=True,
+                         timeout=30, check=False)
+    assert bad.returncode == 2
+    assert "--allow-origin: 'allowed_origins': 'localhost:3000' is not an origin" in bad.stderr
+    assert "agentcore web: http" not in bad.stdout  # it never served
+
+
+def test_allow_origin_admits_a_front_end_of_another_origin(web: Any) -> None:
+    server = web("--allow-origin", "http://localhost:3000")
+    body = {"threadId": "t", "runId": "r", "messages": [
+        {"id": "u", "role": "user", "content": "hi"}]}
+    allowed = requests.post(f"{server.url}ag-ui", json=body, timeout=30,
+                            headers={"Origin": "http://localhost:3000"})
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
+    other = requests.post(f"{server.url}ag-ui", json=body, timeout=30,
+                          headers={"Origin": "http://localhost:4000"})
+    assert other.status_code == 403
+    server.stop()
