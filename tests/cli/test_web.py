@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import requests
+from _internals import cli
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("ag_ui")
@@ -202,7 +203,7 @@ def test_beyond_loopback_a_random_token_is_printed_and_asked_for(web: Any) -> No
     assert code == 0
 
 
-def test_a_token_given_on_loopback_is_asked_for_and_no_auth_contradicts_it(web: Any) -> None:
+def test_a_token_given_on_loopback_is_asked_for(web: Any) -> None:
     server = web("--token", "let-me-in")
     assert server.url.endswith("/?token=let-me-in")
     base = server.url.partition("?")[0]
@@ -210,17 +211,20 @@ def test_a_token_given_on_loopback_is_asked_for_and_no_auth_contradicts_it(web: 
     assert requests.get(f"{base}ag-ui/threads/t", headers={"Authorization": "Bearer let-me-in"},
                         timeout=30).status_code == 404
     server.stop()
-    done = subprocess.run([sys.executable, "-m", "agentcore", "web", "--port", "0", "--no-auth",
-                           "--token", "x"], capture_output=True, text=True, timeout=30,
-                          check=False)
-    assert done.returncode == 2
-    assert "--no-auth and --token contradict each other" in done.stderr
-    bad = subprocess.run([sys.executable, "-m", "agentcore", "web", "--port", "0",
-                          "--allow-origin", "localhost:3000"], capture_output=True, text=True,
-                         timeout=30, check=False)
-    assert bad.returncode == 2
-    assert "--allow-origin: 'allowed_origins': 'localhost:3000' is not an origin" in bad.stderr
-    assert "agentcore web: http" not in bad.stdout  # it never served
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--no-auth", "--token", "x"], "--no-auth and --token contradict each other"),
+    (["--token", " "], "--token: give a non-empty printable token"),
+    (["--allow-origin", "localhost:3000"],
+     "--allow-origin: 'allowed_origins': 'localhost:3000' is not an origin"),
+])
+def test_contradicting_or_bad_auth_options_exit_2_before_serving(
+        args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["web", "--port", "0", *args]) == 2  # in this process: nothing serves
+    out, err = capsys.readouterr()
+    assert message in err
+    assert "agentcore web: http" not in out
 
 
 def test_allow_origin_admits_a_front_end_of_another_origin(web: Any) -> None:
