@@ -45,6 +45,7 @@ from agentcore.providers.faux import (  # noqa: E402
     FauxProvider,
     faux_assistant_message,
     faux_text,
+    faux_thinking,
     faux_tool_call,
     register_faux_provider,
 )
@@ -275,6 +276,8 @@ def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, brow
         reply = page.locator(".msg.assistant")
         expect(reply).to_contain_text("word word")
         expect(page.locator("#send")).to_be_disabled()
+        running = page.locator("#threads > li.current .thread-running")  # marked in the list
+        expect(running).to_have_text("running")
         other = page.context.new_page()  # the same conversation in another tab, meanwhile
         browser.watch(other)
         other.goto(page.url)
@@ -284,6 +287,7 @@ def test_stop_aborts_the_run_on_the_server_and_the_next_prompt_works(serve, brow
         page.click("#stop")
 
         expect(reply.locator(".stopped")).to_have_text("[stopped]")
+        expect(running).to_be_hidden()  # once the server's run has wound down
         expect(page.locator("#stop")).to_be_hidden()
         expect(page.locator("#send")).to_be_enabled()
         agent = agents[-1]  # (the page's first look at its history made and closed one)
@@ -395,6 +399,202 @@ def test_allow_runs_the_call_and_deny_does_not_in_one_resume(serve, browser):
         page.reload()  # the history says "denied" too
         expect(new.locator(".tool-state")).to_have_text("denied")
         expect(old.locator(".tool-state")).to_have_text("done")
+    finally:
+        faux.unregister()
+
+
+# --- a reload shows what the stream showed -----------------------------------------------------
+
+
+def _audit(context: ac.Context, options: Any, model: ac.Model) -> ac.AssistantMessage:
+    """The scripted model: for "audit the logs", a calculator call, then two calls of `wipe`
+    (each waits for approval), then what they came to; any other prompt gets a short reply."""
+    last = context.messages[-1]
+    if isinstance(last, ac.UserMessage):
+        if last.text != "audit the logs":
+            return faux_assistant_message([faux_thinking("A short one."),
+                                           faux_text(f"Noted: *{last.text}*.")])
+        return faux_assistant_message([faux_thinking("Count first."),
+                                       faux_text("Counting the logs first."),
+                                       faux_tool_call("calculator", {"expression": "2*3"},
+                                                      id="call_calc")])
+    if isinstance(last, ac.ToolResultMessage) and last.tool_call_id == "call_calc":
+        return faux_assistant_message([
+            faux_text(f"{last.text} logs. Wiping two."),
+            faux_tool_call("wipe", {"path": "old.log"}, id="call_old"),
+            faux_tool_call("wipe", {"path": "new.log"}, id="call_new")])
+    return _summary(context, options, model)
+
+
+CONVERSATION_DOM = """() => Array.from(document.querySelectorAll("#messages > *"),
+    (node) => node.outerHTML)"""
+
+
+def test_a_reload_shows_exactly_what_the_stream_showed(serve, browser):
+    """Durations, allowed and denied marks, token lines, thinking and the message ids: after
+    a reload the conversation's DOM is the one the streams built, element for element."""
+    faux = register_faux_provider()
+    faux.set_responses([_audit] * 5)
+    ran = Ran()
+
+    def make_agent(thread_id: str) -> ac.Agent:
+        wipe = make_tool("wipe", ran, True, {"type": "object",
+                                             "properties": {"path": {"type": "string"}}})
+        return ac.Agent(faux.get_model(), tools=[calculator_tool(), wipe],
+                        tool_execution="sequential", thinking_level="low")
+
+    try:
+        page = browser.open(serve(make_agent).url)
+        ask(page, "audit the logs")
+        old = page.locator('.tool-card[data-tool-call-id="call_old"]')
+        new = page.locator('.tool-card[data-tool-call-id="call_new"]')
+        old.locator("button.allow").click()
+        new.locator("button.deny").click()
+        expect(page.locator(".msg.assistant").last).to_have_text(
+            "wipe {'path': 'old.log'}; denied: the user did not allow this call")
+        ask(page, "thanks")
+        expect(page.locator(".msg.assistant").last).to_have_text("Noted: thanks.")
+        expect(page.locator(".usage")).to_have_count(3)  # the paused run, its resume, the last
+        expect(page.locator("#send")).to_be_enabled()
+        streamed = page.evaluate(CONVERSATION_DOM)
+
+        calc = page.locator('.tool-card[data-tool-call-id="call_calc"]')
+        expect(calc.locator(".tool-duration")).to_have_text(re.compile(r"^\d+(\.\d)? (ms|s)$"))
+        expect(old.locator(".approval")).to_have_text("allowed")
+        expect(new.locator(".approval")).to_have_text("denied")
+        expect(new.locator(".tool-state")).to_have_text("denied")
+        expect(new.locator(".tool-duration")).to_have_text("")
+        expect(page.locator(".usage")).to_have_text([re.compile(r"^\d+ in / \d+ out tokens$")] * 3)
+        assert page.locator(".usage").first.get_attribute("title").startswith("faux/faux-1: ")
+        ids = page.evaluate("""() => Array.from(document.querySelectorAll(
+            "#messages [data-message-id]"), (n) => n.dataset.messageId)""")
+        # the prompt m0; thinking, text and a call in m1 (its result m2); text and two calls
+        # in m3, decided in m4 (their results m5, m6); the summary m7; the prompt m8, and m9
+        assert ids == ["m0", "m1-r0", "m1", "m1", "m3", "m3", "m4", "m3", "m4", "m7", "m8",
+                       "m9-r0", "m9"]
+        assert page.evaluate("""() => Array.from(document.querySelectorAll(
+            "#messages .tool-card"), (n) => n.dataset.resultId)""") == ["m2", "m5", "m6"]
+        assert ran.ids == ["call_old"]
+
+        page.reload()
+        expect(page.locator(".usage")).to_have_count(3)
+        expect(page.locator("#send")).to_be_enabled()
+        assert page.evaluate(CONVERSATION_DOM) == streamed
+    finally:
+        faux.unregister()
+
+
+# --- the conversations' sidebar ----------------------------------------------------------------
+
+
+def _echo(context: ac.Context, options: Any, model: ac.Model) -> ac.AssistantMessage:
+    users = [m for m in context.messages if isinstance(m, ac.UserMessage)]
+    return faux_assistant_message(f"echo {len(users)}: {users[-1].text}")
+
+
+def test_the_sidebar_opens_renames_and_deletes_conversations_and_is_a_drawer_on_a_phone(
+        serve, browser):
+    faux = register_faux_provider()
+    faux.set_responses([_echo] * 10)
+    try:
+        served = serve(lambda thread_id: ac.Agent(faux.get_model()))
+        page = browser.open(served.url)
+        rows, titles = page.locator("#threads > li"), page.locator("#threads .thread-title")
+        expect(page.locator("#threads-empty")).to_have_text("No conversations yet.")
+        ask(page, "first topic")
+        expect(page.locator(".msg.assistant")).to_have_text("echo 1: first topic")
+        first_id = page.evaluate("localStorage.getItem('agentcore.threadId')")
+        first = page.locator(f'#threads > li[data-thread-id="{first_id}"]')
+        expect(titles).to_have_text(["first topic"])
+        expect(first).to_have_class(re.compile(r"\bcurrent\b"))
+        expect(first.locator(".thread-open")).to_have_attribute("aria-current", "true")
+        expect(first.locator("time")).to_have_text(re.compile(r"^(just now|1 min ago)$"))
+        expect(first.locator(".thread-running")).to_be_hidden()
+
+        page.click("#new-chat")  # the first conversation stays listed
+        expect(page.locator("#messages > *")).to_have_count(0)
+        expect(first).not_to_have_class(re.compile(r"\bcurrent\b"))
+        ask(page, "second topic")
+        expect(page.locator(".msg.assistant")).to_have_text("echo 1: second topic")
+        expect(titles).to_have_text(["second topic", "first topic"])  # the latest first
+        second_id = page.evaluate("localStorage.getItem('agentcore.threadId')")
+        second = page.locator(f'#threads > li[data-thread-id="{second_id}"]')
+        expect(second).to_have_class(re.compile(r"\bcurrent\b"))
+
+        first.locator(".thread-open").click()  # each shows its own messages
+        expect(page.locator(".msg")).to_have_text(["first topic", "echo 1: first topic"])
+        assert page.evaluate("localStorage.getItem('agentcore.threadId')") == first_id
+        expect(first).to_have_class(re.compile(r"\bcurrent\b"))
+        ask(page, "more")
+        expect(page.locator(".msg.assistant").last).to_have_text("echo 2: more")
+        expect(titles).to_have_text(["first topic", "second topic"])
+
+        first.locator(".thread-rename").click()  # Escape cancels, Enter saves
+        field = first.locator("input")
+        expect(field).to_be_focused()
+        field.fill("never mind")
+        field.press("Escape")
+        expect(first.locator(".thread-title")).to_have_text("first topic")
+        expect(first.locator(".thread-rename")).to_be_focused()
+        page.keyboard.press("Enter")
+        field.fill("   ")  # the server refuses a blank title: its error shows
+        field.press("Enter")
+        expect(page.locator("#threads-error")).to_contain_text("'title' must be 1 to 200")
+        field.fill("Tides and moons")
+        field.press("Enter")
+        expect(first.locator(".thread-title")).to_have_text("Tides and moons")
+        expect(page.locator("#threads-error")).to_be_hidden()
+        page.reload()  # the new title is the server's
+        expect(titles).to_have_text(["Tides and moons", "second topic"])
+        expect(page.locator(".msg")).to_have_count(4)
+        assert page.title() == "Tides and moons · agentcore"
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / "sidebar.png"))
+
+        phone = browser.open(served.url, viewport=PHONE)  # a drawer, over the chat
+        sidebar, toggle = phone.locator("#sidebar"), phone.locator("#drawer-toggle")
+        expect(sidebar).to_be_hidden()
+        expect(toggle).to_have_attribute("aria-expanded", "false")
+        toggle.click()
+        expect(sidebar).to_be_visible()
+        expect(toggle).to_have_attribute("aria-expanded", "true")
+        expect(phone.locator("#threads .thread-title")).to_have_text(
+            ["Tides and moons", "second topic"])
+        phone.wait_for_function(  # slid in
+            "() => document.querySelector('#sidebar').getBoundingClientRect().left === 0")
+        for box in [sidebar, *phone.locator("#threads > li, #threads button").all()]:
+            bounds = box.bounding_box()
+            assert 0 <= bounds["x"] <= bounds["x"] + bounds["width"] <= PHONE["width"], bounds
+        assert phone.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+        phone.screenshot(path=str(SCREENSHOTS / "drawer.png"))
+        phone.keyboard.press("Escape")
+        expect(sidebar).to_be_hidden()
+        expect(toggle).to_be_focused()
+        toggle.click()
+        phone.locator("#threads .thread-open", has_text="second topic").click()
+        expect(sidebar).to_be_hidden()  # opening one closes the drawer
+        expect(phone.locator(".msg")).to_have_text(["second topic", "echo 1: second topic"])
+        assert phone.evaluate("document.scrollingElement.scrollWidth") <= PHONE["width"]
+
+        second.locator(".thread-delete").click()  # a confirm step; Cancel keeps it
+        expect(second.locator(".question")).to_have_text("Delete “second topic”?")
+        expect(second.get_by_role("button", name="Cancel")).to_be_focused()
+        page.keyboard.press("Enter")
+        expect(titles).to_have_text(["Tides and moons", "second topic"])
+        second.locator(".thread-delete").click()
+        second.get_by_role("button", name="Delete “second topic” for good").click()
+        expect(titles).to_have_text(["Tides and moons"])
+        expect(page.locator(".msg")).to_have_count(4)  # the open one stays open
+        first.locator(".thread-delete").click()  # the open one: a new, empty chat
+        first.locator("button.danger").click()
+        expect(rows).to_have_count(0)
+        expect(page.locator("#messages > *")).to_have_count(0)
+        assert page.evaluate("localStorage.getItem('agentcore.threadId')") != first_id
+        gone = page.request.get(f"{served.url}ag-ui/threads/{first_id}")
+        assert gone.status == 404
+        page.reload()
+        expect(page.locator("#threads-empty")).to_be_visible()
+        expect(page.locator("#messages > *")).to_have_count(0)
     finally:
         faux.unregister()
 
