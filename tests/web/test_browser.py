@@ -830,7 +830,7 @@ def test_the_eval_report_page_renders_its_table_and_chart_with_no_request(
 
 MARKDOWN_REPLY = """## Sum of squares
 
-The **answer** is *42*, from the `calculator`:
+The **answer** is *5*, from the `calculator`:
 
 | n | n² |
 |---|----|
@@ -880,7 +880,7 @@ def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
         expect(page.locator(".tool-card .tool-result")).to_have_text("5")
         expect(page.locator(".usage")).to_be_visible()  # the run is over
         expect(reply.locator("strong")).to_have_text("answer")
-        expect(reply.locator("em")).to_have_text("42")
+        expect(reply.locator("em")).to_have_text("5")
         expect(reply.locator("p code")).to_have_text("calculator")
         expect(reply.locator("ul > li")).to_have_text(["one", "two"])
         expect(reply.locator("table th")).to_have_text(["n", "n²"])
@@ -1016,12 +1016,17 @@ def test_the_page_follows_the_answer_unless_scrolled_up_then_jumps_to_latest(
 def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card_asking_there(
         serve, browser):
     """A failed model's streamed text is dropped for a notice; a sub-agent streams in a folding
-    card under the call running it, where its call waiting for approval is Allowed."""
+    card under the call running it, where its call waiting for approval is Allowed; a tripped
+    guardrail is a notice too."""
     first = register_faux_provider(["gpt-x"])
     backup = register_faux_provider(["backup"])
     child = register_faux_provider(["researcher-model"])
     first.set_responses([faux_assistant_message("I will ans", "error", "boom"),
+                         faux_assistant_message("DONE: TIDES!"),
                          faux_assistant_message("Done: **tides** it is.")])
+
+    def calm(message: ac.AssistantMessage, output: Any) -> str | None:
+        return "no shouting" if message.text.isupper() else None
     backup.set_responses([faux_assistant_message(
         faux_tool_call("researcher", {"input": "tides?"}, id="call_research"))])
     child.set_responses([faux_assistant_message(faux_tool_call("search", {"query": "tides"})),
@@ -1035,7 +1040,8 @@ def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card_asking_th
     def make_agent(thread_id: str) -> ac.Agent:
         researcher = ac.Agent(child.get_model(), name="researcher", tools=[search])
         return ac.Agent(first.get_model(), fallback_models=[backup.get_model()],
-                        circuit_breaker=ac.CircuitBreaker(), tools=[researcher.as_tool()])
+                        circuit_breaker=ac.CircuitBreaker(), tools=[researcher.as_tool()],
+                        output_guardrails=[ac.retry_guardrail(calm)])
 
     try:
         page = browser.open(serve(make_agent).url)
@@ -1056,6 +1062,8 @@ def test_a_fallback_shows_as_a_notice_and_a_sub_agent_as_a_nested_card_asking_th
         expect(nested.locator(".approval")).to_have_text("allowed")
 
         expect(page.locator(".msg.assistant").last).to_have_text("Done: tides it is.")
+        expect(page.locator(".note.guardrail")).to_have_text(
+            "Guardrail calm stopped the reply: no shouting; the model is asked to try again")
         expect(card.locator("> .tool-result")).to_have_text("Found: **tides** follow the moon.")
         expect(sub.locator("summary")).to_have_text(re.compile(r"^researcher\s*done$"))
         expect(nested.locator(".tool-name")).to_have_text("search")
