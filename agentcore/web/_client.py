@@ -39,7 +39,8 @@ from .._core import (
     ToolResultMessage,
     unanswered_tool_calls,
 )
-from ._input import BadInput, RunRequest
+from ._body import BadInput
+from ._input import RunRequest
 
 __all__ = ["NO_RESULT_TEXT", "answers", "offered", "open_client_calls", "with_context"]
 

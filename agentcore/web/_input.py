@@ -32,7 +32,7 @@ from .._core import (
 )
 from ._body import BadInput, load_json
 
-__all__ = ["MAX_ID_CHARS", "BadInput", "ClientResult", "RunRequest", "parse_run_input"]
+__all__ = ["MAX_ID_CHARS", "ClientResult", "RunRequest", "parse_run_input"]
 
 MAX_ID_CHARS = 200
 """The longest `threadId` or `runId` accepted (a thread id also names its session)."""
