@@ -221,6 +221,7 @@ if TYPE_CHECKING:
         | ToolApprovalMessage
         | _CustomMessage
     )
+    """A transcript entry: a `Message`, one of the agent's own kinds, or an application's class."""
 else:
     AgentMessage = (
         UserMessage
@@ -231,7 +232,6 @@ else:
         | BranchSummaryMessage
         | ToolApprovalMessage
     )
-"""A transcript entry: a `Message`, one of the agent's own kinds, or an application's class."""
 
 
 def _bash_text(m: BashExecutionMessage) -> str:

@@ -31,6 +31,8 @@ from .google import build_body, handle
 __all__ = ["GLOBAL_HOST", "endpoint_host", "stream_vertex", "url_for"]
 
 GLOBAL_HOST = "aiplatform.googleapis.com"
+"""The global endpoint's host, used for the location `global` and for express mode."""
+
 _MULTI_REGIONS = frozenset({"us", "eu"})
 _HINTS = {
     (401, False): "check the Application Default Credentials: `gcloud auth application-default "

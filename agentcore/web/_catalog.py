@@ -78,10 +78,12 @@ class MemoryCatalog:
         self._threads: dict[str, ThreadInfo] = {}
 
     def threads(self) -> list[ThreadInfo]:
+        """Every conversation, the most recently used first."""
         with self._lock:
             return sorted(self._threads.values(), key=lambda t: (-t.updated_ms, t.thread_id))
 
     def touch(self, thread_id: str, title: str) -> None:
+        """Mark `thread_id` used now; a new one gets `title`, a known one keeps its own."""
         with self._lock:
             known = self._threads.get(thread_id)
             latest = max((t.updated_ms for t in self._threads.values()), default=0)
@@ -89,6 +91,7 @@ class MemoryCatalog:
                                                   max(_now_ms(), latest + 1))
 
     def rename(self, thread_id: str, title: str) -> bool:
+        """Give `thread_id` a new title; False when there is no such conversation."""
         with self._lock:
             known = self._threads.get(thread_id)
             if known is None:
@@ -97,6 +100,7 @@ class MemoryCatalog:
             return True
 
     def forget(self, thread_id: str) -> bool:
+        """Drop `thread_id`; False when there was no such conversation."""
         with self._lock:
             return self._threads.pop(thread_id, None) is not None
 
@@ -123,21 +127,25 @@ class SqliteCatalog:
         return f"SqliteCatalog({self.path!r})"
 
     def threads(self) -> list[ThreadInfo]:
+        """Every conversation, the most recently used first."""
         rows = self._execute("SELECT thread_id, title, updated_ms FROM agentcore_web_threads "
                              "ORDER BY updated_ms DESC, thread_id").fetchall()
         return [ThreadInfo(thread_id, title, updated) for thread_id, title, updated in rows]
 
     def touch(self, thread_id: str, title: str) -> None:
+        """Mark `thread_id` used now; a new one gets `title`, a known one keeps its own."""
         self._execute("INSERT INTO agentcore_web_threads VALUES (?, ?, MAX(?, 1 + (SELECT "
                       "COALESCE(MAX(updated_ms), 0) FROM agentcore_web_threads))) ON CONFLICT "
                       "(thread_id) DO UPDATE SET updated_ms = excluded.updated_ms",
                       (thread_id, title, _now_ms()))
 
     def rename(self, thread_id: str, title: str) -> bool:
+        """Give `thread_id` a new title; False when there is no such conversation."""
         return self._execute("UPDATE agentcore_web_threads SET title = ? WHERE thread_id = ?",
                              (title, thread_id)).rowcount > 0
 
     def forget(self, thread_id: str) -> bool:
+        """Drop `thread_id`; False when there was no such conversation."""
         return self._execute("DELETE FROM agentcore_web_threads WHERE thread_id = ?",
                              (thread_id,)).rowcount > 0
 
