@@ -1,4 +1,5 @@
-"""Where the tests find things: the repository, the package, the examples and the fixtures.
+"""Where the tests find things: the repository, the package, the examples, the docs and the
+fixtures.
 
 Test files live one directory down (`tests/<layer>/`), so they import these instead of
 counting parents of their own `__file__`.
@@ -12,4 +13,5 @@ TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 PACKAGE_DIR = ROOT / "agentcore"
 EXAMPLES = ROOT / "examples"
+DOCS = ROOT / "docs"
 FIXTURES = TESTS / "fixtures"

@@ -55,9 +55,9 @@ class Score:
 
 Verdict: TypeAlias = "bool | float | str | Score"
 Evaluator: TypeAlias = Callable[[Case, RunResult], Verdict]
-"""How a case is scored: any callable taking the case and its run's result, returning a
-`bool`, a `float` in [0, 1] (0.5 or more passes), a `str` (a failure's reason) or a `Score`; the built-in
-evaluators (`Contains`, `Judge`, ...) are such callables."""
+"""How a case is scored: any callable taking the case and its run's result and returning a
+`bool`, a `float` in [0, 1] (0.5 or more passes), a `str` (a failure's reason) or a `Score`;
+the built-in evaluators (`Contains`, `Judge`, ...) are such callables."""
 
 
 def evaluator_name(evaluator: Evaluator) -> str:
