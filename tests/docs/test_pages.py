@@ -58,6 +58,7 @@ def test_hook_finds_assets_on_other_hosts(hook: ModuleType) -> None:
         <link rel="stylesheet" href="assets/stylesheets/main.css">
         <script src="assets/javascripts/bundle.js"></script>
         <a href="https://github.com/">a link is the reader's choice</a>
+        <link rel="canonical" href="http://127.0.0.1:8000/index.html">
         <img src="../assets/site.png">
     """
     assert hook.external_assets(html) == [
