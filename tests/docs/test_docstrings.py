@@ -46,7 +46,7 @@ PUBLIC_MODULES = [
     "agentcore.testing",
     "agentcore.web",
 ]
-"""Every public module, each with its page under `docs/reference/`."""
+"""Every public module, each with its page `docs/reference/<module>.md`."""
 
 REFERENCE = paths.DOCS / "reference"
 
@@ -84,15 +84,6 @@ def _target(obj: Any) -> Any:
 
 def _documented(obj: Any) -> bool:
     return obj.docstring is not None and bool(obj.docstring.value.strip())
-
-
-def _page_of(module: str) -> str:
-    parts = module.split(".")[1:]
-    if parts == []:
-        return "agentcore.md"
-    if parts == ["providers"]:
-        return "providers/index.md"
-    return "/".join(parts) + ".md"
 
 
 def test_public_modules_are_listed(package: Any) -> None:
@@ -150,7 +141,7 @@ def test_the_walk_finds_methods_and_properties(package: Any) -> None:
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
 def test_every_public_module_has_its_reference_page(module_name: str) -> None:
-    page = REFERENCE / _page_of(module_name)
+    page = REFERENCE / f"{module_name}.md"
     assert page.is_file(), f"{module_name} has no reference page ({page} is missing)"
     assert re.search(rf"^::: {re.escape(module_name)}$", page.read_text(), re.M), (
         f"{page} does not render {module_name} (a line `::: {module_name}`)")

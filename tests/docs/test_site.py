@@ -264,8 +264,8 @@ def test_design_page_links_into_the_reference(browser: Browser) -> None:
 
 
 def test_api_page_shows_run_batch_signature_and_docstring(browser: Browser) -> None:
-    page = browser.open("reference/batch.html")
-    expect(page.locator("article h1")).to_have_text(heading("agentcore.batch"))
+    page = browser.open("reference/agentcore.batch.html")
+    expect(page.locator("article h1")).to_have_id("agentcore.batch")
     function = page.locator(".doc-function", has=page.locator("[id='agentcore.batch.run_batch']"))
     signature = function.locator(".doc-signature").first
     for parameter in inspect.signature(run_batch).parameters:
@@ -280,10 +280,10 @@ def test_search_finds_run_batch(browser: Browser) -> None:
     # a result's link carries the query for highlighting: batch.html?h=run_batch#...
     hrefs = [urlsplit(results.nth(i).get_attribute("href") or "")
              for i in range(results.count())]
-    assert any(href.path.endswith("/reference/batch.html")
+    assert any(href.path.endswith("/reference/agentcore.batch.html")
                and href.fragment == "agentcore.batch.run_batch" for href in hrefs), hrefs
     results.filter(has_text="run_batch").first.click()
-    expect(page).to_have_url(re.compile(r"reference/batch\.html"))
+    expect(page).to_have_url(re.compile(r"reference/agentcore\.batch\.html"))
     if os.environ.get("AGENTCORE_SCREENSHOTS") == "1":
         home = browser.open("index.html")
         search(home, "run_batch")
