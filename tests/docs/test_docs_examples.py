@@ -105,9 +105,10 @@ def _is_local(host: Any) -> bool:
         return True
     name = host.decode() if isinstance(host, bytes) else str(host)
     try:
-        return ipaddress.ip_address(name.split("%")[0]).is_loopback
+        address = ipaddress.ip_address(name.split("%")[0])
     except ValueError:
         return False
+    return address.is_loopback or address.is_unspecified  # 0.0.0.0 is this machine too
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
