@@ -46,7 +46,8 @@ class Model:
     """One model of one provider.
 
     `api` picks the wire protocol (the registered stream function), `provider` the API-key
-    variable, `compat` what the model can do and how its server differs (README's table).
+    variable, `compat` what the model can do and how its server differs (the providers
+    guide's table).
     """
 
     id: str = attrs.field(validator=_str)

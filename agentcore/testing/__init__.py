@@ -42,6 +42,8 @@ headers, body)` — the body as bytes or chunks, say a recorded SSE stream::
         return 200, {"Content-Type": "text/event-stream"}, Path("reply.sse").read_bytes()
 
     mock = MockTransport(answer)
+    model = Model("gpt-4o-mini", "GPT-4o mini", "openai-completions", "openai",
+                  "https://api.openai.com/v1")  # Chat Completions: its body has "messages"
     agent = Agent(model, api_key="sk-test", http_client=HttpClient(mock))
     agent.prompt("hi").result()
     assert json.loads(mock.requests[0].body)["messages"][0]["content"] == "hi"

@@ -11,8 +11,9 @@ resolved from three layers, the later winning:
 
 Keys are written in snake_case or in camelCase (`supports_store` or `supportsStore`). Each is
 checked: an unknown key, or a value of the wrong type, raises `ValueError` naming the key, when
-the catalogue is read or when the model is first used. README's "Model.compat" table documents
-every key (`tests/providers/test_compat.py` keeps the two in step).
+the catalogue is read or when the model is first used. The "Model.compat" table of the
+providers guide (`docs/guides/providers.md`) documents every key
+(`tests/providers/test_compat.py` keeps the two in step).
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ _Check = tuple[Callable[[Any], bool], str]
 
 @attrs.frozen(kw_only=True)
 class Compat:
-    """One model's capabilities and its server's quirks; see README's "Model.compat" table.
+    """One model's capabilities and its server's quirks (the providers guide's table).
 
     `supports_required_tool_choice` false (an OpenAI-compatible server not known to take
     `tool_choice: "required"`, such as llama-cpp-python, whose chatml handler answers it with
