@@ -18,7 +18,7 @@ import textwrap
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import paths
 import pytest
@@ -26,8 +26,10 @@ import uvicorn
 from uvicorn_thread import ThreadServer
 
 import agentcore as ac
-from agentcore.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
 from agentcore.testing import scripted_model, tool_call
+
+if TYPE_CHECKING:
+    from agentcore.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
 
 SERVER = str(paths.TESTS / "mcp_server.py")
 TIMEOUT = 20.0
@@ -38,6 +40,16 @@ ADD_SCHEMA = {
     "type": "object", "title": "addArguments", "required": ["a", "b"],
     "properties": {"a": {"title": "A", "type": "integer"}, "b": {"title": "B", "type": "integer"}},
 }
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _agentcore_mcp() -> None:
+    """Import `agentcore.mcp` when this file's tests run, not when the suite is collected.
+
+    It imports the mcp SDK, about 0.9 s of CPU, and every xdist worker collects every file.
+    """
+    global MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
+    from agentcore.mcp import MCPServerError, MCPServerHTTP, MCPServerStdio, MCPToolError
 
 
 def _stdio() -> MCPServerStdio:
