@@ -22,10 +22,8 @@ fails if there was one: the site must work offline. A script error on a page fai
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import http.server
-import importlib.util
 import inspect
 import logging
 import os
@@ -38,14 +36,9 @@ from urllib.parse import urlsplit
 
 import paths
 import pytest
+from chromium import launched, skip_without_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-for _module in ("mkdocs", "material", "mkdocstrings", "playwright"):
-    if importlib.util.find_spec(_module) is None:  # the docs extra, and the test extra's browser
-        pytest.skip(f"{_module} is not installed", allow_module_level=True)
-if not CHROMIUM.exists():
-    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing)",
-                allow_module_level=True)
+skip_without_chromium("mkdocs", "material", "mkdocstrings")  # the docs extra
 
 import yaml  # noqa: E402  (mkdocs' own dependency)
 
@@ -53,9 +46,6 @@ from agentcore.batch import run_batch  # noqa: E402
 
 pytestmark = pytest.mark.slow  # a browser, and mkdocstrings asks git about the checkout
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 VIEWPORT = {"width": 1280, "height": 800}
 WAIT_MS = 10_000
 SCREENSHOT = paths.DOCS / "assets" / "site.png"
@@ -146,27 +136,8 @@ def served(site: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One Chromium for the module.
-
-    Playwright's event loop does blocking work (writing a screenshot, ...) on its default
-    executor, which starts threads as it needs them: here it is given one thread, started by a
-    first screenshot, so that no test sees a thread appear that outlives it.
-    """
-    from playwright.sync_api import expect, sync_playwright
-
-    expect.set_options(timeout=WAIT_MS)
-    manager = sync_playwright()
-    with manager as playwright:
-        manager._loop.set_default_executor(  # the sync API's own loop (no public way to it)
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="playwright-io"))
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = launched.new_context()
-            context.new_page().screenshot(path=str(tmp_path_factory.mktemp("chromium") / "0.png"))
-            context.close()
-            yield launched
-        finally:
-            launched.close()
+    """One Chromium for the module (`tests/chromium.py`)."""
+    yield from launched(tmp_path_factory, WAIT_MS)
 
 
 class Browser:

@@ -11,8 +11,6 @@ Screenshots land in `tests/web/screenshots/` (ignored by git).
 
 from __future__ import annotations
 
-import concurrent.futures
-import importlib.util
 import json
 import os
 import re
@@ -22,13 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chromium import launched, skip_without_chromium
 
-CHROMIUM = Path("/usr/bin/chromium")
-if importlib.util.find_spec("playwright") is None:  # imported when a test runs: collecting
-    pytest.skip("playwright is not installed", allow_module_level=True)  # stays cheap
-if not CHROMIUM.exists():
-    pytest.skip(f"Debian's chromium is not installed ({CHROMIUM} is missing)",
-                allow_module_level=True)
+skip_without_chromium()
 
 import uvicorn  # noqa: E402
 from _internals import (  # noqa: E402
@@ -53,9 +47,6 @@ from agentcore.web import app  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync"]
 DESKTOP = {"width": 1100, "height": 800}
 PHONE = {"width": 390, "height": 844}
 SCREENSHOTS = Path(__file__).parent / "screenshots"
@@ -135,28 +126,8 @@ def expect(target: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One Chromium for the module's tests.
-
-    Playwright's event loop does blocking work (writing a screenshot, ...) on its default
-    executor, which starts threads as it needs them: here it is given one thread, started by a
-    first screenshot, so that no test sees a thread appear that outlives it.
-    """
-    from playwright.sync_api import expect as playwright_expect
-    from playwright.sync_api import sync_playwright
-
-    playwright_expect.set_options(timeout=10_000)  # the longest any expectation waits
-    manager = sync_playwright()
-    with manager as playwright:
-        manager._loop.set_default_executor(  # the sync API's own loop (no public way to it)
-            concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="playwright-io"))
-        launched = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            context = launched.new_context()
-            context.new_page().screenshot(path=str(tmp_path_factory.mktemp("chromium") / "0.png"))
-            context.close()
-            yield launched
-        finally:
-            launched.close()
+    """One Chromium for the module's tests (`tests/chromium.py`)."""
+    yield from launched(tmp_path_factory, 10_000)  # the longest any expectation waits
 
 
 @pytest.fixture
