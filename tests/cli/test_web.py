@@ -203,13 +203,23 @@ def test_beyond_loopback_a_random_token_is_printed_and_asked_for(web: Any) -> No
     assert code == 0
 
 
-def test_a_token_given_on_loopback_is_asked_for(web: Any) -> None:
-    server = web("--token", "let-me-in")
+def test_a_token_given_on_loopback_is_asked_for_and_allow_origin_admits_a_front_end(
+        web: Any) -> None:
+    server = web("--token", "let-me-in", "--allow-origin", "http://localhost:3000")
     assert server.url.endswith("/?token=let-me-in")
     base = server.url.partition("?")[0]
+    bearer = {"Authorization": "Bearer let-me-in"}
     assert requests.get(f"{base}ag-ui/threads/t", timeout=30).status_code == 401
-    assert requests.get(f"{base}ag-ui/threads/t", headers={"Authorization": "Bearer let-me-in"},
-                        timeout=30).status_code == 404
+    assert requests.get(f"{base}ag-ui/threads/t", headers=bearer, timeout=30).status_code == 404
+    body = {"threadId": "t", "runId": "r", "messages": [
+        {"id": "u", "role": "user", "content": "hi"}]}
+    allowed = requests.post(f"{base}ag-ui", json=body, timeout=30,
+                            headers={"Origin": "http://localhost:3000", **bearer})
+    assert allowed.status_code == 200
+    assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
+    other = requests.post(f"{base}ag-ui", json=body, timeout=30,
+                          headers={"Origin": "http://localhost:4000", **bearer})
+    assert other.status_code == 403
     server.stop()
 
 
@@ -225,17 +235,3 @@ def test_contradicting_or_bad_auth_options_exit_2_before_serving(
     out, err = capsys.readouterr()
     assert message in err
     assert "agentcore web: http" not in out
-
-
-def test_allow_origin_admits_a_front_end_of_another_origin(web: Any) -> None:
-    server = web("--allow-origin", "http://localhost:3000")
-    body = {"threadId": "t", "runId": "r", "messages": [
-        {"id": "u", "role": "user", "content": "hi"}]}
-    allowed = requests.post(f"{server.url}ag-ui", json=body, timeout=30,
-                            headers={"Origin": "http://localhost:3000"})
-    assert allowed.status_code == 200
-    assert allowed.headers["access-control-allow-origin"] == "http://localhost:3000"
-    other = requests.post(f"{server.url}ag-ui", json=body, timeout=30,
-                          headers={"Origin": "http://localhost:4000"})
-    assert other.status_code == 403
-    server.stop()
