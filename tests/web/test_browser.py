@@ -863,8 +863,11 @@ def test_replies_render_as_markdown_with_code_to_copy_tables_and_safe_links(
         assert code.text_content() == source + "\n"
         copy = reply.locator(".code-block button.copy")
         expect(copy).to_have_attribute("aria-label", "Copy the code")
-        if os.environ.get("AGENTCORE_SCREENSHOTS") == "1":  # the README's picture
-            page.screenshot(path=str(Path(__file__).parents[2] / "examples" / "web_chat.png"))
+        if os.environ.get("AGENTCORE_SCREENSHOTS") == "1":  # the README's and the web guide's
+            root = Path(__file__).parents[2]
+            for picture in (root / "examples" / "web_chat.png",
+                            root / "docs" / "assets" / "web_chat.png"):
+                page.screenshot(path=str(picture))
         copy.click()
         expect(copy).to_have_attribute("aria-label", "Copied")
         assert page.evaluate("navigator.clipboard.readText()") == source
