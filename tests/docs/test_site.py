@@ -190,10 +190,21 @@ def heading(text: str) -> re.Pattern[str]:
     return re.compile(rf"^{re.escape(text)}¶?$")
 
 
+INDEX_WAIT_MS = 60_000
+"""How long the search may take to build its index: a worker indexing about 700 KB of text,
+seconds on a 2-core VM whose every core the rest of the suite keeps busy."""
+
+
 def search(page: Any, query: str) -> Any:
-    """Type `query` into the site's search; the result links, once there are some."""
+    """Type `query` into the site's search once its index is built; the result links.
+
+    Until its worker has built the index, the search says "Initializing search" and answers
+    nothing; typed then, a query is not answered.
+    """
     page.locator("label.md-search__icon, .md-search__input").first.click()
-    page.locator("input.md-search__input").fill(query)
+    expect(page.locator(".md-search-result__meta")).to_have_text(
+        "Type to start searching", timeout=INDEX_WAIT_MS)
+    page.locator("input.md-search__input").press_sequentially(query)  # key by key, as typed
     results = page.locator(".md-search-result__list a")
     expect(results.first).to_be_visible()
     return results
