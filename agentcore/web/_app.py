@@ -17,7 +17,7 @@ import contextlib
 import functools
 import importlib.resources
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
 import attrs
 from starlette.applications import Starlette
@@ -31,7 +31,7 @@ from .._agent import AgentRun
 from .._core import AgentBusyError, AgentClosedError, AgentMessage
 from ._ai_sdk import DONE, HEADERS, ChatTranslator, encode_chunk
 from ._ai_sdk_input import parse_chat_request
-from ._body import BadInput
+from ._body import BadInput, json_error
 from ._catalog import MemoryCatalog, ThreadCatalog, title_of
 from ._client import answers, offered, open_client_calls
 from ._conversations import conversation_routes
@@ -93,13 +93,9 @@ _STATIC_SECURITY = {
 }
 
 
-def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
 def _internal_error(request: Request, exc: Exception) -> JSONResponse:
     _log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-    return _error(500, f"internal error: {type(exc).__name__}")
+    return json_error(500, f"internal error: {type(exc).__name__}")
 
 
 def _json_errors(
@@ -117,11 +113,11 @@ def _json_errors(
         try:
             return await handler(request)
         except BadInput as exc:
-            return _error(exc.status, exc.message)
+            return json_error(exc.status, exc.message)
         except ClientDisconnect:
             _log.info("%s %s: the client left while sending its body", request.method,
                       request.url.path)
-            return _error(400, "the client left while sending its body")
+            return json_error(400, "the client left while sending its body")
         except Exception as exc:
             return _internal_error(request, exc)
 
@@ -216,7 +212,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     async def static_script(request: Request) -> Response:
         name: str = request.path_params["name"]
         if name not in scripts:
-            return _error(404, f"no static file {name!r}")
+            return json_error(404, f"no static file {name!r}")
         return Response(scripts[name], media_type="text/javascript; charset=utf-8",
                         headers=_STATIC_SECURITY)
 
@@ -278,7 +274,7 @@ def app(make_agent: MakeAgent, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 
     async def http_error(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
-        return _error(exc.status_code, exc.detail, exc.headers)
+        return json_error(exc.status_code, exc.detail, exc.headers)
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         return _internal_error(request, exc)

@@ -1,18 +1,22 @@
-"""Request bodies as JSON, with a bound on how deeply they nest.
+"""Request bodies as JSON, with a bound on how deeply they nest; refusals and their answer.
 
 `json.loads` recurses once per level of nesting: 100 KB of `[` raises `RecursionError`, which
 would reach the client as a 500 with a traceback in the server's log, and a body just under the
 interpreter's limit still costs every later validator the same recursion. No request of the
 app's protocols nests more than a few levels (a tool's JSON schema, a message's parts, a
 client's `forwardedProps`), so `load_json` refuses anything deeper than `MAX_DEPTH` with a 400.
+Every refusal of the app, its routes' (`BadInput`) and its guard's, is answered by `json_error`.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "BadInput", "load_json"]
+from starlette.responses import JSONResponse
+
+__all__ = ["MAX_DEPTH", "BadInput", "json_error", "load_json"]
 
 MAX_DEPTH = 64
 """The deepest nesting of arrays and objects a request body may have."""
@@ -25,6 +29,12 @@ class BadInput(Exception):
         super().__init__(message)
         self.status = status
         self.message = message
+
+
+def json_error(status: int, message: str,
+               headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """The app's answer to a refused request: `{"error": message}` with `status`."""
+    return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
 def load_json(body: bytes, max_depth: int = MAX_DEPTH) -> Any:

@@ -76,6 +76,7 @@ class MemoryCatalog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._threads: dict[str, ThreadInfo] = {}
+        self._latest = 0  # the greatest `updated_ms` given so far
 
     def threads(self) -> list[ThreadInfo]:
         """Every conversation, the most recently used first."""
@@ -86,9 +87,9 @@ class MemoryCatalog:
         """Mark `thread_id` used now; a new one gets `title`, a known one keeps its own."""
         with self._lock:
             known = self._threads.get(thread_id)
-            latest = max((t.updated_ms for t in self._threads.values()), default=0)
+            self._latest = max(_now_ms(), self._latest + 1)
             self._threads[thread_id] = ThreadInfo(thread_id, known.title if known else title,
-                                                  max(_now_ms(), latest + 1))
+                                                  self._latest)
 
     def rename(self, thread_id: str, title: str) -> bool:
         """Give `thread_id` a new title; False when there is no such conversation."""

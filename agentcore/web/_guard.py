@@ -36,7 +36,9 @@ from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ._body import json_error
 
 __all__ = ["TOKEN_COOKIE", "Auth", "Guard", "origin_of", "token_cookie"]
 
@@ -170,7 +172,7 @@ class Guard:
         host = request.headers.get("host", "")
         if not self._host_allowed(request, host):
             _log.warning("refused %s %s: Host %r", request.method, request.url.path, host[:100])
-            return _error(403, f"the Host {host[:100]!r} is not one this server answers to "
+            return json_error(403, f"the Host {host[:100]!r} is not one this server answers to "
                           "(see allowed_hosts)"), None
         origin = self._browser_origin(request)
         listed = origin if origin is not None and origin in self.allowed_origins else None
@@ -186,12 +188,12 @@ class Guard:
             if origin is not None and listed is None and not _same_origin(origin, host):
                 _log.warning("refused %s %s from origin %r", request.method,
                              request.url.path, origin)
-                return _error(403, f"requests from {origin} are not allowed (this server "
+                return json_error(403, f"requests from {origin} are not allowed (this server "
                               "answers its own page, and the allowed_origins it was given)"
                               ), None
             if not _is_json(request.headers.get("content-type", "")) \
                     and not (request.method == "DELETE" and not _has_body(request)):
-                return _error(415, "the body must be JSON: send Content-Type: "
+                return json_error(415, "the body must be JSON: send Content-Type: "
                               "application/json"), None
         refusal = await self._authenticate(request)
         if refusal is not None:
@@ -317,12 +319,8 @@ def _wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
 
 
-def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
-
-
 def _unauthorized(request: Request, message: str) -> Response:
     headers = {"WWW-Authenticate": 'Bearer realm="agentcore"'}
     if request.method == "GET" and _wants_html(request):
         return HTMLResponse(_TOKEN_PAGE, status_code=401, headers=headers)
-    return _error(401, message, headers)
+    return json_error(401, message, headers)
